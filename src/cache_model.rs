@@ -1,0 +1,1 @@
+//! MinIO cache model used by optimistic profiling to fill the memory axis.

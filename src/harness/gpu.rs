@@ -1,0 +1,1 @@
+//! GPU telemetry through NVML, loaded at run time.

@@ -1,0 +1,3 @@
+//! The profiling harness: caps, launching, measuring, sweeping.
+
+pub mod gpu;

@@ -1,0 +1,1 @@
+//! Facts about the machine a matrix is measured on.

@@ -1,0 +1,138 @@
+//! Reading and appending `*.matrix.jsonl` files.
+
+use super::{Cell, MATRIX_KIND, Matrix, MatrixHeader, SCHEMA_VERSION};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}: is empty; expected a matrix header line")]
+    Empty { path: PathBuf },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MatrixError + '_ {
+    move |source| MatrixError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Reads a whole matrix. A torn last line (the writer was killed mid-write) is ignored, since
+/// the cell it held was never finished; any other malformed line is an error naming its line.
+pub fn load_matrix(path: &Path) -> Result<Matrix, MatrixError> {
+    let file = File::open(path).map_err(io_err(path))?;
+    let mut lines = Vec::new();
+    for line in BufReader::new(file).lines() {
+        lines.push(line.map_err(io_err(path))?);
+    }
+    let parse_err = |line: usize, message: String| MatrixError::Parse {
+        path: path.to_owned(),
+        line,
+        message,
+    };
+    let first = lines.first().ok_or_else(|| MatrixError::Empty {
+        path: path.to_owned(),
+    })?;
+    let header: MatrixHeader = serde_json::from_str(first)
+        .map_err(|e| parse_err(1, format!("not a matrix header: {e}")))?;
+    if header.kind != MATRIX_KIND {
+        return Err(parse_err(
+            1,
+            format!("kind is {:?}, expected {MATRIX_KIND:?}", header.kind),
+        ));
+    }
+    if header.schema_version != SCHEMA_VERSION {
+        return Err(parse_err(
+            1,
+            format!(
+                "schema_version {} is not supported (this build reads {SCHEMA_VERSION})",
+                header.schema_version
+            ),
+        ));
+    }
+    let last = lines.len();
+    let mut cells = Vec::new();
+    for (i, text) in lines.iter().enumerate().skip(1) {
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Cell>(text) {
+            Ok(cell) => cells.push(cell),
+            Err(e) if e.is_eof() && i + 1 == last => break,
+            Err(e) => return Err(parse_err(i + 1, format!("not a matrix cell: {e}"))),
+        }
+    }
+    Ok(Matrix { header, cells })
+}
+
+/// Appends cells to a matrix file, each flushed and synced before `append` returns.
+pub struct MatrixWriter {
+    file: File,
+    path: PathBuf,
+}
+
+impl MatrixWriter {
+    /// Starts a new matrix file (replacing any file at `path`) with `header`.
+    pub fn create(path: &Path, header: &MatrixHeader) -> Result<Self, MatrixError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
+        let file = File::create(path).map_err(io_err(path))?;
+        let mut writer = MatrixWriter {
+            file,
+            path: path.to_owned(),
+        };
+        writer.write_line(&serde_json::to_string(header).expect("header serializes"))?;
+        Ok(writer)
+    }
+
+    /// Reopens an existing matrix for appending; returns the writer and the cells already there.
+    /// A torn last line (no trailing newline) is cut off in place, so nothing finished is rewritten.
+    pub fn resume(path: &Path) -> Result<(Self, Matrix), MatrixError> {
+        let bytes = std::fs::read(path).map_err(io_err(path))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        if !bytes.ends_with(b"\n") {
+            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            file.set_len(keep as u64).map_err(io_err(path))?;
+        }
+        let matrix = load_matrix(path)?;
+        Ok((
+            MatrixWriter {
+                file,
+                path: path.to_owned(),
+            },
+            matrix,
+        ))
+    }
+
+    pub fn append(&mut self, cell: &Cell) -> Result<(), MatrixError> {
+        self.write_line(&serde_json::to_string(cell).expect("cell serializes"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), MatrixError> {
+        let path = self.path.clone();
+        self.file
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| self.file.sync_data())
+            .map_err(io_err(&path))
+    }
+}

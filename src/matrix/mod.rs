@@ -1,0 +1,232 @@
+//! The throughput sensitivity matrix: what one job achieves at each CPU x memory (x parameter)
+//! allocation, and how each cell came to be (measured, modelled by the cache model, failed or
+//! infeasible). Schema documented in `docs/MATRIX.md`.
+//!
+//! On disk a matrix is JSON lines (`*.matrix.jsonl`): one header line, then one line per cell,
+//! appended and flushed as each cell finishes so an interrupted sweep keeps every finished cell.
+
+mod file;
+mod summary;
+
+pub use file::{MatrixWriter, load_matrix};
+pub use summary::render_summary;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the on-disk schema; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Value of the header's `kind` field, so a stray JSON file is not mistaken for a matrix.
+pub const MATRIX_KIND: &str = "profiler-matrix";
+
+/// A whole matrix: header plus cells, in the order they were written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub header: MatrixHeader,
+    pub cells: Vec<Cell>,
+}
+
+/// First line of a matrix file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixHeader {
+    /// Always [`MATRIX_KIND`].
+    pub kind: String,
+    pub schema_version: u32,
+    pub job: JobInfo,
+    /// Machine the cells were measured on (`None` for matrices imported from elsewhere).
+    pub machine: Option<MachineInfo>,
+    /// The grid the sweep planned; cells may be missing for an interrupted sweep.
+    pub axes: Axes,
+    /// Seconds since the Unix epoch when the sweep started.
+    pub created_unix_s: u64,
+    /// Where the numbers come from (for example a published artifact), free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
+    /// Inputs of the cache model used for `modelled` cells, when there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_model: Option<CacheModelInputs>,
+}
+
+/// What was profiled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobInfo {
+    pub name: String,
+    /// Model name as schedulers know it (e.g. `resnet18`); defaults to the job name.
+    pub model: String,
+    /// GPUs the job used while profiled. Matrices are per job, not per GPU.
+    pub gpus: u32,
+    /// Per-GPU batch size, when fixed by the spec (a swept `{batch}` parameter overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size_per_gpu: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_samples: Option<u64>,
+}
+
+/// The machine a matrix was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub cpus: u32,
+    pub memory_bytes: u64,
+    pub kernel: String,
+    /// `v1`, `v2` or `none` (caps were not applied).
+    pub cgroup: String,
+    /// GPU model names from NVML; empty when there are none or NVML is unavailable.
+    pub gpus: Vec<String>,
+}
+
+/// The planned grid.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Axes {
+    /// CPU levels in cores (fractional allowed).
+    pub cpu: Vec<f64>,
+    /// Memory levels in bytes (cgroup memory limit, which also bounds the page cache).
+    pub memory_bytes: Vec<u64>,
+    /// Other swept job parameters, by name, with their values as templated into the command.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Vec<String>>,
+}
+
+/// Inputs of the MinIO cache model (see `cache_model`), recorded so modelled cells can be audited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheModelInputs {
+    pub dataset_bytes: u64,
+    /// Storage read bandwidth, bytes/s.
+    pub storage_bytes_per_s: f64,
+    /// Memory read bandwidth per core, bytes/s.
+    pub memory_bytes_per_s_per_core: f64,
+}
+
+/// How a cell's throughput was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellSource {
+    /// Run under these caps and measured.
+    Measured,
+    /// Filled by the cache model from measured cells.
+    Modelled,
+    /// The job failed (exited, crashed, never reported progress). See `note`.
+    Failed,
+    /// The allocation cannot run the job (killed by the OOM killer under the memory cap).
+    Infeasible,
+}
+
+impl CellSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellSource::Measured => "measured",
+            CellSource::Modelled => "modelled",
+            CellSource::Failed => "failed",
+            CellSource::Infeasible => "infeasible",
+        }
+    }
+}
+
+/// One point of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cell {
+    pub cpu: f64,
+    pub memory_bytes: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+    pub source: CellSource,
+    /// Samples per second; `None` for failed and infeasible cells.
+    pub throughput: Option<Throughput>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_time_s: Option<Percentiles>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuTelemetry>,
+    /// Why a cell failed, what the model assumed, warnings; free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Wall-clock seconds spent on this cell (0 for modelled cells).
+    pub wall_s: f64,
+}
+
+impl Cell {
+    /// Key identifying the grid point, independent of the result.
+    pub fn key(&self) -> CellKey {
+        CellKey::new(self.cpu, self.memory_bytes, &self.params)
+    }
+
+    pub fn samples_per_s(&self) -> Option<f64> {
+        self.throughput.as_ref().map(|t| t.samples_per_s)
+    }
+}
+
+/// Grid-point identity; CPU is compared in milli-cores so 0.5 and 0.50 are the same point.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellKey {
+    pub cpu_milli: u64,
+    pub memory_bytes: u64,
+    pub params: BTreeMap<String, String>,
+}
+
+impl CellKey {
+    pub fn new(cpu: f64, memory_bytes: u64, params: &BTreeMap<String, String>) -> Self {
+        CellKey {
+            cpu_milli: (cpu * 1000.0).round() as u64,
+            memory_bytes,
+            params: params.clone(),
+        }
+    }
+}
+
+/// Steady-state throughput with its 95% confidence interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Throughput {
+    pub samples_per_s: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+    /// Number of rate windows the interval was computed from.
+    pub windows: u32,
+    /// Seconds of steady state measured.
+    pub measured_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p95: f64,
+}
+
+/// Host-side counters over the measurement window, for the job's whole process tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Telemetry {
+    /// CPU seconds (user + system) per wall second: 1.0 = one core busy.
+    pub cpu_cores_used: f64,
+    /// Seconds the CFS throttled the cgroup per wall second.
+    pub throttled_s_per_s: f64,
+    /// Peak resident set size of the process tree, bytes.
+    pub rss_peak_bytes: u64,
+    /// Page cache charged to the cgroup at the end of the window, bytes.
+    pub page_cache_bytes: u64,
+    /// Bytes read from storage (block layer) per second.
+    pub storage_read_bytes_per_s: f64,
+}
+
+/// GPU-side averages over the measurement window, over the job's GPUs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuTelemetry {
+    pub utilization_pct: f64,
+    pub sm_clock_mhz: f64,
+    pub memory_used_bytes: u64,
+    pub power_w: f64,
+    /// GPM SM activity (Hopper and later), percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_activity_pct: Option<f64>,
+}

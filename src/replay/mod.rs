@@ -1,0 +1,1 @@
+//! `profiler replay`: cluster-scheduling replay (issue 3).
