@@ -4,7 +4,10 @@
 //! The binary (`src/main.rs`) only parses arguments; everything else lives here.
 
 pub mod cache_model;
+pub mod cli;
 pub mod harness;
 pub mod machine;
 pub mod matrix;
+pub mod output;
 pub mod replay;
+pub mod spec;

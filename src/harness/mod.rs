@@ -1,3 +1,11 @@
-//! The profiling harness: caps, launching, measuring, sweeping.
+//! The profiling harness: caps (cgroups), launching the job, reading its progress, steady-state
+//! measurement, telemetry, and the sweep that ties them together.
 
+pub mod cgroup;
+pub mod dataset;
 pub mod gpu;
+pub mod launch;
+pub mod progress;
+pub mod signals;
+pub mod steady;
+pub mod sweep;

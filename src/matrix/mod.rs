@@ -8,7 +8,7 @@
 mod file;
 mod summary;
 
-pub use file::{MatrixWriter, load_matrix};
+pub use file::{MatrixError, MatrixWriter, load_matrix};
 pub use summary::render_summary;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,502 @@
+//! CPU and memory caps through cgroups (v1 and v2), via cgroups-rs.
+//!
+//! Every run gets its own cgroup under one profiler-owned parent (`/profiler` by default). Names
+//! are checked so nothing from a spec can address a cgroup outside that parent. Counters are read
+//! straight from the controller files because their names differ between v1 and v2.
+
+use cgroups_rs::CgroupPid;
+use cgroups_rs::fs::hierarchies::{self, V1};
+use cgroups_rs::fs::{Cgroup, Controllers, Hierarchy};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// CFS period used for quotas (100 ms, the kernel default).
+const CFS_PERIOD_US: u64 = 100_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CapsError {
+    #[error(
+        "applying CPU and memory caps needs root (cgroup directories are root-owned); run as root, or pass --no-caps to run the spec once uncapped"
+    )]
+    NotRoot,
+    #[error(
+        "cgroup controller `{0}` is not available on this machine (needed for {1}); mount it (cgroup v1) or enable it in cgroup.subtree_control (v2), or pass --no-caps"
+    )]
+    MissingController(&'static str, &'static str),
+    #[error("cgroup name {0:?} is not allowed: expected [A-Za-z0-9_.-], no path separators")]
+    BadName(String),
+    #[error("cgroup {path}: {action}: {message}")]
+    Cgroup {
+        path: String,
+        action: &'static str,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+impl CgroupVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CgroupVersion::V1 => "v1",
+            CgroupVersion::V2 => "v2",
+        }
+    }
+}
+
+/// Where each controller's directory for a given cgroup lives.
+#[derive(Debug, Clone)]
+struct ControllerDirs {
+    cpu: PathBuf,
+    cpuacct: PathBuf,
+    cpuset: PathBuf,
+    memory: PathBuf,
+    io: PathBuf,
+}
+
+impl ControllerDirs {
+    fn join(&self, rel: &str) -> ControllerDirs {
+        ControllerDirs {
+            cpu: self.cpu.join(rel),
+            cpuacct: self.cpuacct.join(rel),
+            cpuset: self.cpuset.join(rel),
+            memory: self.memory.join(rel),
+            io: self.io.join(rel),
+        }
+    }
+}
+
+/// The profiler-owned parent cgroup. Removed on drop when empty.
+pub struct CgroupRoot {
+    version: CgroupVersion,
+    parent: String,
+    /// Controller mount points (v1) or the unified root (v2).
+    mounts: ControllerDirs,
+    parent_cg: Cgroup,
+    /// CPUs the parent may use, in order; a cap of N cores pins to the first ceil(N).
+    cpus: Vec<u32>,
+    mems: String,
+}
+
+fn controllers(version: CgroupVersion) -> Vec<String> {
+    let names: &[&str] = match version {
+        CgroupVersion::V1 => &["cpu", "cpuacct", "cpuset", "memory", "blkio"],
+        CgroupVersion::V2 => &["cpu", "cpuset", "memory", "io"],
+    };
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn hierarchy() -> Box<dyn Hierarchy> {
+    hierarchies::auto()
+}
+
+fn check_name(name: &str) -> Result<(), CapsError> {
+    if crate::spec::is_safe_name(name) {
+        Ok(())
+    } else {
+        Err(CapsError::BadName(name.to_string()))
+    }
+}
+
+impl CgroupRoot {
+    /// Opens (creating if needed) the parent cgroup `parent` directly under the hierarchy root.
+    pub fn open(parent: &str) -> Result<Self, CapsError> {
+        check_name(parent)?;
+        if !nix::unistd::geteuid().is_root() {
+            return Err(CapsError::NotRoot);
+        }
+        let (version, mounts) = if hierarchies::is_cgroup2_unified_mode() {
+            let root = PathBuf::from(hierarchies::UNIFIED_MOUNTPOINT);
+            let available =
+                std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+            for (c, why) in [
+                ("cpu", "CPU quota"),
+                ("cpuset", "core pinning"),
+                ("memory", "memory caps"),
+            ] {
+                if !available.split_whitespace().any(|a| a == c) {
+                    return Err(CapsError::MissingController(c, why));
+                }
+            }
+            let dirs = ControllerDirs {
+                cpu: root.clone(),
+                cpuacct: root.clone(),
+                cpuset: root.clone(),
+                memory: root.clone(),
+                io: root,
+            };
+            (CgroupVersion::V2, dirs)
+        } else {
+            let v1 = V1::new();
+            let mount = |c: Controllers, name: &'static str, why: &'static str| {
+                v1.get_mount_point(c)
+                    .map(|(p, _)| p)
+                    .ok_or(CapsError::MissingController(name, why))
+            };
+            let dirs = ControllerDirs {
+                cpu: mount(Controllers::Cpu, "cpu", "CPU quota")?,
+                cpuacct: mount(Controllers::CpuAcct, "cpuacct", "CPU time accounting")?,
+                cpuset: mount(Controllers::CpuSet, "cpuset", "core pinning")?,
+                memory: mount(Controllers::Mem, "memory", "memory caps")?,
+                io: mount(Controllers::BlkIo, "blkio", "storage read accounting")?,
+            };
+            (CgroupVersion::V1, dirs)
+        };
+        let parent_cg =
+            Cgroup::new_with_specified_controllers(hierarchy(), parent, Some(controllers(version)))
+                .map_err(|e| CapsError::Cgroup {
+                    path: parent.to_string(),
+                    action: "create",
+                    message: e.to_string(),
+                })?;
+        let pdirs = mounts.join(parent);
+        let read = |p: PathBuf| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        let mut cpus_text = read(pdirs.cpuset.join("cpuset.cpus.effective"));
+        if cpus_text.is_empty() {
+            cpus_text = read(pdirs.cpuset.join("cpuset.cpus"));
+        }
+        let mut mems = read(pdirs.cpuset.join("cpuset.mems.effective"));
+        if mems.is_empty() {
+            mems = read(pdirs.cpuset.join("cpuset.mems"));
+        }
+        let cpus = parse_cpu_list(&cpus_text);
+        if cpus.is_empty() {
+            return Err(CapsError::Cgroup {
+                path: parent.to_string(),
+                action: "read cpuset.cpus",
+                message: format!("no usable CPUs in {cpus_text:?}"),
+            });
+        }
+        Ok(CgroupRoot {
+            version,
+            parent: parent.to_string(),
+            mounts,
+            parent_cg,
+            cpus,
+            mems,
+        })
+    }
+
+    pub fn version(&self) -> CgroupVersion {
+        self.version
+    }
+
+    /// CPUs runs can be pinned to.
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+
+    /// Creates the cgroup `name` under the parent. `name` must be a single safe path component.
+    pub fn create_run(&self, name: &str) -> Result<RunCgroup, CapsError> {
+        check_name(name)?;
+        let rel = format!("{}/{}", self.parent, name);
+        let dirs = self.mounts.join(&rel);
+        // Defence in depth: the directory must be a direct child of the parent.
+        if dirs.memory.parent() != Some(self.mounts.memory.join(&self.parent).as_path()) {
+            return Err(CapsError::BadName(name.to_string()));
+        }
+        let cg = Cgroup::new_with_specified_controllers(
+            hierarchy(),
+            &rel,
+            Some(controllers(self.version)),
+        )
+        .map_err(|e| CapsError::Cgroup {
+            path: rel.clone(),
+            action: "create",
+            message: e.to_string(),
+        })?;
+        let run = RunCgroup {
+            cg,
+            rel,
+            dirs,
+            version: self.version,
+            cpus: self.cpus.clone(),
+        };
+        // cpuset needs cpus and mems before a task can join (v1 copies them from the parent,
+        // but only when the parent has them; set them explicitly).
+        run.write(&run.dirs.cpuset, "cpuset.mems", &self.mems)?;
+        run.set_cpu(self.cpus.len() as f64)?;
+        if self.version == CgroupVersion::V2 {
+            // Without this a memory cap could be dodged by swapping.
+            let _ = std::fs::write(run.dirs.memory.join("memory.swap.max"), "0");
+        }
+        Ok(run)
+    }
+
+    /// Directory of the parent in the memory hierarchy (for tests and messages).
+    pub fn parent_dir(&self) -> PathBuf {
+        self.mounts.memory.join(&self.parent)
+    }
+}
+
+impl Drop for CgroupRoot {
+    fn drop(&mut self) {
+        // Fails harmlessly while another sweep still has runs under the parent.
+        let _ = self.parent_cg.delete();
+    }
+}
+
+/// Counters of one run cgroup; cumulative since it was created except where noted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CgroupCounters {
+    pub cpu_usage_ns: u64,
+    pub throttled_ns: u64,
+    /// Current memory charged (anonymous + page cache + kernel).
+    pub memory_usage_bytes: u64,
+    /// Current anonymous (resident) memory.
+    pub anon_bytes: u64,
+    /// Current page cache.
+    pub page_cache_bytes: u64,
+    pub oom_kills: u64,
+    pub read_bytes: u64,
+}
+
+/// One run's cgroup. Killing its processes and removing it happens on drop too.
+pub struct RunCgroup {
+    cg: Cgroup,
+    rel: String,
+    dirs: ControllerDirs,
+    version: CgroupVersion,
+    cpus: Vec<u32>,
+}
+
+impl RunCgroup {
+    fn write(&self, dir: &Path, file: &str, value: &str) -> Result<(), CapsError> {
+        std::fs::write(dir.join(file), value).map_err(|e| CapsError::Cgroup {
+            path: self.rel.clone(),
+            action: "write",
+            message: format!("{file} = {value}: {e}"),
+        })
+    }
+
+    /// Caps CPU at `cores` (CFS quota, fractional) and pins to ceil(cores) whole CPUs.
+    pub fn set_cpu(&self, cores: f64) -> Result<(), CapsError> {
+        let whole = (cores.ceil() as usize).clamp(1, self.cpus.len());
+        let list: Vec<String> = self.cpus[..whole].iter().map(|c| c.to_string()).collect();
+        self.write(&self.dirs.cpuset, "cpuset.cpus", &list.join(","))?;
+        let quota = ((cores * CFS_PERIOD_US as f64).round() as u64).max(1000);
+        match self.version {
+            CgroupVersion::V1 => {
+                self.write(
+                    &self.dirs.cpu,
+                    "cpu.cfs_period_us",
+                    &CFS_PERIOD_US.to_string(),
+                )?;
+                self.write(&self.dirs.cpu, "cpu.cfs_quota_us", &quota.to_string())
+            }
+            CgroupVersion::V2 => self.write(
+                &self.dirs.cpu,
+                "cpu.max",
+                &format!("{quota} {CFS_PERIOD_US}"),
+            ),
+        }
+    }
+
+    /// Sets the memory limit (which bounds anonymous memory and page cache together); `None`
+    /// removes it. Lowering it below current usage makes the kernel reclaim page cache first.
+    pub fn set_memory_limit(&self, bytes: Option<u64>) -> Result<(), CapsError> {
+        let (file, value) = match (self.version, bytes) {
+            (CgroupVersion::V1, Some(b)) => ("memory.limit_in_bytes", b.to_string()),
+            (CgroupVersion::V1, None) => ("memory.limit_in_bytes", "-1".to_string()),
+            (CgroupVersion::V2, Some(b)) => ("memory.max", b.to_string()),
+            (CgroupVersion::V2, None) => ("memory.max", "max".to_string()),
+        };
+        self.write(&self.dirs.memory, file, &value)
+    }
+
+    /// Moves a process into this cgroup. Children it forks afterwards inherit the cgroup.
+    pub fn add_process(&self, pid: u32) -> Result<(), CapsError> {
+        self.cg
+            .add_task_by_tgid(CgroupPid::from(pid as u64))
+            .map_err(|e| CapsError::Cgroup {
+                path: self.rel.clone(),
+                action: "add process",
+                message: e.to_string(),
+            })
+    }
+
+    /// The `cgroup.procs` file of every controller directory (one on v2), for a child to
+    /// join before it executes the job.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        let d = &self.dirs;
+        let mut files: Vec<PathBuf> = [&d.cpu, &d.cpuacct, &d.cpuset, &d.memory, &d.io]
+            .iter()
+            .map(|dir| dir.join("cgroup.procs"))
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    }
+
+    /// Process ids currently in the cgroup.
+    pub fn pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.dirs.memory.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// SIGKILLs every process in the cgroup until it is empty (new forks included).
+    pub fn kill_all(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let pids = self.pids();
+            if pids.is_empty() {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            for pid in pids {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn counters(&self) -> CgroupCounters {
+        let read =
+            |dir: &Path, file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        let num = |s: String| s.trim().parse::<u64>().unwrap_or(0);
+        match self.version {
+            CgroupVersion::V1 => {
+                let mem = keyed(&read(&self.dirs.memory, "memory.stat"));
+                let cpu = keyed(&read(&self.dirs.cpu, "cpu.stat"));
+                let oom = keyed(&read(&self.dirs.memory, "memory.oom_control"));
+                CgroupCounters {
+                    cpu_usage_ns: num(read(&self.dirs.cpuacct, "cpuacct.usage")),
+                    throttled_ns: cpu.get("throttled_time").copied().unwrap_or(0),
+                    memory_usage_bytes: num(read(&self.dirs.memory, "memory.usage_in_bytes")),
+                    anon_bytes: mem.get("total_rss").copied().unwrap_or(0),
+                    page_cache_bytes: mem.get("total_cache").copied().unwrap_or(0),
+                    oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
+                    read_bytes: blkio_v1_read(&read(
+                        &self.dirs.io,
+                        "blkio.throttle.io_service_bytes",
+                    )),
+                }
+            }
+            CgroupVersion::V2 => {
+                let mem = keyed(&read(&self.dirs.memory, "memory.stat"));
+                let cpu = keyed(&read(&self.dirs.cpu, "cpu.stat"));
+                let events = keyed(&read(&self.dirs.memory, "memory.events"));
+                CgroupCounters {
+                    cpu_usage_ns: cpu.get("usage_usec").copied().unwrap_or(0) * 1000,
+                    throttled_ns: cpu.get("throttled_usec").copied().unwrap_or(0) * 1000,
+                    memory_usage_bytes: num(read(&self.dirs.memory, "memory.current")),
+                    anon_bytes: mem.get("anon").copied().unwrap_or(0),
+                    page_cache_bytes: mem.get("file").copied().unwrap_or(0),
+                    oom_kills: events.get("oom_kill").copied().unwrap_or(0),
+                    read_bytes: io_v2_read(&read(&self.dirs.io, "io.stat")),
+                }
+            }
+        }
+    }
+
+    /// Path relative to the hierarchy root, e.g. `profiler/resnet18-1234-0`.
+    pub fn rel_path(&self) -> &str {
+        &self.rel
+    }
+
+    /// Directory in the memory hierarchy.
+    pub fn memory_dir(&self) -> &Path {
+        &self.dirs.memory
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        self.kill_all(Duration::from_secs(5));
+        // rmdir can race with the last exiting task for a moment.
+        for _ in 0..50 {
+            if self.cg.delete().is_ok() || !self.dirs.memory.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Parses `key value` lines.
+fn keyed(text: &str) -> HashMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Sums `MAJ:MIN Read N` lines of `blkio.throttle.io_service_bytes`.
+fn blkio_v1_read(text: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[1] == "Read").then(|| f[2].parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+/// Sums `rbytes=` of every device in `io.stat`.
+fn io_v2_read(text: &str) -> u64 {
+    text.split_whitespace()
+        .filter_map(|f| f.strip_prefix("rbytes=")?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Parses a kernel CPU list such as `0-3,8,10-11`.
+pub fn parse_cpu_list(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => out.extend(part.parse::<u32>().ok()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cpu_lists_and_counters() {
+        assert_eq!(parse_cpu_list("0-2,5,7-8\n"), vec![0, 1, 2, 5, 7, 8]);
+        assert_eq!(parse_cpu_list(""), Vec::<u32>::new());
+        assert_eq!(
+            blkio_v1_read("254:0 Read 4096\n254:0 Write 10\n8:0 Read 100\nTotal 4206\n"),
+            4196
+        );
+        assert_eq!(
+            io_v2_read("254:0 rbytes=10 wbytes=3 rios=1\n8:0 rbytes=5 wbytes=0\n"),
+            15
+        );
+        assert_eq!(keyed("cache 12\nrss 3\n").get("rss"), Some(&3));
+    }
+
+    #[test]
+    fn names_with_path_components_are_rejected() {
+        for bad in ["../evil", "a/b", "..", "", "x y"] {
+            assert!(check_name(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_name("resnet18-12-0").is_ok());
+    }
+}

@@ -1,0 +1,90 @@
+//! The job's dataset: generated when missing (if the spec says how), and measured (bytes,
+//! samples = files) when the spec does not say.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error(
+        "dataset {0} does not exist and the spec has no [dataset] generate command to create it"
+    )]
+    Missing(PathBuf),
+    #[error("dataset generator {argv:?} failed: {message}")]
+    Generate { argv: Vec<String>, message: String },
+    #[error("cannot read dataset {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Size of a dataset on disk.
+#[derive(Debug, Clone, Default)]
+pub struct DatasetSize {
+    pub bytes: u64,
+    pub files: u64,
+    /// Every regular file, so its storage bandwidth can be measured and its cache evicted.
+    pub paths: Vec<PathBuf>,
+}
+
+/// Runs the generator (argv already templated, no shell) when `path` is missing.
+pub fn ensure_dataset(
+    path: &Path,
+    generate: Option<&[String]>,
+    cwd: &Path,
+) -> Result<(), DatasetError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let argv = generate.ok_or_else(|| DatasetError::Missing(path.to_owned()))?;
+    let gen_err = |message: String| DatasetError::Generate {
+        argv: argv.to_vec(),
+        message,
+    };
+    let program = argv
+        .first()
+        .ok_or_else(|| gen_err("empty command".into()))?;
+    let out = Command::new(program)
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| gen_err(e.to_string()))?;
+    if !out.success() {
+        return Err(gen_err(super::launch::describe_exit(out)));
+    }
+    if !path.exists() {
+        return Err(gen_err(format!(
+            "it succeeded but {} still does not exist",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Walks `path` (a file or a directory tree; symlinks are not followed).
+pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
+    let read_err = |p: &Path| {
+        let p = p.to_owned();
+        move |source| DatasetError::Read { path: p, source }
+    };
+    let mut size = DatasetSize::default();
+    let mut stack = vec![path.to_owned()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).map_err(read_err(&p))?;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&p).map_err(read_err(&p))? {
+                stack.push(entry.map_err(read_err(&p))?.path());
+            }
+        } else if meta.is_file() {
+            size.bytes += meta.len();
+            size.files += 1;
+            size.paths.push(p);
+        }
+    }
+    size.paths.sort();
+    Ok(size)
+}

@@ -1,0 +1,212 @@
+//! Starting a job: no shell unless the spec asks for one, its own process group, stdout and
+//! stderr to log files, and (when capped) inside its cgroup before it executes anything.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+
+/// Environment variable naming the file a job appends progress lines to.
+pub const PROGRESS_FILE_ENV: &str = "PROFILER_PROGRESS_FILE";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("command not found: {program:?} (looked in the working directory {cwd} and PATH)")]
+    NotFound { program: String, cwd: PathBuf },
+    #[error("working directory {0} does not exist")]
+    NoWorkingDir(PathBuf),
+    #[error("cannot start {program:?}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("cannot create log file {path}: {source}")]
+    Log {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Everything needed to start one run.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub shell: bool,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdout_log: PathBuf,
+    pub stderr_log: PathBuf,
+    /// `cgroup.procs` files the child writes itself into before exec.
+    pub cgroup_procs: Vec<PathBuf>,
+}
+
+/// A started job.
+pub struct RunningJob {
+    child: Child,
+    pub stderr_log: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+impl Launch {
+    pub fn spawn(&self) -> Result<RunningJob, LaunchError> {
+        if !self.cwd.is_dir() {
+            return Err(LaunchError::NoWorkingDir(self.cwd.clone()));
+        }
+        let mut cmd = if self.shell {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(&self.argv[0]);
+            c
+        } else {
+            let program = &self.argv[0];
+            check_program(program, &self.cwd)?;
+            let mut c = Command::new(program);
+            c.args(&self.argv[1..]);
+            c
+        };
+        let log = |path: &Path| {
+            File::create(path).map_err(|source| LaunchError::Log {
+                path: path.to_owned(),
+                source,
+            })
+        };
+        cmd.current_dir(&self.cwd)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log(&self.stdout_log)?)
+            .stderr(log(&self.stderr_log)?)
+            // Own process group: the terminal's Ctrl-C reaches the profiler, which then stops
+            // the job in order and removes its cgroup.
+            .process_group(0);
+        let procs: Vec<CString> = self
+            .cgroup_procs
+            .iter()
+            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+            .collect();
+        // SAFETY: only async-signal-safe calls (prctl, open, write, close) on data prepared
+        // before fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                // If the profiler dies without cleaning up, the job goes with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                for path in &procs {
+                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                    if fd < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                    libc::close(fd);
+                    if !ok {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                LaunchError::NotFound {
+                    program: self.argv[0].clone(),
+                    cwd: self.cwd.clone(),
+                }
+            } else {
+                LaunchError::Spawn {
+                    program: self.argv[0].clone(),
+                    source,
+                }
+            }
+        })?;
+        Ok(RunningJob {
+            child,
+            stderr_log: self.stderr_log.clone(),
+            status: None,
+        })
+    }
+}
+
+/// Fails early, with a clear message, when the program cannot be found.
+fn check_program(program: &str, cwd: &Path) -> Result<(), LaunchError> {
+    let found = if program.contains('/') {
+        cwd.join(program).exists()
+    } else {
+        std::env::var_os("PATH")
+            .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+            .unwrap_or(false)
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(LaunchError::NotFound {
+            program: program.to_string(),
+            cwd: cwd.to_owned(),
+        })
+    }
+}
+
+impl RunningJob {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The exit status once the job has exited; never blocks.
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Kills the job's whole process group and reaps it. Processes that left the group are
+    /// caught by the cgroup kill.
+    pub fn stop(&mut self) {
+        if self.try_status().is_none() {
+            let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            self.status = self.child.wait().ok();
+        }
+    }
+
+    /// The last `max_bytes` of stderr, trimmed to whole lines.
+    pub fn stderr_tail(&self, max_bytes: u64) -> String {
+        tail_of_file(&self.stderr_log, max_bytes)
+    }
+}
+
+impl Drop for RunningJob {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Describes how a job ended, e.g. "exited with status 1" or "killed by SIGKILL".
+pub fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => match nix::sys::signal::Signal::try_from(sig) {
+            Ok(s) => format!("killed by {s}"),
+            Err(_) => format!("killed by signal {sig}"),
+        },
+        _ => "ended".to_string(),
+    }
+}
+
+pub fn tail_of_file(path: &Path, max_bytes: u64) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(max_bytes);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(start)).is_err() || f.read_to_end(&mut buf).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let text = if start > 0 {
+        text.split_once('\n').map_or(&*text, |(_, rest)| rest)
+    } else {
+        &text
+    };
+    text.trim_end().to_string()
+}

@@ -1,0 +1,208 @@
+//! Steady-state detection and the throughput estimate of one cell.
+//!
+//! Reports after the warm-up are cut into fixed windows; a window's rate is the samples it
+//! gained over its length (interpolated between reports). The job is steady once the
+//! coefficient of variation of the last N window rates is below the threshold. The estimate is
+//! the mean of those N windows with a Student-t 95% interval (windows are treated as independent).
+
+use super::progress::Report;
+use crate::matrix::{Percentiles, Throughput};
+
+/// Reports collected since the measurement of a cell started.
+#[derive(Debug, Clone, Default)]
+pub struct RateWindows {
+    start_t: Option<f64>,
+    window_s: f64,
+    reports: Vec<Report>,
+}
+
+/// Cumulative samples at time `t`, linearly interpolated between reports.
+fn samples_at(reports: &[Report], t: f64) -> Option<f64> {
+    let i = reports.partition_point(|r| r.t < t);
+    if i == reports.len() {
+        return None;
+    }
+    if i == 0 {
+        return (reports[0].t == t).then_some(reports[0].samples);
+    }
+    let (a, b) = (reports[i - 1], reports[i]);
+    let f = if b.t > a.t {
+        (t - a.t) / (b.t - a.t)
+    } else {
+        1.0
+    };
+    Some(a.samples + f * (b.samples - a.samples))
+}
+
+impl RateWindows {
+    /// Starts measuring at `start_t` (Unix seconds); `last_before` is the latest report at or
+    /// before it, so the first window can be interpolated.
+    pub fn new(start_t: f64, window_s: f64, last_before: Option<Report>) -> Self {
+        RateWindows {
+            start_t: Some(start_t),
+            window_s,
+            reports: last_before.into_iter().collect(),
+        }
+    }
+
+    pub fn push(&mut self, r: Report) {
+        if self.reports.last().is_none_or(|l| r.t >= l.t) {
+            self.reports.push(r);
+        }
+    }
+
+    /// Rates of the complete windows so far.
+    pub fn rates(&self) -> Vec<f64> {
+        let Some(start) = self.start_t else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut k = 0.0;
+        loop {
+            let (a, b) = (start + k * self.window_s, start + (k + 1.0) * self.window_s);
+            match (samples_at(&self.reports, a), samples_at(&self.reports, b)) {
+                (Some(sa), Some(sb)) => out.push((sb - sa) / self.window_s),
+                _ => return out,
+            }
+            k += 1.0;
+        }
+    }
+
+    /// Whether the last `n` windows vary less than `max_cv`.
+    pub fn is_steady(&self, n: usize, max_cv: f64) -> bool {
+        let rates = self.rates();
+        rates.len() >= n && coefficient_of_variation(&rates[rates.len() - n..]) < max_cv
+    }
+
+    /// Throughput over the last `n` windows (all of them if fewer), or `None` without one
+    /// complete window.
+    pub fn throughput(&self, n: usize) -> Option<Throughput> {
+        let rates = self.rates();
+        if rates.is_empty() {
+            return None;
+        }
+        let last = &rates[rates.len().saturating_sub(n)..];
+        let (mean, half) = mean_ci95(last);
+        Some(Throughput {
+            samples_per_s: mean,
+            ci95_low: (mean - half).max(0.0),
+            ci95_high: mean + half,
+            windows: last.len() as u32,
+            measured_s: rates.len() as f64 * self.window_s,
+        })
+    }
+
+    /// p50/p95 seconds per iteration from consecutive reports that carry iteration counts.
+    pub fn iteration_times(&self) -> Option<Percentiles> {
+        let mut times: Vec<f64> = self
+            .reports
+            .windows(2)
+            .filter_map(|w| {
+                let di = w[1].iterations? - w[0].iterations?;
+                (di > 0.0).then(|| (w[1].t - w[0].t) / di)
+            })
+            .collect();
+        if times.len() < 2 {
+            return None;
+        }
+        times.sort_by(f64::total_cmp);
+        Some(Percentiles {
+            p50: percentile(&times, 0.50),
+            p95: percentile(&times, 0.95),
+        })
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub fn coefficient_of_variation(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    if xs.len() < 2 || mean <= 0.0 {
+        return f64::INFINITY;
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    var.sqrt() / mean
+}
+
+/// Mean and half-width of the Student-t 95% interval.
+pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len();
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+    (mean, t_975(n - 1) * (var / n as f64).sqrt())
+}
+
+/// Two-sided 95% Student-t quantile for `df` degrees of freedom.
+fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=10 => TABLE[df - 1],
+        11..=20 => 2.086,
+        21..=30 => 2.042,
+        _ => 1.96,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn report(t: f64, samples: f64, it: f64) -> Report {
+        Report {
+            t,
+            samples,
+            iterations: Some(it),
+        }
+    }
+
+    #[test]
+    fn constant_rate_is_steady_and_exact() {
+        let mut w = RateWindows::new(100.0, 1.0, None);
+        for i in 0..=100 {
+            let t = 100.0 + i as f64 * 0.1;
+            w.push(report(t, (t - 100.0) * 50.0, i as f64));
+        }
+        let rates = w.rates();
+        assert_eq!(rates.len(), 10);
+        assert!(rates.iter().all(|r| (r - 50.0).abs() < 1e-6));
+        assert!(w.is_steady(5, 0.01));
+        let tp = w.throughput(5).unwrap();
+        assert!((tp.samples_per_s - 50.0).abs() < 1e-6 && tp.ci95_high - tp.ci95_low < 1e-6);
+        let it = w.iteration_times().unwrap();
+        assert!((it.p50 - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ramping_rate_is_not_steady() {
+        let mut w = RateWindows::new(0.0, 1.0, None);
+        let mut s = 0.0;
+        for i in 0..100 {
+            s += i as f64; // rate grows every step
+            w.push(report(i as f64 * 0.1, s, i as f64));
+        }
+        assert!(!w.is_steady(5, 0.05));
+    }
+
+    proptest! {
+        #[test]
+        fn interval_contains_mean(xs in proptest::collection::vec(1.0f64..1000.0, 2..20)) {
+            let (mean, half) = mean_ci95(&xs);
+            prop_assert!(half >= 0.0);
+            let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = xs.iter().cloned().fold(0.0, f64::max);
+            prop_assert!(mean >= lo - 1e-9 && mean <= hi + 1e-9);
+        }
+    }
+}

@@ -1,0 +1,1137 @@
+//! The sweep: plan the grid, run the job under each allocation (re-capping a running job where
+//! that is valid), measure, fill the memory axis with the cache model, and append every cell
+//! to the matrix file as soon as it is known.
+
+use super::cgroup::{CapsError, CgroupRoot, RunCgroup};
+use super::dataset::{DatasetError, DatasetSize, ensure_dataset, measure_dataset};
+use super::gpu::GpuMonitor;
+use super::launch::{Launch, LaunchError, PROGRESS_FILE_ENV, RunningJob, describe_exit};
+use super::progress::{ProgressTail, Report, now_unix_s};
+use super::steady::RateWindows;
+use crate::cache_model::{self, CacheModel, Prediction};
+use crate::matrix::MatrixError;
+use crate::matrix::{
+    Axes, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader,
+    MatrixWriter, SCHEMA_VERSION, Telemetry,
+};
+use crate::spec::{LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const GIB: f64 = (1u64 << 30) as f64;
+const POLL: Duration = Duration::from_millis(100);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error(transparent)]
+    Caps(#[from] CapsError),
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+    #[error(transparent)]
+    Matrix(#[from] MatrixError),
+    #[error("{spec}: {source}")]
+    Template {
+        spec: PathBuf,
+        source: TemplateError,
+    },
+    #[error("{0}")]
+    Plan(String),
+    #[error(
+        "interrupted; {cells} cell(s) are saved in {path}; run the same command with --resume to finish"
+    )]
+    Interrupted { cells: usize, path: PathBuf },
+    #[error("cannot create log directory {path}: {source}")]
+    Logs {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    pub spec: LoadedSpec,
+    /// Matrix file to write (`*.matrix.jsonl`).
+    pub output: PathBuf,
+    pub resume: bool,
+    /// `false` runs the spec once, uncapped, to check it (`--no-caps`).
+    pub caps: bool,
+    pub mode: Option<SweepMode>,
+    pub memory_axis: Option<MemoryAxis>,
+    /// Name of the profiler-owned parent cgroup.
+    pub cgroup_parent: String,
+}
+
+/// Progress and diagnostics, shown by the CLI (progress bars) or collected by tests.
+pub trait SweepObserver {
+    fn planned(&mut self, _total_cells: usize, _already_done: usize) {}
+    fn status(&mut self, _message: &str) {}
+    fn cell_done(&mut self, _cell: &Cell) {}
+    fn warn(&mut self, _message: &str) {}
+}
+
+/// Observer that ignores everything.
+pub struct Silent;
+impl SweepObserver for Silent {}
+
+#[derive(Debug, Clone)]
+pub struct SweepOutcome {
+    pub matrix: Matrix,
+    pub path: PathBuf,
+    /// How many times the job was started.
+    pub launches: u32,
+    pub wall_s: f64,
+}
+
+/// A grid point to measure.
+#[derive(Debug, Clone, PartialEq)]
+struct Point {
+    cpu: f64,
+    /// Index into the memory levels (0 = largest).
+    mem: usize,
+    params: BTreeMap<String, String>,
+}
+
+/// Memory levels, largest first; `pct` levels become bytes once the job's resident size is known.
+#[derive(Debug, Clone)]
+enum MemoryLevels {
+    Bytes(Vec<u64>),
+    PctOfDataset { pct: Vec<f64>, dataset_bytes: u64 },
+}
+
+impl MemoryLevels {
+    fn len(&self) -> usize {
+        match self {
+            MemoryLevels::Bytes(b) => b.len(),
+            MemoryLevels::PctOfDataset { pct, .. } => pct.len(),
+        }
+    }
+    fn resolve(&mut self, resident_bytes: u64) {
+        if let MemoryLevels::PctOfDataset { pct, dataset_bytes } = self {
+            *self = MemoryLevels::Bytes(
+                pct.iter()
+                    .map(|p| resident_bytes + (p / 100.0 * *dataset_bytes as f64) as u64)
+                    .collect(),
+            );
+        }
+    }
+    fn bytes(&self) -> Option<&[u64]> {
+        match self {
+            MemoryLevels::Bytes(b) => Some(b),
+            MemoryLevels::PctOfDataset { .. } => None,
+        }
+    }
+}
+
+/// Mutable state of a sweep in progress.
+struct Sweep<'a> {
+    opts: &'a SweepOptions,
+    observer: &'a mut dyn SweepObserver,
+    cancel: &'a AtomicBool,
+    root: Option<CgroupRoot>,
+    gpu: Option<GpuMonitor>,
+    memory: MemoryLevels,
+    dataset: Option<DatasetSize>,
+    header: Option<MatrixHeader>,
+    writer: Option<MatrixWriter>,
+    cells: Vec<Cell>,
+    done: HashSet<CellKey>,
+    log_dir: PathBuf,
+    launches: u32,
+    axes_cpu: Vec<f64>,
+    params_axes: BTreeMap<String, Vec<String>>,
+    cache_inputs: Option<CacheModelInputs>,
+}
+
+/// Runs a whole sweep. Every finished cell is already on disk when this returns, also on error
+/// or interruption (`cancel` set by SIGINT/SIGTERM).
+pub fn run_sweep(
+    opts: &SweepOptions,
+    observer: &mut dyn SweepObserver,
+    cancel: &AtomicBool,
+) -> Result<SweepOutcome, SweepError> {
+    let started = Instant::now();
+    let spec = &opts.spec.spec;
+    let base_vars = base_vars(&opts.spec);
+    let mut dataset = None;
+    if let (Some(path), Some(d)) = (&opts.spec.dataset_path, &spec.dataset) {
+        let generate = d
+            .generate
+            .as_ref()
+            .map(|argv| render_all(argv, &base_vars, &opts.spec.path))
+            .transpose()?;
+        if !path.exists() {
+            observer.status(&format!("generating dataset {}", path.display()));
+        }
+        ensure_dataset(path, generate.as_deref(), &opts.spec.working_dir)?;
+        dataset = Some(measure_dataset(path)?);
+    }
+    let dataset_bytes = spec
+        .dataset
+        .as_ref()
+        .and_then(|d| d.bytes)
+        .or(dataset.as_ref().map(|d| d.bytes));
+
+    let mut cpu_levels = spec.sweep.cpu.clone();
+    cpu_levels.sort_by(|a, b| b.total_cmp(a));
+    cpu_levels.dedup();
+    let memory = match (&spec.sweep.memory_gib, &spec.sweep.memory_pct_of_dataset) {
+        (Some(g), _) => {
+            let mut b: Vec<u64> = g.iter().map(|g| (g * GIB) as u64).collect();
+            b.sort_unstable_by(|a, b| b.cmp(a));
+            b.dedup();
+            MemoryLevels::Bytes(b)
+        }
+        (None, Some(p)) => {
+            let mut pct = p.clone();
+            pct.sort_by(|a, b| b.total_cmp(a));
+            pct.dedup();
+            MemoryLevels::PctOfDataset {
+                pct,
+                dataset_bytes: dataset_bytes.unwrap_or(0),
+            }
+        }
+        // No memory axis: one level, the machine's memory (i.e. effectively uncapped).
+        (None, None) => MemoryLevels::Bytes(vec![total_memory_bytes()]),
+    };
+
+    let log_dir = opts.output.with_extension("logs");
+    std::fs::create_dir_all(&log_dir).map_err(|source| SweepError::Logs {
+        path: log_dir.clone(),
+        source,
+    })?;
+
+    let root = if opts.caps {
+        let root = CgroupRoot::open(&opts.cgroup_parent)?;
+        let available = root.cpus().len() as f64;
+        if let Some(too_big) = cpu_levels.iter().find(|c| **c > available) {
+            return Err(SweepError::Plan(format!(
+                "{}: sweep.cpu level {too_big} exceeds the {available} CPUs available here",
+                opts.spec.path.display()
+            )));
+        }
+        Some(root)
+    } else {
+        None
+    };
+
+    let gpu = if spec.gpus > 0 {
+        match super::gpu::open_nvml() {
+            Ok(probe) => Some(GpuMonitor::start(
+                Box::new(probe),
+                (0..spec.gpus).collect(),
+                Duration::from_millis(200),
+            )),
+            Err(e) => {
+                observer.warn(&format!(
+                    "{e}; GPU telemetry unavailable, cells will have none"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let mut sweep = Sweep {
+        opts,
+        observer,
+        cancel,
+        root,
+        gpu,
+        memory,
+        dataset,
+        header: None,
+        writer: None,
+        cells: Vec::new(),
+        done: HashSet::new(),
+        log_dir,
+        launches: 0,
+        axes_cpu: cpu_levels.clone(),
+        params_axes: spec.sweep.params.clone(),
+        cache_inputs: None,
+    };
+
+    if !opts.caps {
+        return sweep.check_uncapped(started);
+    }
+    if opts.resume && opts.output.exists() {
+        sweep.resume_from_file()?;
+    }
+
+    let memory_axis = opts.memory_axis.unwrap_or(spec.sweep.memory);
+    let mode = opts.mode.unwrap_or(spec.sweep.mode);
+    let combos = param_combinations(&spec.sweep.params);
+    let n_mem = sweep.memory.len();
+    let total = combos.len() * cpu_levels.len() * n_mem;
+    sweep.observer.planned(total, sweep.done.len());
+
+    if memory_axis == MemoryAxis::Model && n_mem > 1 {
+        sweep.prepare_cache_model();
+    }
+    for params in &combos {
+        let mut points = Vec::new();
+        for &cpu in &cpu_levels {
+            let mems: Vec<usize> = match memory_axis {
+                MemoryAxis::Model => vec![0],
+                MemoryAxis::Measure => (0..n_mem).collect(),
+            };
+            points.extend(mems.into_iter().map(|mem| Point {
+                cpu,
+                mem,
+                params: params.clone(),
+            }));
+        }
+        let todo: Vec<Point> = points.into_iter().filter(|p| !sweep.is_done(p)).collect();
+        for group in group_points(todo, mode, opts.spec.depends_on_cpu_level()) {
+            sweep.run_group(group)?;
+        }
+        if memory_axis == MemoryAxis::Model {
+            sweep.fill_modelled(params, &cpu_levels)?;
+        }
+    }
+    let matrix = Matrix {
+        header: sweep.header.clone().unwrap_or_else(|| sweep.make_header()),
+        cells: sweep.cells.clone(),
+    };
+    if sweep.writer.is_none() {
+        // Nothing new was run (all cells resumed); still leave a valid file behind.
+        sweep.ensure_writer()?;
+    }
+    Ok(SweepOutcome {
+        matrix,
+        path: opts.output.clone(),
+        launches: sweep.launches,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Splits the points (CPU descending, memory descending) into launches. Live mode keeps one
+/// launch while memory never has to go up and, if the command depends on the CPU level, the
+/// CPU level stays the same.
+fn group_points(points: Vec<Point>, mode: SweepMode, depends_on_cpu: bool) -> Vec<Vec<Point>> {
+    let mut groups: Vec<Vec<Point>> = Vec::new();
+    for p in points {
+        let joins = mode == SweepMode::Live
+            && groups
+                .last()
+                .and_then(|g| g.last())
+                .is_some_and(|last: &Point| {
+                    p.mem >= last.mem && (!depends_on_cpu || p.cpu == last.cpu)
+                });
+        if joins {
+            groups.last_mut().expect("non-empty").push(p);
+        } else {
+            groups.push(vec![p]);
+        }
+    }
+    groups
+}
+
+fn param_combinations(params: &BTreeMap<String, Vec<String>>) -> Vec<BTreeMap<String, String>> {
+    let mut combos = vec![BTreeMap::new()];
+    for (name, values) in params {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(name.clone(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+fn base_vars(spec: &LoadedSpec) -> Vars {
+    let mut vars = Vars::new();
+    vars.insert("gpus".into(), spec.spec.gpus.to_string());
+    if let Some(d) = &spec.dataset_path {
+        vars.insert("dataset".into(), absolute(d).display().to_string());
+    }
+    vars
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
+}
+
+fn render_all(argv: &[String], vars: &Vars, spec: &Path) -> Result<Vec<String>, SweepError> {
+    argv.iter()
+        .map(|a| render(a, vars))
+        .collect::<Result<_, _>>()
+        .map_err(|source| SweepError::Template {
+            spec: spec.to_owned(),
+            source,
+        })
+}
+
+fn total_memory_bytes() -> u64 {
+    use procfs::Current;
+    procfs::Meminfo::current()
+        .map(|m| m.mem_total)
+        .unwrap_or(u64::MAX / 2)
+}
+
+/// Formats a CPU level for templates and names (`0.5`, `2`).
+fn cpu_text(cpu: f64) -> String {
+    let s = format!("{cpu:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// What happened to a measured point.
+enum Outcome {
+    Cell(Cell),
+    /// The job died at this point; the cell says why. The launch is over.
+    Died(Cell),
+}
+
+/// A launched job and what it has reported so far.
+struct Run {
+    job: RunningJob,
+    cgroup: Option<RunCgroup>,
+    tail: ProgressTail,
+    last_report: Option<Report>,
+    oom_base: u64,
+}
+
+impl Run {
+    fn poll(&mut self) -> Vec<Report> {
+        let r = self.tail.poll();
+        if let Some(last) = r.last() {
+            self.last_report = Some(*last);
+        }
+        r
+    }
+
+    fn oom_killed(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|c| c.counters().oom_kills > self.oom_base)
+    }
+
+    /// Resident memory of the job's processes right now (procfs), summed over the tree.
+    fn resident_bytes(&self) -> u64 {
+        let pids = match &self.cgroup {
+            Some(cg) => cg.pids(),
+            None => vec![self.job.pid()],
+        };
+        let page = procfs::page_size();
+        pids.iter()
+            .filter_map(|&p| procfs::process::Process::new(p as i32).ok()?.statm().ok())
+            .map(|s| s.resident * page)
+            .sum()
+    }
+}
+
+impl Sweep<'_> {
+    fn is_done(&self, p: &Point) -> bool {
+        self.memory.bytes().is_some_and(|b| {
+            self.done
+                .contains(&CellKey::new(p.cpu, b[p.mem], &p.params))
+        })
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+
+    fn interrupted(&self) -> SweepError {
+        SweepError::Interrupted {
+            cells: self.cells.len(),
+            path: self.opts.output.clone(),
+        }
+    }
+
+    fn make_header(&self) -> MatrixHeader {
+        let spec = &self.opts.spec.spec;
+        let cgroup = self.root.as_ref().map_or("none", |r| r.version().as_str());
+        let memory_bytes = self.memory.bytes().map(|b| b.to_vec()).unwrap_or_default();
+        let provenance = match &spec.sweep.memory_pct_of_dataset {
+            Some(p) => format!(
+                "profiler sweep of {}; memory levels = job's resident memory + {p:?} % of the dataset",
+                self.opts.spec.path.display()
+            ),
+            None => format!("profiler sweep of {}", self.opts.spec.path.display()),
+        };
+        MatrixHeader {
+            kind: MATRIX_KIND.to_string(),
+            schema_version: SCHEMA_VERSION,
+            job: JobInfo {
+                name: spec.name.clone(),
+                model: self.opts.spec.model().to_string(),
+                gpus: spec.gpus,
+                batch_size_per_gpu: spec.batch_size_per_gpu,
+                dataset_bytes: spec
+                    .dataset
+                    .as_ref()
+                    .and_then(|d| d.bytes)
+                    .or(self.dataset.as_ref().map(|d| d.bytes)),
+                dataset_samples: spec
+                    .dataset
+                    .as_ref()
+                    .and_then(|d| d.samples)
+                    .or(self.dataset.as_ref().map(|d| d.files)),
+            },
+            machine: Some(crate::machine::describe_machine(cgroup)),
+            axes: Axes {
+                cpu: self.axes_cpu.clone(),
+                memory_bytes,
+                params: self.params_axes.clone(),
+            },
+            created_unix_s: now_unix_s() as u64,
+            provenance: Some(provenance),
+            cache_model: self.cache_inputs.clone(),
+        }
+    }
+
+    fn ensure_writer(&mut self) -> Result<&mut MatrixWriter, SweepError> {
+        if self.writer.is_none() {
+            let header = self.make_header();
+            self.writer = Some(MatrixWriter::create(&self.opts.output, &header)?);
+            self.header = Some(header);
+        }
+        Ok(self.writer.as_mut().expect("just created"))
+    }
+
+    fn record(&mut self, cell: Cell) -> Result<(), SweepError> {
+        self.ensure_writer()?.append(&cell)?;
+        self.done.insert(cell.key());
+        self.observer.cell_done(&cell);
+        self.cells.push(cell);
+        Ok(())
+    }
+
+    fn resume_from_file(&mut self) -> Result<(), SweepError> {
+        let (writer, matrix) = MatrixWriter::resume(&self.opts.output)?;
+        let h = &matrix.header;
+        let spec = &self.opts.spec.spec;
+        if h.job.name != spec.name {
+            return Err(SweepError::Plan(format!(
+                "--resume: {} holds a matrix of job {:?}, not {:?}",
+                self.opts.output.display(),
+                h.job.name,
+                spec.name
+            )));
+        }
+        if h.axes.memory_bytes.len() != self.memory.len() {
+            return Err(SweepError::Plan(format!(
+                "--resume: {} has {} memory levels but the spec now has {}; start afresh without --resume",
+                self.opts.output.display(),
+                h.axes.memory_bytes.len(),
+                self.memory.len()
+            )));
+        }
+        let mut levels = h.axes.memory_bytes.clone();
+        levels.sort_unstable_by(|a, b| b.cmp(a));
+        self.memory = MemoryLevels::Bytes(levels);
+        self.cache_inputs = h.cache_model.clone();
+        self.done = matrix.cells.iter().map(Cell::key).collect();
+        self.cells = matrix.cells.clone();
+        self.header = Some(matrix.header);
+        self.writer = Some(writer);
+        self.observer.status(&format!(
+            "resuming: {} cell(s) already in {}",
+            self.cells.len(),
+            self.opts.output.display()
+        ));
+        Ok(())
+    }
+
+    /// Measures storage and memory bandwidth for the cache model (once per sweep).
+    fn prepare_cache_model(&mut self) {
+        if self.cache_inputs.is_some() {
+            return;
+        }
+        let Some(ds) = &self.dataset else { return };
+        self.observer
+            .status("measuring storage and memory bandwidth for the cache model");
+        let storage = match cache_model::measure_storage_read_bandwidth(&ds.paths, 512 << 20) {
+            Ok(b) => b,
+            Err(e) => {
+                self.observer.warn(&format!(
+                    "storage bandwidth: {e}; memory axis will not be modelled"
+                ));
+                return;
+            }
+        };
+        self.cache_inputs = Some(CacheModelInputs {
+            dataset_bytes: ds.bytes,
+            storage_bytes_per_s: storage,
+            memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
+        });
+    }
+
+    /// Fills the memory levels below the top one from the measured CPU axis.
+    fn fill_modelled(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        cpus: &[f64],
+    ) -> Result<(), SweepError> {
+        let Some(levels) = self.memory.bytes().map(|b| b.to_vec()) else {
+            return Ok(());
+        };
+        let samples = self
+            .header
+            .as_ref()
+            .and_then(|h| h.job.dataset_samples)
+            .unwrap_or(0);
+        for &cpu in cpus {
+            let top = CellKey::new(cpu, levels[0], params);
+            let Some(measured) = self.cells.iter().find(|c| c.key() == top).cloned() else {
+                continue;
+            };
+            for &limit in &levels[1..] {
+                if self.done.contains(&CellKey::new(cpu, limit, params)) {
+                    continue;
+                }
+                let mut cell = Cell {
+                    cpu,
+                    memory_bytes: limit,
+                    params: params.clone(),
+                    source: CellSource::Modelled,
+                    throughput: None,
+                    iteration_time_s: None,
+                    telemetry: None,
+                    gpu: None,
+                    note: None,
+                    wall_s: 0.0,
+                };
+                let resident = measured.telemetry.as_ref().map_or(0, |t| t.rss_peak_bytes);
+                match (
+                    measured.source,
+                    measured.samples_per_s(),
+                    &self.cache_inputs,
+                ) {
+                    (CellSource::Measured, Some(rate), Some(inputs)) => {
+                        let model = CacheModel::new(inputs.clone());
+                        match model.predict_samples_per_s(rate, cpu, limit, resident, samples) {
+                            Prediction::Feasible {
+                                samples_per_s,
+                                cached_fraction,
+                            } => {
+                                let scale = samples_per_s / rate;
+                                let mut tp = measured.throughput.clone().expect("measured");
+                                tp.samples_per_s = samples_per_s;
+                                tp.ci95_low *= scale;
+                                tp.ci95_high *= scale;
+                                cell.throughput = Some(tp);
+                                cell.note = Some(format!(
+                                    "MinIO cache model from the cell measured at {:.2} GiB: {:.0}% of the dataset cached",
+                                    levels[0] as f64 / GIB,
+                                    cached_fraction * 100.0
+                                ));
+                            }
+                            Prediction::Infeasible => {
+                                cell.source = CellSource::Infeasible;
+                                cell.note = Some(format!(
+                                    "modelled: limit is below the job's resident memory ({:.2} GiB)",
+                                    resident as f64 / GIB
+                                ));
+                            }
+                        }
+                    }
+                    (CellSource::Measured, Some(_), None) => continue,
+                    // The top level failed or was infeasible: lower levels cannot do better.
+                    (source, _, _) => {
+                        cell.source = if source == CellSource::Infeasible {
+                            CellSource::Infeasible
+                        } else {
+                            CellSource::Failed
+                        };
+                        cell.note = Some(format!(
+                            "not modelled: the measured cell at this CPU level is {}",
+                            source.as_str()
+                        ));
+                    }
+                }
+                self.record(cell)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn vars_for(&self, p: &Point) -> Vars {
+        let mut vars = base_vars(&self.opts.spec);
+        vars.insert("cpus".into(), cpu_text(p.cpu));
+        vars.insert("workers".into(), (p.cpu.ceil() as u64).max(1).to_string());
+        vars.extend(p.params.clone());
+        vars
+    }
+
+    fn launch(&mut self, first: &Point, memory_limit: Option<u64>) -> Result<Run, SweepError> {
+        let spec = &self.opts.spec;
+        self.launches += 1;
+        let tag = format!(
+            "{}-{}-{}",
+            spec.spec.name,
+            std::process::id(),
+            self.launches
+        );
+        let cgroup = match &self.root {
+            Some(root) => {
+                let cg = root.create_run(&tag)?;
+                cg.set_cpu(first.cpu)?;
+                cg.set_memory_limit(memory_limit)?;
+                Some(cg)
+            }
+            None => None,
+        };
+        let vars = self.vars_for(first);
+        let argv = render_all(&spec.spec.command, &vars, &spec.path)?;
+        let progress_file = self.log_dir.join(format!("{tag}.progress.jsonl"));
+        let stdout_log = self.log_dir.join(format!("{tag}.stdout.log"));
+        let _ = std::fs::remove_file(&progress_file);
+        let mut env: Vec<(String, String)> = Vec::new();
+        for (k, v) in &spec.spec.env {
+            env.push((
+                k.clone(),
+                render(v, &vars).map_err(|source| SweepError::Template {
+                    spec: spec.path.clone(),
+                    source,
+                })?,
+            ));
+        }
+        env.push((
+            PROGRESS_FILE_ENV.into(),
+            absolute(&progress_file).display().to_string(),
+        ));
+        env.push(("PROFILER_CPUS".into(), vars["cpus"].clone()));
+        env.push(("PROFILER_WORKERS".into(), vars["workers"].clone()));
+        env.push(("PATH".into(), path_with_own_dir()));
+        let launch = Launch {
+            argv,
+            shell: spec.spec.shell,
+            env,
+            cwd: spec.working_dir.clone(),
+            stdout_log: stdout_log.clone(),
+            stderr_log: self.log_dir.join(format!("{tag}.stderr.log")),
+            cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
+        };
+        let job = launch.spawn()?;
+        let tail_path = match spec.spec.throughput {
+            crate::spec::ThroughputSpec::ProgressFile => progress_file,
+            crate::spec::ThroughputSpec::StdoutRegex { .. } => stdout_log,
+        };
+        let oom_base = cgroup.as_ref().map_or(0, |c| c.counters().oom_kills);
+        Ok(Run {
+            job,
+            cgroup,
+            tail: ProgressTail::new(&spec.spec.throughput, tail_path),
+            last_report: None,
+            oom_base,
+        })
+    }
+
+    fn empty_cell(&self, p: &Point, source: CellSource, note: String, wall_s: f64) -> Cell {
+        Cell {
+            cpu: p.cpu,
+            memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
+            params: p.params.clone(),
+            source,
+            throughput: None,
+            iteration_time_s: None,
+            telemetry: None,
+            gpu: None,
+            note: Some(note),
+            wall_s,
+        }
+    }
+
+    /// The cell for a job that ended: infeasible if the OOM killer took it, else failed.
+    fn death_cell(&self, run: &mut Run, p: &Point, started: Instant, phase: &str) -> Cell {
+        let status = run
+            .job
+            .try_status()
+            .map(describe_exit)
+            .unwrap_or_else(|| "stopped".into());
+        let wall = started.elapsed().as_secs_f64();
+        if run.oom_killed() {
+            return self.empty_cell(
+                p,
+                CellSource::Infeasible,
+                format!("OOM-killed under the memory cap during {phase} ({status})"),
+                wall,
+            );
+        }
+        let tail = run.job.stderr_tail(2000);
+        self.empty_cell(
+            p,
+            CellSource::Failed,
+            format!("job {status} during {phase}; stderr tail:\n{tail}"),
+            wall,
+        )
+    }
+
+    /// Waits until the job has reported progress for `seconds` after its first report.
+    /// Returns `Err(cell)` when the job dies or never reports.
+    fn warm_up(
+        &mut self,
+        run: &mut Run,
+        p: &Point,
+        started: Instant,
+    ) -> Result<Result<(), Cell>, SweepError> {
+        let m = self.opts.spec.spec.measure.clone();
+        let mut first: Option<Instant> = None;
+        loop {
+            if self.cancelled() {
+                return Err(self.interrupted());
+            }
+            if !run.poll().is_empty() && first.is_none() {
+                first = Some(Instant::now());
+                self.observer.status(&format!("{}: warming up", label(p)));
+            }
+            if run.job.try_status().is_some() {
+                return Ok(Err(self.death_cell(
+                    run,
+                    p,
+                    started,
+                    "start-up and warm-up",
+                )));
+            }
+            match first {
+                Some(f) if f.elapsed().as_secs_f64() >= m.warmup_s => return Ok(Ok(())),
+                None if started.elapsed().as_secs_f64() > m.startup_timeout_s => {
+                    let mut note = format!(
+                        "no progress within startup_timeout_s = {} s; expected {}",
+                        m.startup_timeout_s,
+                        run.tail.expectation()
+                    );
+                    if let Some(bad) = &run.tail.first_bad_line {
+                        note.push_str(&format!(
+                            "; got {} malformed line(s), first: {bad}",
+                            run.tail.bad_lines
+                        ));
+                    }
+                    return Ok(Err(self.empty_cell(
+                        p,
+                        CellSource::Failed,
+                        note,
+                        started.elapsed().as_secs_f64(),
+                    )));
+                }
+                _ => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// Measures one point on a running, warmed-up job.
+    fn measure(
+        &mut self,
+        run: &mut Run,
+        p: &Point,
+        started: Instant,
+    ) -> Result<Outcome, SweepError> {
+        let m = self.opts.spec.spec.measure.clone();
+        self.observer.status(&format!("{}: measuring", label(p)));
+        run.poll();
+        let t0 = now_unix_s();
+        let mut windows = RateWindows::new(t0, m.window_s, run.last_report);
+        let c0 = run.cgroup.as_ref().map(|c| c.counters());
+        let clock = Instant::now();
+        if let Some(g) = &self.gpu {
+            g.reset_window();
+        }
+        let mut rss_peak = 0u64;
+        let mut steady = false;
+        loop {
+            if self.cancelled() {
+                return Err(self.interrupted());
+            }
+            for r in run.poll() {
+                windows.push(r);
+            }
+            rss_peak = rss_peak.max(run.resident_bytes());
+            if run.job.try_status().is_some() {
+                return Ok(Outcome::Died(self.death_cell(
+                    run,
+                    p,
+                    started,
+                    "measurement",
+                )));
+            }
+            if windows.is_steady(m.steady_windows, m.steady_cv) {
+                steady = true;
+                break;
+            }
+            if clock.elapsed().as_secs_f64() >= m.max_s {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let elapsed = clock.elapsed().as_secs_f64();
+        let telemetry = match (c0, run.cgroup.as_ref().map(|c| c.counters())) {
+            (Some(a), Some(b)) => Some(Telemetry {
+                cpu_cores_used: (b.cpu_usage_ns - a.cpu_usage_ns) as f64 / 1e9 / elapsed,
+                throttled_s_per_s: (b.throttled_ns.saturating_sub(a.throttled_ns)) as f64
+                    / 1e9
+                    / elapsed,
+                rss_peak_bytes: rss_peak,
+                page_cache_bytes: b.page_cache_bytes,
+                storage_read_bytes_per_s: (b.read_bytes.saturating_sub(a.read_bytes)) as f64
+                    / elapsed,
+            }),
+            _ => Some(Telemetry {
+                rss_peak_bytes: rss_peak,
+                ..Telemetry::default()
+            }),
+        };
+        let Some(throughput) = windows.throughput(m.steady_windows) else {
+            let mut cell = self.empty_cell(
+                p,
+                CellSource::Failed,
+                format!(
+                    "the job reported no progress for {:.0} s of measurement (max_s); expected {}",
+                    elapsed,
+                    run.tail.expectation()
+                ),
+                started.elapsed().as_secs_f64(),
+            );
+            cell.telemetry = telemetry;
+            return Ok(Outcome::Cell(cell));
+        };
+        let note = (!steady).then(|| {
+            format!(
+                "did not reach steady state (CV of the last {} windows < {}) within max_s = {} s",
+                m.steady_windows, m.steady_cv, m.max_s
+            )
+        });
+        Ok(Outcome::Cell(Cell {
+            cpu: p.cpu,
+            memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
+            params: p.params.clone(),
+            source: CellSource::Measured,
+            throughput: Some(throughput),
+            iteration_time_s: windows.iteration_times(),
+            telemetry,
+            gpu: self.gpu.as_ref().and_then(|g| g.window_summary()),
+            note,
+            wall_s: started.elapsed().as_secs_f64(),
+        }))
+    }
+
+    /// Runs one launch through its points; points left over when the job dies are relaunched.
+    fn run_group(&mut self, group: Vec<Point>) -> Result<(), SweepError> {
+        let mut queue: std::collections::VecDeque<Point> = group.into();
+        while let Some(first) = queue.pop_front() {
+            let started = Instant::now();
+            self.observer
+                .status(&format!("{}: starting job", label(&first)));
+            let limit = self.memory.bytes().map(|b| b[first.mem]);
+            let mut run = self.launch(&first, limit)?;
+            let warm = self.warm_up(&mut run, &first, started)?;
+            if let Err(cell) = warm {
+                self.record(cell)?;
+                self.mark_implied_infeasible(&mut queue, &first);
+                continue;
+            }
+            if self.memory.bytes().is_none() {
+                // Memory levels relative to the dataset: now the job's resident size is known.
+                let resident = run
+                    .resident_bytes()
+                    .max(run.cgroup.as_ref().map_or(0, |c| c.counters().anon_bytes));
+                self.memory.resolve(resident + resident / 10);
+                let bytes = self.memory.bytes().expect("resolved")[first.mem];
+                if let Some(cg) = &run.cgroup {
+                    cg.set_memory_limit(Some(bytes))?;
+                }
+                queue.retain(|p| !self.is_done(p));
+                self.ensure_writer()?;
+                std::thread::sleep(Duration::from_secs_f64(
+                    self.opts.spec.spec.measure.settle_s,
+                ));
+            }
+            let mut point = first;
+            let mut point_started = started;
+            loop {
+                match self.measure(&mut run, &point, point_started)? {
+                    Outcome::Cell(cell) => self.record(cell)?,
+                    Outcome::Died(cell) => {
+                        self.record(cell)?;
+                        self.mark_implied_infeasible(&mut queue, &point);
+                        break;
+                    }
+                }
+                // Next point on the same launch, if it is in this live group.
+                let Some(next) = queue.front().cloned() else {
+                    break;
+                };
+                if !(next.mem >= point.mem && next.params == point.params) {
+                    break;
+                }
+                queue.pop_front();
+                point_started = Instant::now();
+                self.observer
+                    .status(&format!("{}: re-capping the running job", label(&next)));
+                if let Some(cg) = &run.cgroup {
+                    cg.set_cpu(next.cpu)?;
+                    let bytes = self.memory.bytes().expect("resolved")[next.mem];
+                    if let Err(e) = cg.set_memory_limit(Some(bytes)) {
+                        let cell = self.empty_cell(
+                            &next,
+                            CellSource::Infeasible,
+                            format!("the kernel could not reclaim memory down to the limit: {e}"),
+                            0.0,
+                        );
+                        self.record(cell)?;
+                        self.mark_implied_infeasible(&mut queue, &next);
+                        break;
+                    }
+                }
+                // Let the new caps take effect before measuring.
+                let settle = Instant::now();
+                while settle.elapsed().as_secs_f64() < self.opts.spec.spec.measure.settle_s {
+                    if self.cancelled() {
+                        return Err(self.interrupted());
+                    }
+                    run.poll();
+                    std::thread::sleep(POLL);
+                }
+                point = next;
+            }
+            run.job.stop();
+            drop(run);
+        }
+        Ok(())
+    }
+
+    /// After an OOM at `p`, smaller memory at the same CPU level and parameters cannot fit either.
+    fn mark_implied_infeasible(
+        &mut self,
+        queue: &mut std::collections::VecDeque<Point>,
+        p: &Point,
+    ) {
+        let oom = self
+            .cells
+            .last()
+            .is_some_and(|c| c.source == CellSource::Infeasible);
+        if !oom {
+            return;
+        }
+        let (implied, rest): (Vec<Point>, Vec<Point>) = queue
+            .drain(..)
+            .partition(|q| q.cpu == p.cpu && q.params == p.params && q.mem > p.mem);
+        *queue = rest.into();
+        for q in implied {
+            let cell = self.empty_cell(
+                &q,
+                CellSource::Infeasible,
+                "not run: a larger memory limit at this CPU level was already OOM-killed".into(),
+                0.0,
+            );
+            let _ = self.record(cell);
+        }
+    }
+
+    /// `--no-caps`: runs the first point once, without cgroups, to check the spec end to end.
+    fn check_uncapped(mut self, started: Instant) -> Result<SweepOutcome, SweepError> {
+        let params = param_combinations(&self.opts.spec.spec.sweep.params)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let cpus = crate::machine::available_cpus() as f64;
+        let p = Point {
+            cpu: cpus,
+            mem: 0,
+            params,
+        };
+        self.memory = MemoryLevels::Bytes(vec![total_memory_bytes()]);
+        self.observer.planned(1, 0);
+        let mut run = self.launch(&p, None)?;
+        let cell = match self.warm_up(&mut run, &p, started)? {
+            Err(cell) => cell,
+            Ok(()) => match self.measure(&mut run, &p, started)? {
+                Outcome::Cell(c) | Outcome::Died(c) => c,
+            },
+        };
+        run.job.stop();
+        self.observer.cell_done(&cell);
+        self.cells.push(cell);
+        Ok(SweepOutcome {
+            matrix: Matrix {
+                header: self.make_header(),
+                cells: self.cells,
+            },
+            path: PathBuf::new(),
+            launches: self.launches,
+            wall_s: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+fn label(p: &Point) -> String {
+    let mut s = format!("cpu {}", cpu_text(p.cpu));
+    for (k, v) in &p.params {
+        s.push_str(&format!(" {k}={v}"));
+    }
+    s
+}
+
+/// PATH with the profiler's own directory first, so binaries shipped beside it (such as
+/// `input-pipeline`) resolve.
+fn path_with_own_dir() -> String {
+    let own = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_owned));
+    let mut dirs: Vec<PathBuf> = own.into_iter().collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(cpu: f64, mem: usize) -> Point {
+        Point {
+            cpu,
+            mem,
+            params: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn live_groups_follow_memory_downwards_only() {
+        let points = vec![pt(2.0, 0), pt(2.0, 1), pt(1.0, 0), pt(1.0, 1)];
+        let g = group_points(points.clone(), SweepMode::Live, false);
+        assert_eq!(g.len(), 2, "memory must go up between 2.0/1 and 1.0/0");
+        let g = group_points(
+            vec![pt(2.0, 0), pt(1.0, 0), pt(0.5, 0)],
+            SweepMode::Live,
+            false,
+        );
+        assert_eq!(g.len(), 1);
+        let g = group_points(vec![pt(2.0, 0), pt(1.0, 0)], SweepMode::Live, true);
+        assert_eq!(
+            g.len(),
+            2,
+            "a command templating {{workers}} needs a relaunch per CPU level"
+        );
+        assert_eq!(group_points(points, SweepMode::Relaunch, false).len(), 4);
+    }
+
+    #[test]
+    fn params_expand_to_their_product() {
+        let mut p = BTreeMap::new();
+        p.insert(
+            "batch".to_string(),
+            vec!["32".to_string(), "64".to_string()],
+        );
+        p.insert("lr".to_string(), vec!["0.1".to_string()]);
+        let c = param_combinations(&p);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[1]["batch"], "64");
+        assert_eq!(cpu_text(0.5), "0.5");
+        assert_eq!(cpu_text(2.0), "2");
+    }
+}

@@ -1,0 +1,3 @@
+//! What the user sees while work runs: progress bars and warnings.
+
+pub mod progress;

@@ -1,0 +1,81 @@
+//! Progress bar with ETA for sweeps (indicatif), drawn on stderr only when it is a terminal.
+
+use crate::harness::sweep::SweepObserver;
+use crate::matrix::Cell;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+pub struct SweepProgress {
+    bar: ProgressBar,
+    interactive: bool,
+}
+
+impl SweepProgress {
+    pub fn new() -> Self {
+        let interactive = std::io::stderr().is_terminal();
+        let bar = ProgressBar::with_draw_target(
+            Some(0),
+            if interactive {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells (ETA {eta}) {msg}",
+            )
+            .expect("valid template"),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        SweepProgress { bar, interactive }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Default for SweepProgress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SweepObserver for SweepProgress {
+    fn planned(&mut self, total: usize, done: usize) {
+        self.bar.set_length(total as u64);
+        self.bar.set_position(done as u64);
+        self.bar.reset_eta();
+    }
+
+    fn status(&mut self, message: &str) {
+        if self.interactive {
+            self.bar.set_message(message.to_string());
+        } else {
+            eprintln!("{message}");
+        }
+    }
+
+    fn cell_done(&mut self, cell: &Cell) {
+        self.bar.inc(1);
+        let rate = cell
+            .samples_per_s()
+            .map_or_else(String::new, |r| format!(" {r:.1} samples/s"));
+        let line = format!(
+            "cell cpu={} mem={:.2}GiB {}{}",
+            cell.cpu,
+            cell.memory_bytes as f64 / (1u64 << 30) as f64,
+            cell.source.as_str(),
+            rate
+        );
+        self.bar.println(line);
+    }
+
+    fn warn(&mut self, message: &str) {
+        self.bar.println(format!("warning: {message}"));
+        if !self.interactive {
+            eprintln!("warning: {message}");
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! Job specs: what to run, how it reports progress, how to measure and what to sweep.
+//! Format documented in `docs/JOB_SPEC.md`; example specs live in `workloads/`.
+
+mod template;
+
+pub use template::{TemplateError, Vars, render};
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Spec schema version this build reads.
+pub const SPEC_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{path}: cannot read job spec: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// A job spec as written in TOML.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub schema_version: u32,
+    pub name: String,
+    pub model: Option<String>,
+    /// Argument vector; with `shell = true`, exactly one string run by `/bin/sh -c`.
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub shell: bool,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub working_dir: Option<PathBuf>,
+    #[serde(default = "one")]
+    pub gpus: u32,
+    pub batch_size_per_gpu: Option<u64>,
+    pub dataset: Option<DatasetSpec>,
+    pub throughput: ThroughputSpec,
+    #[serde(default)]
+    pub measure: MeasureSpec,
+    pub sweep: SweepSpec,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub path: PathBuf,
+    pub bytes: Option<u64>,
+    pub samples: Option<u64>,
+    /// Command (argv, no shell) that creates the dataset when `path` does not exist.
+    pub generate: Option<Vec<String>>,
+}
+
+/// How the job's throughput is read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "protocol", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ThroughputSpec {
+    /// JSON lines `{"samples": N, "t": unix_s}` appended to the file named by
+    /// `$PROFILER_PROGRESS_FILE` (recommended).
+    ProgressFile,
+    /// A regex over stdout lines with a named capture `rate` (samples/s), `samples`
+    /// (cumulative) or `iterations` (cumulative, times `samples_per_iteration`).
+    StdoutRegex {
+        regex: String,
+        samples_per_iteration: Option<f64>,
+    },
+}
+
+/// Warm-up and steady-state rules.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeasureSpec {
+    /// Seconds discarded after the job first reports progress.
+    pub warmup_s: f64,
+    /// Seconds discarded after a live re-cap, before measuring the new level.
+    pub settle_s: f64,
+    /// Length of one rate window.
+    pub window_s: f64,
+    /// Steady once the coefficient of variation of the last `steady_windows` rates is below
+    /// `steady_cv`.
+    pub steady_windows: usize,
+    pub steady_cv: f64,
+    /// Time cap for measuring one cell (after warm-up); the cell is recorded with what was
+    /// measured and a note that it did not reach steady state.
+    pub max_s: f64,
+    /// Seconds to wait for the first progress report before the cell fails.
+    pub startup_timeout_s: f64,
+}
+
+impl Default for MeasureSpec {
+    fn default() -> Self {
+        MeasureSpec {
+            warmup_s: 10.0,
+            settle_s: 3.0,
+            window_s: 2.0,
+            steady_windows: 5,
+            steady_cv: 0.05,
+            max_s: 60.0,
+            startup_timeout_s: 300.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryAxis {
+    /// Optimistic profiling: measure CPU levels at the largest memory level, model the rest.
+    Model,
+    /// Measure every memory level too.
+    Measure,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepMode {
+    /// Keep the job running and change its cgroup limits between points.
+    Live,
+    /// Start the job afresh for every point.
+    Relaunch,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    pub cpu: Vec<f64>,
+    pub memory_gib: Option<Vec<f64>>,
+    pub memory_pct_of_dataset: Option<Vec<f64>>,
+    #[serde(default = "default_memory_axis")]
+    pub memory: MemoryAxis,
+    #[serde(default = "default_mode")]
+    pub mode: SweepMode,
+    #[serde(default)]
+    pub params: BTreeMap<String, Vec<String>>,
+}
+
+fn default_memory_axis() -> MemoryAxis {
+    MemoryAxis::Model
+}
+fn default_mode() -> SweepMode {
+    SweepMode::Live
+}
+
+/// A spec that parsed and validated, with paths resolved against the spec's directory.
+#[derive(Debug, Clone)]
+pub struct LoadedSpec {
+    pub spec: JobSpec,
+    pub path: PathBuf,
+    /// Directory the command runs in.
+    pub working_dir: PathBuf,
+    /// Dataset path, resolved.
+    pub dataset_path: Option<PathBuf>,
+}
+
+impl LoadedSpec {
+    /// Model name schedulers know this job by.
+    pub fn model(&self) -> &str {
+        self.spec.model.as_deref().unwrap_or(&self.spec.name)
+    }
+
+    /// Whether anything the job is started with depends on the CPU level, in which case a
+    /// running job cannot be walked through CPU levels (its worker count would be stale).
+    pub fn depends_on_cpu_level(&self) -> bool {
+        let uses = |s: &String| s.contains("{cpus}") || s.contains("{workers}");
+        self.spec.command.iter().any(uses) || self.spec.env.values().any(uses)
+    }
+}
+
+/// Reads, parses and validates a job spec.
+pub fn load_spec(path: &Path) -> Result<LoadedSpec, SpecError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_spec(&text, path)
+}
+
+/// Parses spec text; `path` is used for messages and to resolve relative paths.
+pub fn parse_spec(text: &str, path: &Path) -> Result<LoadedSpec, SpecError> {
+    let spec: JobSpec = toml::from_str(text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map(|s| line_column(text, s.start))
+            .unwrap_or((1, 1));
+        SpecError::Syntax {
+            path: path.to_owned(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })?;
+    let invalid = |message: String| SpecError::Invalid {
+        path: path.to_owned(),
+        message,
+    };
+    validate(&spec).map_err(invalid)?;
+    let base = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let working_dir = match &spec.working_dir {
+        Some(dir) => base.join(dir),
+        None => base.to_owned(),
+    };
+    let dataset_path = spec.dataset.as_ref().map(|d| base.join(&d.path));
+    Ok(LoadedSpec {
+        spec,
+        path: path.to_owned(),
+        working_dir,
+        dataset_path,
+    })
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// Names become cgroup and file names: keep them to a safe alphabet.
+pub fn is_safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn validate(spec: &JobSpec) -> Result<(), String> {
+    if spec.schema_version != SPEC_VERSION {
+        return Err(format!(
+            "schema_version = {} is not supported; this build reads schema_version = {SPEC_VERSION}",
+            spec.schema_version
+        ));
+    }
+    if !is_safe_name(&spec.name) {
+        return Err(format!(
+            "name = {:?}: expected 1-64 characters from [A-Za-z0-9_.-]",
+            spec.name
+        ));
+    }
+    match (spec.shell, spec.command.len()) {
+        (_, 0) => return Err("command is empty: expected an argument list".into()),
+        (true, n) if n != 1 => {
+            return Err(format!(
+                "shell = true expects command to be one string for /bin/sh -c, got {n} strings"
+            ));
+        }
+        _ => {}
+    }
+    if spec.sweep.cpu.is_empty() {
+        return Err("sweep.cpu is empty: expected CPU levels in cores, e.g. [0.5, 1, 2]".into());
+    }
+    if let Some(bad) = spec
+        .sweep
+        .cpu
+        .iter()
+        .find(|c| !(**c >= 0.01 && c.is_finite()))
+    {
+        return Err(format!("sweep.cpu has {bad}: expected cores >= 0.01"));
+    }
+    match (&spec.sweep.memory_gib, &spec.sweep.memory_pct_of_dataset) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "give either sweep.memory_gib or sweep.memory_pct_of_dataset, not both".into(),
+            );
+        }
+        (Some(levels), None) => {
+            if let Some(bad) = levels.iter().find(|g| !(**g > 0.0 && g.is_finite())) {
+                return Err(format!("sweep.memory_gib has {bad}: expected GiB > 0"));
+            }
+        }
+        (None, Some(levels)) => {
+            if spec.dataset.is_none() {
+                return Err("sweep.memory_pct_of_dataset needs a [dataset] section".into());
+            }
+            if let Some(bad) = levels.iter().find(|p| !(**p > 0.0 && p.is_finite())) {
+                return Err(format!(
+                    "sweep.memory_pct_of_dataset has {bad}: expected percent > 0"
+                ));
+            }
+        }
+        (None, None) => {}
+    }
+    for (name, values) in &spec.sweep.params {
+        if !is_safe_name(name) || matches!(name.as_str(), "cpus" | "workers" | "dataset" | "gpus") {
+            return Err(format!(
+                "sweep.params.{name}: parameter names are [A-Za-z0-9_.-] and not one of cpus, workers, dataset, gpus"
+            ));
+        }
+        if values.is_empty() {
+            return Err(format!(
+                "sweep.params.{name} is empty: expected at least one value"
+            ));
+        }
+    }
+    if let ThroughputSpec::StdoutRegex {
+        regex,
+        samples_per_iteration,
+    } = &spec.throughput
+    {
+        let re = regex::Regex::new(regex)
+            .map_err(|e| format!("throughput.regex does not compile: {e}"))?;
+        let names: Vec<&str> = re.capture_names().flatten().collect();
+        let has = |n: &str| names.contains(&n);
+        if !(has("rate") || has("samples") || has("iterations")) {
+            return Err(
+                "throughput.regex needs a named capture: (?P<rate>...) in samples/s, (?P<samples>...) cumulative, or (?P<iterations>...) cumulative"
+                    .into(),
+            );
+        }
+        if has("iterations") && !has("samples") && !has("rate") && samples_per_iteration.is_none() {
+            return Err(
+                "throughput.regex counts iterations: also set throughput.samples_per_iteration"
+                    .into(),
+            );
+        }
+    }
+    let m = &spec.measure;
+    for (key, v) in [
+        ("warmup_s", m.warmup_s),
+        ("settle_s", m.settle_s),
+        ("max_s", m.max_s),
+        ("startup_timeout_s", m.startup_timeout_s),
+    ] {
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(format!("measure.{key} = {v}: expected seconds >= 0"));
+        }
+    }
+    if !(m.window_s > 0.0 && m.window_s.is_finite()) {
+        return Err(format!(
+            "measure.window_s = {}: expected seconds > 0",
+            m.window_s
+        ));
+    }
+    if m.steady_windows < 2 {
+        return Err("measure.steady_windows: expected at least 2".into());
+    }
+    Ok(())
+}
