@@ -88,3 +88,15 @@ pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
     size.paths.sort();
     Ok(size)
 }
+
+/// Drops the dataset's clean pages from the page cache. The memory cgroup charges a cached page
+/// to whoever first read it, so without this a dataset cached by an earlier run (or by its
+/// generator) would not count against the job's memory cap and a cap could not shrink its cache.
+pub fn evict_from_page_cache(paths: &[PathBuf]) {
+    use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
+    for path in paths {
+        if let Ok(file) = std::fs::File::open(path) {
+            let _ = posix_fadvise(&file, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED);
+        }
+    }
+}

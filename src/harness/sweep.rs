@@ -3,7 +3,9 @@
 //! to the matrix file as soon as it is known.
 
 use super::cgroup::{CapsError, CgroupRoot, RunCgroup};
-use super::dataset::{DatasetError, DatasetSize, ensure_dataset, measure_dataset};
+use super::dataset::{
+    DatasetError, DatasetSize, ensure_dataset, evict_from_page_cache, measure_dataset,
+};
 use super::gpu::GpuMonitor;
 use super::launch::{Launch, LaunchError, PROGRESS_FILE_ENV, RunningJob, describe_exit};
 use super::progress::{ProgressTail, Report, now_unix_s};
@@ -676,6 +678,10 @@ impl Sweep<'_> {
         );
         let cgroup = match &self.root {
             Some(root) => {
+                // Start every launch with a cold cache, charged to the job's own cgroup.
+                if let Some(ds) = &self.dataset {
+                    evict_from_page_cache(&ds.paths);
+                }
                 let cg = root.create_run(&tag)?;
                 cg.set_cpu(first.cpu)?;
                 cg.set_memory_limit(memory_limit)?;

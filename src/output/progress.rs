@@ -69,12 +69,17 @@ impl SweepObserver for SweepProgress {
             cell.source.as_str(),
             rate
         );
-        self.bar.println(line);
+        if self.interactive {
+            self.bar.println(line);
+        } else {
+            eprintln!("{line}");
+        }
     }
 
     fn warn(&mut self, message: &str) {
-        self.bar.println(format!("warning: {message}"));
-        if !self.interactive {
+        if self.interactive {
+            self.bar.println(format!("warning: {message}"));
+        } else {
             eprintln!("warning: {message}");
         }
     }

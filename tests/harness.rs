@@ -1,0 +1,435 @@
+//! The profiling harness, end to end, with real cgroups and the shipped `input-pipeline` job.
+//!
+//! Tests that need root and the cpu, cpuset and memory controllers say so and skip where they
+//! are missing (a laptop); CI runs as root with cgroup v1, so there they run. They take a lock
+//! so that two of them never compete for the machine's CPUs.
+
+use profiler::harness::cgroup::{CapsError, CgroupRoot};
+use profiler::harness::sweep::{Silent, SweepError, SweepOptions, run_sweep};
+use profiler::matrix::{Cell, CellSource, load_matrix};
+use profiler::spec::{LoadedSpec, SpecError, parse_spec};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+static MACHINE: Mutex<()> = Mutex::new(());
+
+const INPUT_PIPELINE: &str = env!("CARGO_BIN_EXE_input-pipeline");
+const PROFILER: &str = env!("CARGO_BIN_EXE_profiler");
+
+/// Why cgroup tests cannot run here, if they cannot.
+fn caps_unavailable() -> Option<String> {
+    match CgroupRoot::open("profiler-test-probe") {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+macro_rules! require_caps {
+    () => {
+        if let Some(why) = caps_unavailable() {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI must run the cgroup tests, but: {why}");
+            }
+            eprintln!("SKIPPED (needs root and cgroup controllers): {why}");
+            return;
+        }
+    };
+}
+
+/// A small dataset shared by the tests (generated once).
+fn dataset() -> PathBuf {
+    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("input-pipeline-data");
+        let ok = Command::new(INPUT_PIPELINE)
+            .args(["generate", "--dir"])
+            .arg(&dir)
+            .args(["--samples", "600"])
+            .status()
+            .expect("input-pipeline runs")
+            .success();
+        assert!(ok, "dataset generation failed");
+        dir
+    })
+    .clone()
+}
+
+/// Writes a spec for the input-pipeline job into `dir` and loads it.
+fn pipeline_spec(dir: &Path, name: &str, extra_args: &str, sweep: &str) -> LoadedSpec {
+    let text = format!(
+        r#"schema_version = 1
+name = "{name}"
+command = ["{bin}", "train", "--data", "{{dataset}}", "--workers", "2", "--batch", "16", "--step-ms", "5" {extra_args}]
+[dataset]
+path = "{data}"
+[throughput]
+protocol = "progress-file"
+[measure]
+warmup_s = 2
+settle_s = 1
+window_s = 1
+steady_windows = 4
+steady_cv = 0.08
+max_s = 10
+startup_timeout_s = 60
+[sweep]
+{sweep}
+"#,
+        bin = INPUT_PIPELINE,
+        data = dataset().display(),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, &text).unwrap();
+    parse_spec(&text, &path).expect("test spec is valid")
+}
+
+fn options(spec: LoadedSpec, output: PathBuf, parent: &str) -> SweepOptions {
+    SweepOptions {
+        spec,
+        output,
+        resume: false,
+        caps: true,
+        mode: None,
+        memory_axis: None,
+        cgroup_parent: parent.to_string(),
+    }
+}
+
+fn cell(cells: &[Cell], cpu: f64) -> &Cell {
+    cells
+        .iter()
+        .find(|c| (c.cpu - cpu).abs() < 1e-9)
+        .unwrap_or_else(|| panic!("no cell at cpu {cpu}"))
+}
+
+#[test]
+fn cpu_cap_scales_the_input_pipeline_rate() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let spec = pipeline_spec(dir.path(), "cpu-scaling", "", "cpu = [0.5, 1, 2]");
+    let out = dir.path().join("m.matrix.jsonl");
+    let outcome = run_sweep(
+        &options(spec, out.clone(), "profiler-test-cpu"),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("sweep runs");
+    let cells = &outcome.matrix.cells;
+    let rate = |cpu| cell(cells, cpu).samples_per_s().expect("measured");
+    let (r05, r1, r2) = (rate(0.5), rate(1.0), rate(2.0));
+    eprintln!("rates: 0.5 CPU {r05:.1}, 1 CPU {r1:.1}, 2 CPUs {r2:.1} samples/s");
+    // A CPU-bound pipeline: halving the quota roughly halves the rate.
+    let half = r05 / r1;
+    assert!(
+        (0.3..0.75).contains(&half),
+        "0.5/1 CPU rate ratio {half:.2}"
+    );
+    assert!(r2 / r1 > 1.2, "2/1 CPU rate ratio {:.2}", r2 / r1);
+    // The quota is what limited it: the job was throttled at 0.5 CPU and used about that much.
+    let t = cell(cells, 0.5).telemetry.clone().expect("telemetry");
+    assert!(t.cpu_cores_used < 0.6 && t.cpu_cores_used > 0.3, "{t:?}");
+    assert!(t.throttled_s_per_s > 0.0, "{t:?}");
+    // Same matrix on disk, and one live launch for the whole CPU axis.
+    assert_eq!(load_matrix(&out).unwrap().cells, outcome.matrix.cells);
+    assert_eq!(outcome.launches, 1);
+    assert!(cells.iter().all(|c| c.source == CellSource::Measured));
+}
+
+#[test]
+fn memory_cap_below_the_dataset_raises_storage_reads() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let spec = pipeline_spec(
+        dir.path(),
+        "mem-sensitivity",
+        "",
+        "cpu = [2]\nmemory_pct_of_dataset = [150, 10]\nmemory = \"measure\"",
+    );
+    let out = dir.path().join("m.matrix.jsonl");
+    let outcome = run_sweep(
+        &options(spec, out, "profiler-test-mem"),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("sweep runs");
+    let mut cells = outcome.matrix.cells.clone();
+    cells.sort_by_key(|c| c.memory_bytes);
+    let (small, big) = (&cells[0], &cells[1]);
+    let read = |c: &Cell| {
+        c.telemetry
+            .as_ref()
+            .expect("telemetry")
+            .storage_read_bytes_per_s
+    };
+    eprintln!(
+        "storage reads: {:.1} MB/s at {} MiB, {:.1} MB/s at {} MiB",
+        read(small) / 1e6,
+        small.memory_bytes >> 20,
+        read(big) / 1e6,
+        big.memory_bytes >> 20
+    );
+    assert_eq!(small.source, CellSource::Measured, "{:?}", small.note);
+    assert!(
+        read(small) > 4.0 * read(big).max(1e5),
+        "cache misses must go to storage"
+    );
+    let cache = |c: &Cell| c.telemetry.as_ref().unwrap().page_cache_bytes;
+    assert!(
+        cache(small) <= small.memory_bytes,
+        "page cache bounded by the cap"
+    );
+}
+
+#[test]
+fn sigint_leaves_nothing_behind_and_resume_completes() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let name = "sigint-resume";
+    pipeline_spec(
+        dir.path(),
+        name,
+        "",
+        "cpu = [2, 1, 0.5]\nmode = \"relaunch\"",
+    );
+    let spec_path = dir.path().join(format!("{name}.toml"));
+    let out = dir.path().join("m.matrix.jsonl");
+    let parent = "profiler-test-sigint";
+    let sweep = |resume: bool| {
+        let mut c = Command::new(PROFILER);
+        c.arg("sweep")
+            .arg("--job")
+            .arg(&spec_path)
+            .arg("-o")
+            .arg(&out);
+        c.args(["--cgroup-parent", parent]);
+        if resume {
+            c.arg("--resume");
+        }
+        c.stdout(Stdio::null()).stderr(Stdio::piped());
+        c
+    };
+    let mut child = sweep(false).spawn().unwrap();
+    // Interrupt once the first cell is on disk and the second run is under way.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while load_matrix(&out).map(|m| m.cells.len()).unwrap_or(0) < 1 {
+        assert!(Instant::now() < deadline, "no cell written in time");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+
+    // No cgroup left under the parent (the parent itself is removed too), no job process left.
+    for controller in ["cpu", "cpuset", "memory", "blkio"] {
+        let p = Path::new("/sys/fs/cgroup").join(controller).join(parent);
+        let children: Vec<_> = std::fs::read_dir(&p)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.path().is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(children.is_empty(), "{controller}: leftover {children:?}");
+    }
+    let leftover: Vec<_> = procfs::process::all_processes()
+        .unwrap()
+        .filter_map(|p| p.ok()?.cmdline().ok())
+        .filter(|cmd| {
+            cmd.first().is_some_and(|a| a == INPUT_PIPELINE) && cmd.iter().any(|a| a == "train")
+        })
+        .collect();
+    assert!(leftover.is_empty(), "leftover processes: {leftover:?}");
+
+    let partial = load_matrix(&out).unwrap().cells;
+    assert!(
+        !partial.is_empty() && partial.len() < 3,
+        "{} cells",
+        partial.len()
+    );
+    let status = sweep(true).status().unwrap();
+    assert!(status.success());
+    let full = load_matrix(&out).unwrap().cells;
+    assert_eq!(full.len(), 3);
+    assert_eq!(
+        &full[..partial.len()],
+        &partial[..],
+        "resume keeps finished cells as they were"
+    );
+}
+
+#[test]
+fn hostile_names_stay_inside_the_parent_cgroup() {
+    // Spec level: a name that is a path never gets through validation.
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["../../evil", "a/b", "..", ""] {
+        let text = format!(
+            "schema_version = 1\nname = {bad:?}\ncommand = [\"true\"]\n[throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\n"
+        );
+        let err = parse_spec(&text, &dir.path().join("x.toml")).unwrap_err();
+        assert!(err.to_string().contains("name"), "{err}");
+    }
+    require_caps!();
+    // Cgroup level, defence in depth.
+    let root = CgroupRoot::open("profiler-test-names").unwrap();
+    for bad in ["../evil", "../../sys", "x/../../y", ".."] {
+        assert!(
+            matches!(root.create_run(bad), Err(CapsError::BadName(_))),
+            "{bad}"
+        );
+    }
+    let run = root.create_run("fine.name-1").unwrap();
+    assert_eq!(run.memory_dir().parent().unwrap(), root.parent_dir());
+    assert!(run.memory_dir().exists());
+    let dir = run.memory_dir().to_owned();
+    drop(run);
+    assert!(!dir.exists(), "run cgroup removed on drop");
+}
+
+fn spec_error(text: &str) -> String {
+    parse_spec(text, Path::new("workloads/bad.toml"))
+        .unwrap_err()
+        .to_string()
+}
+
+const VALID_TAIL: &str = "[throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\n";
+
+#[test]
+fn malformed_specs_give_file_line_and_expectation() {
+    let e = spec_error(&format!(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\nbogus = 3\n{VALID_TAIL}"
+    ));
+    assert!(e.starts_with("workloads/bad.toml:4:"), "{e}");
+    assert!(e.contains("unknown field `bogus`"), "{e}");
+
+    let e = spec_error(&format!(
+        "schema_version = 1\nname = \"x\"\ncommand = \"python train.py\"\n{VALID_TAIL}"
+    ));
+    assert!(e.starts_with("workloads/bad.toml:3:"), "{e}");
+    assert!(
+        e.contains("expected a sequence") || e.contains("invalid type"),
+        "{e}"
+    );
+
+    let e = spec_error(&format!(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"carrier-pigeon\"\n[sweep]\ncpu = [1]\n"
+    ));
+    assert!(
+        e.starts_with("workloads/bad.toml:5:") || e.starts_with("workloads/bad.toml:4:"),
+        "{e}"
+    );
+    assert!(e.contains("progress-file"), "{e}");
+
+    let e = spec_error(&format!(
+        "schema_version = 7\nname = \"x\"\ncommand = [\"true\"]\n{VALID_TAIL}"
+    ));
+    assert!(e.contains("schema_version = 7"), "{e}");
+    let e = spec_error(&format!(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"a\", \"b\"]\nshell = true\n{VALID_TAIL}"
+    ));
+    assert!(e.contains("shell = true"), "{e}");
+    let e = spec_error(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"stdout-regex\"\nregex = \"rate (\\\\d+)\"\n[sweep]\ncpu = [1]\n",
+    );
+    assert!(e.contains("named capture"), "{e}");
+    let e = spec_error(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = []\n",
+    );
+    assert!(e.contains("sweep.cpu is empty"), "{e}");
+    let missing = profiler::spec::load_spec(Path::new("/nonexistent/spec.toml")).unwrap_err();
+    assert!(matches!(missing, SpecError::Read { .. }));
+}
+
+/// Failures of the job itself: `--no-caps` runs need no root.
+fn uncapped(dir: &Path, command: &str, extra: &str) -> Cell {
+    let text = format!(
+        "schema_version = 1\nname = \"fails\"\ncommand = {command}\n[throughput]\nprotocol = \"progress-file\"\n[measure]\nwarmup_s = 0.5\nwindow_s = 0.5\nmax_s = 3\nstartup_timeout_s = 2\n{extra}[sweep]\ncpu = [1]\n"
+    );
+    let path = dir.join("fails.toml");
+    let spec = parse_spec(&text, &path).unwrap();
+    let mut opts = options(spec, dir.join("fails.matrix.jsonl"), "unused");
+    opts.caps = false;
+    let outcome = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).expect("sweep runs");
+    outcome.matrix.cells[0].clone()
+}
+
+#[test]
+fn job_failures_become_failed_cells_with_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let crash = uncapped(
+        dir.path(),
+        r#"["/bin/sh", "-c", "echo 'CUDA error: out of luck' >&2; exit 3"]"#,
+        "",
+    );
+    assert_eq!(crash.source, CellSource::Failed);
+    let note = crash.note.unwrap();
+    assert!(
+        note.contains("exited with status 3") && note.contains("out of luck"),
+        "{note}"
+    );
+
+    let silent = uncapped(dir.path(), r#"["sleep", "30"]"#, "");
+    assert_eq!(silent.source, CellSource::Failed);
+    let note = silent.note.unwrap();
+    assert!(
+        note.contains("no progress within") && note.contains("PROFILER_PROGRESS_FILE"),
+        "{note}"
+    );
+
+    let text = format!(
+        "schema_version = 1\nname = \"nf\"\ncommand = [\"no-such-program-xyz\"]\n{VALID_TAIL}"
+    );
+    let spec = parse_spec(&text, &dir.path().join("nf.toml")).unwrap();
+    let mut opts = options(spec, dir.path().join("nf.matrix.jsonl"), "unused");
+    opts.caps = false;
+    let err = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).unwrap_err();
+    assert!(matches!(err, SweepError::Launch(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("command not found: \"no-such-program-xyz\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Reports progress, then allocates far past the 64 MiB cap.
+    let script = "import json,os,time\nf=open(os.environ['PROFILER_PROGRESS_FILE'],'a')\nfor i in range(1,40):\n    f.write(json.dumps({'samples':i*10,'t':time.time()})+'\\n'); f.flush(); time.sleep(0.05)\nx=bytearray(512<<20)\nfor i in range(0,len(x),4096): x[i]=1\ntime.sleep(30)\n";
+    std::fs::write(dir.path().join("hog.py"), script).unwrap();
+    let text = "schema_version = 1\nname = \"hog\"\ncommand = [\"python3\", \"hog.py\"]\n[throughput]\nprotocol = \"progress-file\"\n[measure]\nwarmup_s = 0.2\nwindow_s = 0.5\nsteady_windows = 50\nmax_s = 20\nstartup_timeout_s = 20\n[sweep]\ncpu = [1]\nmemory_gib = [0.0625]\n";
+    let path = dir.path().join("hog.toml");
+    std::fs::write(&path, text).unwrap();
+    let spec = parse_spec(text, &path).unwrap();
+    let outcome = run_sweep(
+        &options(
+            spec,
+            dir.path().join("hog.matrix.jsonl"),
+            "profiler-test-oom",
+        ),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("an OOM is a result, not an error");
+    let c = &outcome.matrix.cells[0];
+    assert_eq!(c.source, CellSource::Infeasible, "{:?}", c.note);
+    assert!(
+        c.note.as_deref().unwrap_or("").contains("OOM"),
+        "{:?}",
+        c.note
+    );
+}
