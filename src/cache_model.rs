@@ -360,7 +360,8 @@ mod tests {
         // Dirty pages survive POSIX_FADV_DONTNEED; sync so the eviction can take effect.
         f.as_file().sync_all().expect("sync");
         let path = f.path().to_path_buf();
-        let bw = measure_storage_read_bandwidth(&[path.clone()], 4 << 20).expect("measure");
+        let bw =
+            measure_storage_read_bandwidth(std::slice::from_ref(&path), 4 << 20).expect("measure");
         assert!(bw.is_finite() && bw > 0.0, "{bw}");
         // Budget larger than the file: reads the whole file, still fine.
         let bw = measure_storage_read_bandwidth(&[path], 1 << 30).expect("measure");
