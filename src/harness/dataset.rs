@@ -47,6 +47,7 @@ pub fn ensure_dataset(
         .ok_or_else(|| gen_err("empty command".into()))?;
     let out = Command::new(program)
         .args(&argv[1..])
+        .env("PATH", super::launch::path_with_own_dir())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())

@@ -131,9 +131,7 @@ fn check_program(program: &str, cwd: &Path) -> Result<(), LaunchError> {
     let found = if program.contains('/') {
         cwd.join(program).exists()
     } else {
-        std::env::var_os("PATH")
-            .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-            .unwrap_or(false)
+        std::env::split_paths(&path_with_own_dir()).any(|d| d.join(program).is_file())
     };
     if found {
         Ok(())
@@ -209,4 +207,19 @@ pub fn tail_of_file(path: &Path, max_bytes: u64) -> String {
         &text
     };
     text.trim_end().to_string()
+}
+
+/// PATH with the profiler's own directory first, so binaries shipped beside it (such as
+/// `input-pipeline`) resolve for jobs and dataset generators.
+pub fn path_with_own_dir() -> String {
+    let own = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_owned));
+    let mut dirs: Vec<PathBuf> = own.into_iter().collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(dirs)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

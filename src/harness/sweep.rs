@@ -7,7 +7,9 @@ use super::dataset::{
     DatasetError, DatasetSize, ensure_dataset, evict_from_page_cache, measure_dataset,
 };
 use super::gpu::GpuMonitor;
-use super::launch::{Launch, LaunchError, PROGRESS_FILE_ENV, RunningJob, describe_exit};
+use super::launch::{
+    Launch, LaunchError, PROGRESS_FILE_ENV, RunningJob, describe_exit, path_with_own_dir,
+};
 use super::progress::{ProgressTail, Report, now_unix_s};
 use super::steady::RateWindows;
 use crate::cache_model::{self, CacheModel, Prediction};
@@ -1077,21 +1079,6 @@ fn label(p: &Point) -> String {
         s.push_str(&format!(" {k}={v}"));
     }
     s
-}
-
-/// PATH with the profiler's own directory first, so binaries shipped beside it (such as
-/// `input-pipeline`) resolve.
-fn path_with_own_dir() -> String {
-    let own = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_owned));
-    let mut dirs: Vec<PathBuf> = own.into_iter().collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    std::env::join_paths(dirs)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
