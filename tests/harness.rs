@@ -148,7 +148,7 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
         dir.path(),
         "mem-sensitivity",
         "",
-        "cpu = [2]\nmemory_pct_of_dataset = [150, 10]\nmemory = \"measure\"",
+        "cpu = [2]\nmemory_pct_of_dataset = [150, 20]\nmemory = \"measure\"",
     );
     let out = dir.path().join("m.matrix.jsonl");
     let outcome = run_sweep(
@@ -214,7 +214,7 @@ fn sigint_leaves_nothing_behind_and_resume_completes() {
         c.stdout(Stdio::null()).stderr(Stdio::piped());
         c
     };
-    let mut child = sweep(false).spawn().unwrap();
+    let child = sweep(false).spawn().unwrap();
     // Interrupt once the first cell is on disk and the second run is under way.
     let deadline = Instant::now() + Duration::from_secs(120);
     while load_matrix(&out).map(|m| m.cells.len()).unwrap_or(0) < 1 {
