@@ -399,6 +399,10 @@ fn consume(
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
+                    // Workers also leave when they see the stop flag.
+                    if stop.load(Ordering::SeqCst) {
+                        return Ok(Stop::Signal);
+                    }
                     return Err(anyhow!("all input-pipeline workers exited"));
                 }
             }
