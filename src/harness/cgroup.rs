@@ -316,6 +316,25 @@ impl RunCgroup {
         self.write(&self.dirs.memory, file, &value)
     }
 
+    /// Caps read bandwidth from block device `major:minor` (`None` removes the cap).
+    pub fn set_read_bps(&self, (major, minor): (u64, u64), bytes_per_s: Option<u64>) -> Result<(), CapsError> {
+        match self.version {
+            CgroupVersion::V1 => self.write(
+                &self.dirs.io,
+                "blkio.throttle.read_bps_device",
+                &format!("{major}:{minor} {}", bytes_per_s.unwrap_or(0)),
+            ),
+            CgroupVersion::V2 => self.write(
+                &self.dirs.io,
+                "io.max",
+                &format!(
+                    "{major}:{minor} rbps={}",
+                    bytes_per_s.map_or("max".to_string(), |b| b.to_string())
+                ),
+            ),
+        }
+    }
+
     /// Moves a process into this cgroup. Children it forks afterwards inherit the cgroup.
     pub fn add_process(&self, pid: u32) -> Result<(), CapsError> {
         self.cg

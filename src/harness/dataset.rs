@@ -101,3 +101,20 @@ pub fn evict_from_page_cache(paths: &[PathBuf]) {
         }
     }
 }
+
+/// The whole-disk block device (`major`, `minor`) holding `path`: throttles apply to disks, so a
+/// partition is mapped to its parent. `None` for files not on a block device (tmpfs, overlay).
+pub fn block_device_of(path: &Path) -> Option<(u64, u64)> {
+    let dev = nix::sys::stat::stat(path).ok()?.st_dev;
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if !sys.exists() {
+        return None;
+    }
+    if sys.join("partition").exists() {
+        let parent = std::fs::read_to_string(sys.join("../dev")).ok()?;
+        let (a, b) = parent.trim().split_once(':')?;
+        return Some((a.parse().ok()?, b.parse().ok()?));
+    }
+    Some((major, minor))
+}

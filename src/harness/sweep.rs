@@ -4,7 +4,8 @@
 
 use super::cgroup::{CapsError, CgroupRoot, RunCgroup};
 use super::dataset::{
-    DatasetError, DatasetSize, ensure_dataset, evict_from_page_cache, measure_dataset,
+    DatasetError, DatasetSize, block_device_of, ensure_dataset, evict_from_page_cache,
+    measure_dataset,
 };
 use super::gpu::GpuMonitor;
 use super::launch::{
@@ -149,6 +150,8 @@ struct Sweep<'a> {
     axes_cpu: Vec<f64>,
     params_axes: BTreeMap<String, Vec<String>>,
     cache_inputs: Option<CacheModelInputs>,
+    /// Block device of the dataset and the read cap (bytes/s) applied to every run.
+    storage_throttle: Option<((u64, u64), u64)>,
 }
 
 /// Runs a whole sweep. Every finished cell is already on disk when this returns, also on error
@@ -223,6 +226,19 @@ pub fn run_sweep(
         None
     };
 
+    let storage_throttle = match (spec.sweep.storage_read_mb_s, &opts.spec.dataset_path) {
+        (Some(mb), Some(path)) if opts.caps => {
+            let dev = block_device_of(path).ok_or_else(|| {
+                SweepError::Plan(format!(
+                    "sweep.storage_read_mb_s: {} is not on a block device that can be throttled",
+                    path.display()
+                ))
+            })?;
+            Some((dev, (mb * 1e6) as u64))
+        }
+        _ => None,
+    };
+
     let gpu = if spec.gpus > 0 {
         match super::gpu::open_nvml() {
             Ok(probe) => Some(GpuMonitor::start(
@@ -258,6 +274,7 @@ pub fn run_sweep(
         axes_cpu: cpu_levels.clone(),
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
+        storage_throttle,
     };
 
     if !opts.caps {
@@ -464,6 +481,12 @@ impl Sweep<'_> {
             ),
             None => format!("profiler sweep of {}", self.opts.spec.path.display()),
         };
+        let provenance = match spec.sweep.storage_read_mb_s {
+            Some(mb) if self.storage_throttle.is_some() => {
+                format!("{provenance}; storage reads capped at {mb} MB/s (emulated slower storage)")
+            }
+            _ => provenance,
+        };
         MatrixHeader {
             kind: MATRIX_KIND.to_string(),
             schema_version: SCHEMA_VERSION,
@@ -564,6 +587,11 @@ impl Sweep<'_> {
                 ));
                 return;
             }
+        };
+        // Runs see the throttled bandwidth when the spec emulates slower storage.
+        let storage = match self.storage_throttle {
+            Some((_, cap)) => storage.min(cap as f64),
+            None => storage,
         };
         self.cache_inputs = Some(CacheModelInputs {
             dataset_bytes: ds.bytes,
@@ -687,6 +715,9 @@ impl Sweep<'_> {
                 let cg = root.create_run(&tag)?;
                 cg.set_cpu(first.cpu)?;
                 cg.set_memory_limit(memory_limit)?;
+                if let Some((dev, bps)) = self.storage_throttle {
+                    cg.set_read_bps(dev, Some(bps))?;
+                }
                 Some(cg)
             }
             None => None,

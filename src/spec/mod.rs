@@ -148,6 +148,9 @@ pub struct SweepSpec {
     pub mode: SweepMode,
     #[serde(default)]
     pub params: BTreeMap<String, Vec<String>>,
+    /// Caps the job's storage read bandwidth (MB/s, on the dataset's disk) to emulate slower
+    /// storage than this machine's, such as a cluster's network storage.
+    pub storage_read_mb_s: Option<f64>,
 }
 
 fn default_memory_axis() -> MemoryAxis {
@@ -300,6 +303,14 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
             }
         }
         (None, None) => {}
+    }
+    if let Some(mb) = spec.sweep.storage_read_mb_s {
+        if !(mb > 0.0 && mb.is_finite()) {
+            return Err(format!("sweep.storage_read_mb_s = {mb}: expected MB/s > 0"));
+        }
+        if spec.dataset.is_none() {
+            return Err("sweep.storage_read_mb_s needs a [dataset] section (it throttles the dataset's disk)".into());
+        }
     }
     for (name, values) in &spec.sweep.params {
         if !is_safe_name(name) || matches!(name.as_str(), "cpus" | "workers" | "dataset" | "gpus") {
