@@ -47,7 +47,7 @@ fn dataset() -> PathBuf {
         let ok = Command::new(INPUT_PIPELINE)
             .args(["generate", "--dir"])
             .arg(&dir)
-            .args(["--samples", "600"])
+            .args(["--samples", "1000"])
             .status()
             .expect("input-pipeline runs")
             .success();
@@ -57,18 +57,19 @@ fn dataset() -> PathBuf {
     .clone()
 }
 
-/// Writes a spec for the input-pipeline job into `dir` and loads it.
-fn pipeline_spec(dir: &Path, name: &str, extra_args: &str, sweep: &str) -> LoadedSpec {
+/// Writes a spec for the input-pipeline job into `dir` and loads it; `warmup_s` is the seconds
+/// discarded at start (long enough for a first pass over the dataset where the page cache matters).
+fn pipeline_spec(dir: &Path, name: &str, warmup_s: f64, sweep: &str) -> LoadedSpec {
     let text = format!(
         r#"schema_version = 1
 name = "{name}"
-command = ["{bin}", "train", "--data", "{{dataset}}", "--workers", "2", "--batch", "16", "--step-ms", "5" {extra_args}]
+command = ["{bin}", "train", "--data", "{{dataset}}", "--workers", "2", "--batch", "16", "--crop", "112", "--prefetch", "1", "--step-ms", "5"]
 [dataset]
 path = "{data}"
 [throughput]
 protocol = "progress-file"
 [measure]
-warmup_s = 2
+warmup_s = {warmup_s}
 settle_s = 1
 window_s = 1
 steady_windows = 4
@@ -110,7 +111,7 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     require_caps!();
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let spec = pipeline_spec(dir.path(), "cpu-scaling", "", "cpu = [0.5, 1, 2]");
+    let spec = pipeline_spec(dir.path(), "cpu-scaling", 2.0, "cpu = [0.5, 1, 2]");
     let out = dir.path().join("m.matrix.jsonl");
     let outcome = run_sweep(
         &options(spec, out.clone(), "profiler-test-cpu"),
@@ -147,8 +148,10 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
     let spec = pipeline_spec(
         dir.path(),
         "mem-sensitivity",
-        "",
-        "cpu = [2]\nmemory_pct_of_dataset = [150, 20]\nmemory = \"measure\"",
+        8.0,
+        // Storage throttled to 10 MB/s so that cache misses cost time as on cluster storage;
+        // the first pass over the 43 MB dataset fits in the warm-up.
+        "cpu = [2]\nmemory_pct_of_dataset = [150, 10]\nmemory = \"measure\"\nstorage_read_mb_s = 10",
     );
     let out = dir.path().join("m.matrix.jsonl");
     let outcome = run_sweep(
@@ -178,6 +181,14 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
         read(small) > 4.0 * read(big).max(1e5),
         "cache misses must go to storage"
     );
+    // Misses at the throttled storage rate slow the input-bound job down.
+    let rate = |c: &Cell| c.samples_per_s().unwrap();
+    assert!(
+        rate(small) < 0.8 * rate(big),
+        "{} vs {} samples/s",
+        rate(small),
+        rate(big)
+    );
     let cache = |c: &Cell| c.telemetry.as_ref().unwrap().page_cache_bytes;
     assert!(
         cache(small) <= small.memory_bytes,
@@ -194,7 +205,7 @@ fn sigint_leaves_nothing_behind_and_resume_completes() {
     pipeline_spec(
         dir.path(),
         name,
-        "",
+        2.0,
         "cpu = [2, 1, 0.5]\nmode = \"relaunch\"",
     );
     let spec_path = dir.path().join(format!("{name}.toml"));

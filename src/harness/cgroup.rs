@@ -317,7 +317,11 @@ impl RunCgroup {
     }
 
     /// Caps read bandwidth from block device `major:minor` (`None` removes the cap).
-    pub fn set_read_bps(&self, (major, minor): (u64, u64), bytes_per_s: Option<u64>) -> Result<(), CapsError> {
+    pub fn set_read_bps(
+        &self,
+        (major, minor): (u64, u64),
+        bytes_per_s: Option<u64>,
+    ) -> Result<(), CapsError> {
         match self.version {
             CgroupVersion::V1 => self.write(
                 &self.dirs.io,

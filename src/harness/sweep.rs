@@ -476,7 +476,7 @@ impl Sweep<'_> {
         let memory_bytes = self.memory.bytes().map(|b| b.to_vec()).unwrap_or_default();
         let provenance = match &spec.sweep.memory_pct_of_dataset {
             Some(p) => format!(
-                "profiler sweep of {}; memory levels = 1.25 x the job's resident memory after warm-up + 16 MiB + {p:?} % of the dataset",
+                "profiler sweep of {}; memory levels = 1.1 x the job's resident memory after warm-up + 8 MiB + {p:?} % of the dataset",
                 self.opts.spec.path.display()
             ),
             None => format!("profiler sweep of {}", self.opts.spec.path.display()),
@@ -976,7 +976,7 @@ impl Sweep<'_> {
                     .resident_bytes()
                     .max(run.cgroup.as_ref().map_or(0, |c| c.counters().anon_bytes));
                 // Headroom for buffers that grow after warm-up and for kernel memory.
-                self.memory.resolve(resident + resident / 4 + (16 << 20));
+                self.memory.resolve(resident + resident / 10 + (8 << 20));
                 let bytes = self.memory.bytes().expect("resolved")[first.mem];
                 if let Some(cg) = &run.cgroup {
                     cg.set_memory_limit(Some(bytes))?;
