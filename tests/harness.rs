@@ -334,9 +334,9 @@ fn malformed_specs_give_file_line_and_expectation() {
         "{e}"
     );
 
-    let e = spec_error(&format!(
-        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"carrier-pigeon\"\n[sweep]\ncpu = [1]\n"
-    ));
+    let e = spec_error(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"carrier-pigeon\"\n[sweep]\ncpu = [1]\n",
+    );
     assert!(
         e.starts_with("workloads/bad.toml:5:") || e.starts_with("workloads/bad.toml:4:"),
         "{e}"
