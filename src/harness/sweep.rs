@@ -1082,6 +1082,7 @@ impl Sweep<'_> {
             params,
         };
         self.memory = MemoryLevels::Bytes(vec![total_memory_bytes()]);
+        self.axes_cpu = vec![cpus];
         self.observer.planned(1, 0);
         let mut run = self.launch(&p, None)?;
         let cell = match self.warm_up(&mut run, &p, started)? {
