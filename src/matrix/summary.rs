@@ -20,7 +20,10 @@ pub fn render_summary(matrix: &Matrix) -> String {
         matrix.cells.len(),
         h.machine
             .as_ref()
-            .map(|m| format!(", measured on {} ({} CPUs, cgroup {})", m.hostname, m.cpus, m.cgroup))
+            .map(|m| format!(
+                ", measured on {} ({} CPUs, cgroup {})",
+                m.hostname, m.cpus, m.cgroup
+            ))
             .unwrap_or_default()
     );
     if let Some(p) = &h.provenance {
@@ -28,7 +31,12 @@ pub fn render_summary(matrix: &Matrix) -> String {
     }
     let by_key: BTreeMap<CellKey, &super::Cell> =
         matrix.cells.iter().map(|c| (c.key(), c)).collect();
-    let mut cpus: BTreeSet<u64> = h.axes.cpu.iter().map(|c| (c * 1000.0).round() as u64).collect();
+    let mut cpus: BTreeSet<u64> = h
+        .axes
+        .cpu
+        .iter()
+        .map(|c| (c * 1000.0).round() as u64)
+        .collect();
     let mut mems: BTreeSet<u64> = h.axes.memory_bytes.iter().copied().collect();
     let mut param_sets: BTreeSet<BTreeMap<String, String>> = BTreeSet::new();
     for k in by_key.keys() {

@@ -62,7 +62,7 @@ pub struct RoundRow {
 }
 
 /// Audit hook: (round start, active jobs, placements).
-pub type AuditFn = dyn Fn(f64, &[JobState], &[Placement]) + Sync;
+pub type AuditFn<'a> = dyn Fn(f64, &[JobState], &[Placement]) + Sync + 'a;
 
 pub struct EngineConfig<'a> {
     pub cluster: &'a Cluster,
@@ -75,7 +75,7 @@ pub struct EngineConfig<'a> {
     pub window: Option<(u64, u64)>,
     pub max_rounds: u64,
     /// Called after every round with the placements (tests use it to audit invariants).
-    pub audit: Option<&'a AuditFn>,
+    pub audit: Option<&'a AuditFn<'a>>,
 }
 
 #[derive(Debug, Clone)]

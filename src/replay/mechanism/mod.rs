@@ -108,6 +108,8 @@ pub struct Free {
     pub cpus: Vec<f64>,
     pub mem: Vec<f64>,
     pub total_gpus: u32,
+    /// Most free GPUs on any one server (a wider job cannot fit anywhere: skipped in O(1)).
+    pub max_free: u32,
 }
 
 impl Free {
@@ -117,6 +119,7 @@ impl Free {
             cpus: c.servers.iter().map(|s| s.cpus).collect(),
             mem: c.servers.iter().map(|s| s.mem_gb).collect(),
             total_gpus: c.total_gpus,
+            max_free: c.max_server_gpus,
         }
     }
 
@@ -126,6 +129,9 @@ impl Free {
 
     /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs.
     pub fn best_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
+        if g > self.max_free {
+            return None;
+        }
         let mut best: Option<(usize, u32, f64)> = None;
         for s in 0..self.gpus.len() {
             if self.gpus[s] < g {
@@ -165,6 +171,7 @@ impl Free {
         self.cpus[p.server] = (self.cpus[p.server] - p.cpus).max(0.0);
         self.mem[p.server] = (self.mem[p.server] - p.mem_gb).max(0.0);
         self.total_gpus -= p.gpus;
+        self.max_free = self.gpus.iter().copied().max().unwrap_or(0);
     }
 }
 
@@ -188,6 +195,9 @@ pub fn reclaim_and_place(
     j: usize,
 ) -> bool {
     let g = ctx.jobs[j].spec.gpus;
+    if g > free.max_free {
+        return false;
+    }
     let mut best: Option<(usize, f64, u32)> = None;
     for s in 0..free.gpus.len() {
         if free.gpus[s] < g {

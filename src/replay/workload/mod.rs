@@ -252,18 +252,6 @@ pub fn finish(mut jobs: Vec<JobSpec>, path: &Path) -> Result<Vec<JobSpec>, Repla
     Ok(jobs)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn datetime() {
-        assert_eq!(parse_datetime("1970-01-01 00:00:00"), Some(0));
-        assert_eq!(parse_datetime("2017-10-09 07:01:55"), Some(1507532515));
-        assert_eq!(parse_datetime("None"), None);
-    }
-}
-
 /// Gives model-less trace jobs (Philly, Alibaba) a model keeping the class split, and turns
 /// their recorded duration into work at the proportional share of the reference server.
 pub struct Assigner<'a> {
@@ -304,5 +292,17 @@ impl<'a> Assigner<'a> {
             self.semantics,
         );
         (self.profiles.get(p).model.clone(), work)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetime() {
+        assert_eq!(parse_datetime("1970-01-01 00:00:00"), Some(0));
+        assert_eq!(parse_datetime("2017-10-09 07:01:55"), Some(1507532515));
+        assert_eq!(parse_datetime("None"), None);
     }
 }
