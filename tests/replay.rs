@@ -500,3 +500,78 @@ mod props {
         }
     }
 }
+
+#[test]
+fn cli_args_to_options_and_outputs() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: profiler::replay::cli::ReplayArgs,
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let rec = d.path().join("t.csv");
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--cluster",
+        "synergy-2",
+        "--jobs",
+        "30",
+        "--jobs-per-hour",
+        "4",
+        "--gpu-demand",
+        "1:3,2:1",
+        "--compare",
+        "srtf+proportional,srtf+tune",
+        "--record",
+        rec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    let opts = cli.args.to_options().unwrap();
+    assert_eq!(opts.schemes.len(), 2);
+    let s = run(&opts).unwrap();
+    for f in [
+        "summary.csv",
+        "srtf-tune.jobs.csv",
+        "srtf-tune.rounds.csv",
+        "jct_cdf.svg",
+        "srtf-proportional.utilization.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let jobs_csv = std::fs::read_to_string(out.join("srtf-tune.jobs.csv")).unwrap();
+    assert_eq!(jobs_csv.lines().count(), 31);
+    // --trace detects the canonical format of the recording.
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--cluster",
+        "synergy-2",
+        "--trace",
+        rec.to_str().unwrap(),
+        "--compare",
+        "srtf+proportional,srtf+tune",
+    ])
+    .unwrap();
+    let again = run(&cli.args.to_options().unwrap()).unwrap();
+    assert_eq!(again.runs[1].jobs, s.runs[1].jobs);
+    // Bad arguments are errors, not panics.
+    for bad in [
+        ["--window", "9..x"],
+        ["--compare", "fifo"],
+        ["--split", "1,2"],
+        ["--duration", "weird:1"],
+        ["--cluster", "nope.toml"],
+    ] {
+        let cli = Cli::try_parse_from(["replay", bad[0], bad[1]]).unwrap();
+        assert!(cli.args.to_options().is_err(), "{bad:?}");
+    }
+    let cli = Cli::try_parse_from(["replay", "--jobs", "3", "--policy", "nope"]).unwrap();
+    let e = run(&cli.args.to_options().unwrap())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown policy") && e.contains("srtf"), "{e}");
+}

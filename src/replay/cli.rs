@@ -63,7 +63,8 @@ pub struct ReplayArgs {
     /// Synthetic: Poisson arrival rate.
     #[arg(long, default_value_t = 9.0)]
     pub jobs_per_hour: f64,
-    /// Synthetic: number of jobs (default: as many as --window needs).
+    /// Synthetic: number of jobs (default with --window A..B: B + 1 + (B - A + 1), i.e.
+    /// arrivals continue for a window's worth of jobs after the window, then stop).
     #[arg(long)]
     pub jobs: Option<u64>,
     /// Synthetic: duration at the proportional share: `synergy` (80% 10^U(1.5,3) min, 20%
@@ -106,7 +107,8 @@ pub struct ReplayArgs {
     /// Write the workload as replayed to this canonical trace (replay it with --trace).
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Write summary.csv and per-scheme jobs/rounds CSVs into this directory.
+    /// Write summary.csv, per-scheme jobs/rounds CSVs and SVG plots (JCT CDF, allocation over
+    /// time) into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Safety stop.

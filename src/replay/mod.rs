@@ -11,6 +11,7 @@ pub mod error;
 pub mod job;
 pub mod mechanism;
 pub mod metrics;
+pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod report;
@@ -62,7 +63,7 @@ pub struct ReplayOptions {
     pub wide_jobs: WideJobs,
     pub record: Option<PathBuf>,
     pub max_rounds: u64,
-    /// Write per-job and per-round CSVs here.
+    /// Write per-job and per-round CSVs and SVG plots here.
     pub out_dir: Option<PathBuf>,
 }
 
@@ -101,6 +102,8 @@ pub struct ReplaySummary {
     pub workload: String,
     pub semantics: Semantics,
     pub skipped_wide_jobs: u64,
+    /// Cluster GPUs, cores, GB.
+    pub totals: (u32, f64, f64),
     pub runs: Vec<RunResult>,
 }
 
@@ -184,7 +187,15 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
     {
         return Err(ReplayError::Options(format!("window {a}..{b} is empty")));
     }
-    let (loaded, skipped) = load_workload(opts, &cluster, &profiles)?;
+    let (mut loaded, skipped) = load_workload(opts, &cluster, &profiles)?;
+    // A synthetic workload with a window and no job count: arrivals go on for as many jobs
+    // again as the window holds after it, then stop, so that a policy that starves long jobs
+    // under overload (SRTF) still lets the window finish.
+    if let (Loaded::Synthetic(s), Some((a, b))) = (&mut loaded, opts.window)
+        && s.max_jobs.is_none()
+    {
+        s.max_jobs = Some(b + 1 + (b - a + 1));
+    }
     if let (Loaded::Synthetic(s), None) = (&loaded, opts.window)
         && s.max_jobs.is_none()
     {
@@ -293,10 +304,12 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
         workload: workload_name,
         semantics: opts.semantics,
         skipped_wide_jobs: skipped,
+        totals: (cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb),
         runs,
     };
     if let Some(dir) = &opts.out_dir {
         report::write_csvs(&summary, dir)?;
+        plot::write_svgs(&summary, dir)?;
     }
     Ok(summary)
 }
