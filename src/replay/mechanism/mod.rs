@@ -171,7 +171,9 @@ impl Free {
         self.cpus[p.server] = (self.cpus[p.server] - p.cpus).max(0.0);
         self.mem[p.server] = (self.mem[p.server] - p.mem_gb).max(0.0);
         self.total_gpus -= p.gpus;
-        self.max_free = self.gpus.iter().copied().max().unwrap_or(0);
+        if self.gpus[p.server] + p.gpus == self.max_free {
+            self.max_free = self.gpus.iter().copied().max().unwrap_or(0);
+        }
     }
 }
 
