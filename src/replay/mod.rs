@@ -1,1 +1,315 @@
-//! `profiler replay`: cluster-scheduling replay (issue 3).
+//! `profiler replay`: cluster-scheduling replay (issue 3) with Synergy's (OSDI'22) policies and
+//! mechanisms. See `docs/REPLAY.md` for the model, the semantics and every difference from
+//! Synergy's simulator.
+//!
+//! The CLI builds a [`ReplayOptions`] (see [`cli::ReplayArgs`]) and calls [`run`].
+
+pub mod cli;
+pub mod cluster;
+pub mod engine;
+pub mod error;
+pub mod job;
+pub mod mechanism;
+pub mod metrics;
+pub mod plot;
+pub mod policy;
+pub mod profile;
+pub mod report;
+pub mod workload;
+pub mod zoo;
+
+pub use error::ReplayError;
+pub use profile::Semantics;
+
+use cluster::{Cluster, ClusterSpec};
+use engine::{EngineConfig, RoundRow, simulate};
+use job::JobSpec;
+use metrics::{JobRecord, Summary};
+use profile::ProfileSet;
+use std::path::PathBuf;
+use workload::synthetic::{Synthetic, SyntheticSpec};
+use workload::{Assigner, Binder, WideJobs};
+
+/// Where the jobs come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadSpec {
+    Synthetic(SyntheticSpec),
+    /// Synergy's replay CSV (`job_id, model, arrival_s, total_iterations, gpu_demand`).
+    SynergyCsv(PathBuf),
+    /// `philly_jobs.csv` (Pollux's Philly-derived list).
+    PhillyCsv(PathBuf),
+    /// Raw Philly `cluster_job_log` JSON.
+    PhillyJson(PathBuf),
+    /// Alibaba openb-2023 pod list.
+    Alibaba(PathBuf),
+    /// Our canonical trace (written by `--record`).
+    Canonical(PathBuf),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayOptions {
+    pub cluster: ClusterSpec,
+    /// Directory or file of `*.matrix.jsonl`; `None`: the built-in Synergy zoo.
+    pub profiles: Option<PathBuf>,
+    pub workload: WorkloadSpec,
+    /// (policy, mechanism) pairs; more than one runs them in parallel on the same workload.
+    pub schemes: Vec<(String, String)>,
+    pub semantics: Semantics,
+    pub round_s: f64,
+    pub window: Option<(u64, u64)>,
+    /// Class split and seed for model assignment to Philly/Alibaba jobs.
+    pub split: [f64; 3],
+    pub seed: u64,
+    pub wide_jobs: WideJobs,
+    pub record: Option<PathBuf>,
+    pub max_rounds: u64,
+    /// Write per-job and per-round CSVs and SVG plots here.
+    pub out_dir: Option<PathBuf>,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            cluster: ClusterSpec::synergy(16),
+            profiles: None,
+            workload: WorkloadSpec::Synthetic(SyntheticSpec::default()),
+            schemes: vec![("fifo".into(), "proportional".into())],
+            semantics: Semantics::Exact,
+            round_s: 300.0,
+            window: None,
+            split: [20.0, 70.0, 10.0],
+            seed: 0,
+            wide_jobs: WideJobs::Error,
+            record: None,
+            max_rounds: 50_000_000,
+            out_dir: None,
+        }
+    }
+}
+
+/// One scheme's results.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub summary: Summary,
+    pub jobs: Vec<JobRecord>,
+    pub rounds: Vec<RoundRow>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReplaySummary {
+    pub cluster: String,
+    pub profiles: String,
+    pub workload: String,
+    pub semantics: Semantics,
+    pub skipped_wide_jobs: u64,
+    /// Cluster GPUs, cores, GB.
+    pub totals: (u32, f64, f64),
+    pub runs: Vec<RunResult>,
+}
+
+/// Jobs loaded from a trace, or the synthetic spec to generate them lazily per run.
+enum Loaded {
+    Jobs(Vec<JobSpec>),
+    Synthetic(SyntheticSpec),
+}
+
+fn load_workload(
+    opts: &ReplayOptions,
+    cluster: &Cluster,
+    profiles: &ProfileSet,
+) -> Result<(Loaded, u64), ReplayError> {
+    let path = match &opts.workload {
+        WorkloadSpec::Synthetic(s) => return Ok((Loaded::Synthetic(s.clone()), 0)),
+        WorkloadSpec::SynergyCsv(p)
+        | WorkloadSpec::PhillyCsv(p)
+        | WorkloadSpec::PhillyJson(p)
+        | WorkloadSpec::Alibaba(p)
+        | WorkloadSpec::Canonical(p) => p.clone(),
+    };
+    let mut binder = Binder {
+        profiles,
+        max_gpus: cluster.max_server_gpus,
+        path: path.clone(),
+        wide: opts.wide_jobs,
+        skipped_wide: 0,
+    };
+    let assigner = || {
+        Assigner::new(
+            profiles,
+            opts.split,
+            opts.seed,
+            cluster.reference_share(),
+            opts.semantics,
+        )
+    };
+    let jobs = match &opts.workload {
+        WorkloadSpec::SynergyCsv(_) => workload::synergy_csv::read(&path, &mut binder)?,
+        WorkloadSpec::Canonical(_) => workload::canonical::read(&path, &mut binder)?,
+        WorkloadSpec::PhillyCsv(_) => {
+            workload::philly::read_csv(&path, &mut binder, &mut assigner()?)?
+        }
+        WorkloadSpec::PhillyJson(_) => {
+            workload::philly::read_json(&path, &mut binder, &mut assigner()?)?
+        }
+        WorkloadSpec::Alibaba(_) => workload::alibaba::read(&path, &mut binder, &mut assigner()?)?,
+        WorkloadSpec::Synthetic(_) => unreachable!("handled above"),
+    };
+    Ok((Loaded::Jobs(jobs), binder.skipped_wide))
+}
+
+/// Runs the replay: every scheme on the identical workload (in parallel when several).
+pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
+    let cluster = opts.cluster.build()?;
+    let profiles = match &opts.profiles {
+        Some(p) => ProfileSet::load(p)?,
+        None => ProfileSet::builtin_zoo(),
+    };
+    if opts.schemes.is_empty() {
+        return Err(ReplayError::Options(
+            "no policy/mechanism pair to run".into(),
+        ));
+    }
+    let mut schemes = Vec::new();
+    for (p, m) in &opts.schemes {
+        let policy = policy::by_name(p).ok_or_else(|| {
+            ReplayError::Options(format!("unknown policy {p:?}; known: {}", policy::names()))
+        })?;
+        let mech = mechanism::by_name(m).ok_or_else(|| {
+            ReplayError::Options(format!(
+                "unknown mechanism {m:?}; known: {}",
+                mechanism::names()
+            ))
+        })?;
+        schemes.push((policy, mech));
+    }
+    if let Some((a, b)) = opts.window
+        && a > b
+    {
+        return Err(ReplayError::Options(format!("window {a}..{b} is empty")));
+    }
+    let (mut loaded, skipped) = load_workload(opts, &cluster, &profiles)?;
+    // A synthetic workload with a window and no job count: arrivals go on for as many jobs
+    // again as the window holds after it, then stop, so that a policy that starves long jobs
+    // under overload (SRTF) still lets the window finish.
+    if let (Loaded::Synthetic(s), Some((a, b))) = (&mut loaded, opts.window)
+        && s.max_jobs.is_none()
+    {
+        s.max_jobs = Some(b + 1 + (b - a + 1));
+    }
+    if let (Loaded::Synthetic(s), None) = (&loaded, opts.window)
+        && s.max_jobs.is_none()
+    {
+        return Err(ReplayError::Options(
+            "a synthetic workload needs --jobs N or --window A..B to know when to stop".into(),
+        ));
+    }
+    if let (Loaded::Jobs(jobs), Some((_, b))) = (&loaded, opts.window)
+        && !jobs.iter().any(|j| j.id >= b)
+    {
+        return Err(ReplayError::Options(format!(
+            "window ends at job {b} but the trace has no job with that id or a later one"
+        )));
+    }
+    let workload_name = match &opts.workload {
+        WorkloadSpec::Synthetic(s) => format!(
+            "synthetic: {} jobs/h, seed {}, split {:?}, GPUs {:?}",
+            s.jobs_per_hour, s.seed, s.split, s.gpu_demand
+        ),
+        WorkloadSpec::SynergyCsv(p)
+        | WorkloadSpec::PhillyCsv(p)
+        | WorkloadSpec::PhillyJson(p)
+        | WorkloadSpec::Alibaba(p)
+        | WorkloadSpec::Canonical(p) => p.display().to_string(),
+    };
+
+    let run_one = |k: usize| -> Result<RunResult, ReplayError> {
+        let (policy, mech) = &schemes[k];
+        let cfg = EngineConfig {
+            cluster: &cluster,
+            profiles: &profiles,
+            policy: policy.as_ref(),
+            mechanism: mech.as_ref(),
+            semantics: opts.semantics,
+            round_s: opts.round_s,
+            window: opts.window,
+            max_rounds: opts.max_rounds,
+            audit: None,
+        };
+        let mut recorder = match (&opts.record, k) {
+            (Some(p), 0) => Some(workload::canonical::Recorder::create(p)?),
+            _ => None,
+        };
+        let started = std::time::Instant::now();
+        let out = match &loaded {
+            Loaded::Jobs(jobs) => simulate(&cfg, &mut jobs.iter().cloned(), recorder.as_mut())?,
+            Loaded::Synthetic(s) => {
+                let mut generator = Synthetic::new(
+                    s,
+                    &profiles,
+                    cluster.reference_share(),
+                    cluster.max_server_gpus,
+                    opts.semantics,
+                )?;
+                simulate(&cfg, &mut generator, recorder.as_mut())?
+            }
+        };
+        let wall_s = started.elapsed().as_secs_f64();
+        if let Some(r) = recorder {
+            r.finish()?;
+        }
+        let jobs = metrics::job_records(&out, &profiles);
+        let mut summary = metrics::summarize(
+            policy.name(),
+            mech.name(),
+            &jobs,
+            &out.rounds,
+            opts.window,
+            &cluster,
+        );
+        summary.lp_failures = out.lp_failures;
+        summary.wall_s = wall_s;
+        Ok(RunResult {
+            summary,
+            jobs,
+            rounds: out.rounds,
+        })
+    };
+    let runs: Vec<RunResult> = if schemes.len() == 1 {
+        vec![run_one(0)?]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..schemes.len())
+                .map(|k| s.spawn(move || run_one(k)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(ReplayError::Internal("a replay thread panicked".into()))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?
+    };
+    let summary = ReplaySummary {
+        cluster: format!(
+            "{} ({} servers, {} GPUs, {} cores, {} GB)",
+            cluster.name,
+            cluster.servers.len(),
+            cluster.total_gpus,
+            cluster.total_cpus,
+            cluster.total_mem_gb
+        ),
+        profiles: profiles.origin.clone(),
+        workload: workload_name,
+        semantics: opts.semantics,
+        skipped_wide_jobs: skipped,
+        totals: (cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb),
+        runs,
+    };
+    if let Some(dir) = &opts.out_dir {
+        report::write_csvs(&summary, dir)?;
+        plot::write_svgs(&summary, dir)?;
+    }
+    Ok(summary)
+}

@@ -1,0 +1,241 @@
+//! Command-line arguments of `profiler replay` (wired into the binary by `main.rs`).
+
+use super::cluster::ClusterSpec;
+use super::error::ReplayError;
+use super::profile::Semantics;
+use super::workload::WideJobs;
+use super::workload::synthetic::{DurationDist, SyntheticSpec, parse_gpu_demand};
+use super::{ReplayOptions, WorkloadSpec};
+use std::path::{Path, PathBuf};
+
+const EXAMPLES: &str = "\
+Examples:
+  # Synergy's default simulation: 128 GPUs, 9 jobs/hour, metrics over jobs 4000..4999
+  profiler replay --window 4000..4999 --compare fifo+proportional,fifo+tune,fifo+opt
+
+  # The 32-GPU deployment traces (static: FIFO/makespan, dynamic: SRTF/JCT)
+  profiler replay --cluster synergy-deploy --trace deploy_static_100job.csv \\
+      --compare fifo+proportional,fifo+tune,fifo+opt
+  profiler replay --cluster synergy-deploy --trace deploy_dynamic_100job.csv \\
+      --compare srtf+proportional,srtf+tune,srtf+opt
+
+  # Record the generated workload, then replay it bit-exactly with another scheme
+  profiler replay --jobs 2000 --record w.trace.csv
+  profiler replay --trace w.trace.csv --policy las --mechanism tune --out results/
+
+  # A heterogeneous cluster and our own measured matrices
+  profiler replay --cluster my-cluster.toml --profiles matrices/ --jobs 500
+
+Cluster TOML:
+  [[group]]
+  count = 16        # servers
+  gpus = 8          # per server
+  cpus = 24
+  memory_gb = 500
+  storage_mb_per_s = 1000   # optional, recorded only
+
+Trace formats (--trace, detected from the first line unless --trace-format is given):
+  synergy    job_id,model,arrival_s,total_iterations,gpu_demand (no header)
+  philly     philly_jobs.csv: timestamp,duration,num_gpus,gpu_time,cluster
+  philly-json  raw Philly cluster_job_log (JSON array; attempts[].detail[].gpus)
+  alibaba    openb pod list: name,cpu_milli,memory_mib,num_gpu,...
+  canonical  our own, written by --record
+Philly and Alibaba jobs name no model: each gets one keeping --split (seeded by --seed).";
+
+/// Replay a cluster schedule with Synergy's policies and mechanisms.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+#[command(after_long_help = EXAMPLES)]
+pub struct ReplayArgs {
+    /// Cluster: built-in `synergy-default` (16 x 8 GPUs, 24 CPUs, 500 GB), `synergy-deploy`
+    /// (4 such servers), `synergy-N`, or a TOML file of server groups.
+    #[arg(long, default_value = "synergy-default")]
+    pub cluster: String,
+    /// Directory (or file) of `*.matrix.jsonl` profiles. Default: the built-in Synergy model
+    /// zoo (matrices/zoo).
+    #[arg(long)]
+    pub profiles: Option<PathBuf>,
+    /// Replay a trace instead of a synthetic workload.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Format of --trace.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Auto)]
+    pub trace_format: TraceFormat,
+    /// Synthetic: Poisson arrival rate.
+    #[arg(long, default_value_t = 9.0)]
+    pub jobs_per_hour: f64,
+    /// Synthetic: number of jobs (default with --window A..B: B + 1 + (B - A + 1), i.e.
+    /// arrivals continue for a window's worth of jobs after the window, then stop).
+    #[arg(long)]
+    pub jobs: Option<u64>,
+    /// Synthetic: duration at the proportional share: `synergy` (80% 10^U(1.5,3) min, 20%
+    /// 10^U(3,4) min), `fixed:MIN`, `exp:MEAN_MIN`, `loguniform:LO,HI` (exponents of minutes).
+    #[arg(long, default_value = "synergy")]
+    pub duration: String,
+    /// Synthetic: GPU demand distribution, GPUS:WEIGHT list.
+    #[arg(long, default_value = "1:1")]
+    pub gpu_demand: String,
+    /// Image,language,speech split of models (synthetic, Philly, Alibaba).
+    #[arg(long, default_value = "20,70,10")]
+    pub split: String,
+    /// Random seed (synthetic workload, model assignment).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Policy: fifo, srtf, las, ftf, drf, tetris.
+    #[arg(long, default_value = "fifo")]
+    pub policy: String,
+    /// Mechanism: proportional, greedy, tune, opt.
+    #[arg(long, default_value = "proportional")]
+    pub mechanism: String,
+    /// Run several POLICY+MECHANISM pairs on the identical workload in parallel and print
+    /// ratios against proportional (overrides --policy/--mechanism).
+    #[arg(long, value_delimiter = ',')]
+    pub compare: Vec<String>,
+    /// `exact`: interpolated throughput, exact finish times; `synergy`: Synergy's simulator
+    /// (grid lookup, progress per whole round, JCT on round boundaries).
+    #[arg(long, value_enum, default_value_t = Semantics::Exact)]
+    pub semantics: Semantics,
+    /// Scheduling round (lease) length, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub round_s: f64,
+    /// Steady-state window A..B (job ids, inclusive): metrics over these jobs; the replay stops
+    /// when they have all finished.
+    #[arg(long)]
+    pub window: Option<String>,
+    /// Jobs wider than every server: error (default) or skip.
+    #[arg(long, value_enum, default_value_t = WideJobs::Error)]
+    pub wide_jobs: WideJobs,
+    /// Write the workload as replayed to this canonical trace (replay it with --trace).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Write summary.csv, per-scheme jobs/rounds CSVs and SVG plots (JCT CDF, allocation over
+    /// time) into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Safety stop.
+    #[arg(long, default_value_t = 50_000_000)]
+    pub max_rounds: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    Auto,
+    Synergy,
+    Philly,
+    PhillyJson,
+    Alibaba,
+    Canonical,
+}
+
+/// Guesses a trace's format from its first bytes.
+pub fn detect(path: &Path) -> Result<TraceFormat, ReplayError> {
+    use std::io::Read;
+    let mut buf = [0u8; 256];
+    let mut f = std::fs::File::open(path).map_err(ReplayError::io(path))?;
+    let n = f.read(&mut buf).map_err(ReplayError::io(path))?;
+    let head = String::from_utf8_lossy(&buf[..n]);
+    let head = head.trim_start();
+    Ok(if head.starts_with(super::workload::canonical::MAGIC) {
+        TraceFormat::Canonical
+    } else if head.starts_with('[') {
+        TraceFormat::PhillyJson
+    } else if head.starts_with("timestamp,") {
+        TraceFormat::Philly
+    } else if head.starts_with("name,cpu_milli") {
+        TraceFormat::Alibaba
+    } else {
+        TraceFormat::Synergy
+    })
+}
+
+fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| x.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            ReplayError::Options(format!(
+                "--split {s:?}: expected three numbers, image,language,speech"
+            ))
+        })?;
+    <[f64; 3]>::try_from(v).map_err(|_| {
+        ReplayError::Options(format!(
+            "--split {s:?}: expected three numbers, image,language,speech"
+        ))
+    })
+}
+
+/// Parses `A..B` (inclusive).
+pub fn parse_window(s: &str) -> Result<(u64, u64), ReplayError> {
+    let bad = || {
+        ReplayError::Options(format!(
+            "--window {s:?}: expected FIRST..LAST job ids, e.g. 4000..4999"
+        ))
+    };
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let b = b.strip_prefix('=').unwrap_or(b);
+    Ok((
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    ))
+}
+
+impl ReplayArgs {
+    pub fn to_options(&self) -> Result<ReplayOptions, ReplayError> {
+        let split = parse_split(&self.split)?;
+        let workload = match &self.trace {
+            None => WorkloadSpec::Synthetic(SyntheticSpec {
+                jobs_per_hour: self.jobs_per_hour,
+                duration: DurationDist::parse(&self.duration).map_err(ReplayError::Options)?,
+                gpu_demand: parse_gpu_demand(&self.gpu_demand).map_err(ReplayError::Options)?,
+                split,
+                seed: self.seed,
+                max_jobs: self.jobs,
+            }),
+            Some(p) => {
+                let fmt = match self.trace_format {
+                    TraceFormat::Auto => detect(p)?,
+                    f => f,
+                };
+                let p = p.clone();
+                match fmt {
+                    TraceFormat::Synergy | TraceFormat::Auto => WorkloadSpec::SynergyCsv(p),
+                    TraceFormat::Philly => WorkloadSpec::PhillyCsv(p),
+                    TraceFormat::PhillyJson => WorkloadSpec::PhillyJson(p),
+                    TraceFormat::Alibaba => WorkloadSpec::Alibaba(p),
+                    TraceFormat::Canonical => WorkloadSpec::Canonical(p),
+                }
+            }
+        };
+        let schemes = if self.compare.is_empty() {
+            vec![(self.policy.clone(), self.mechanism.clone())]
+        } else {
+            self.compare
+                .iter()
+                .map(|s| {
+                    s.split_once('+')
+                        .map(|(p, m)| (p.trim().to_owned(), m.trim().to_owned()))
+                        .ok_or_else(|| {
+                            ReplayError::Options(format!(
+                                "--compare {s:?}: expected POLICY+MECHANISM, e.g. srtf+tune"
+                            ))
+                        })
+                })
+                .collect::<Result<_, _>>()?
+        };
+        Ok(ReplayOptions {
+            cluster: ClusterSpec::resolve(&self.cluster)?,
+            profiles: self.profiles.clone(),
+            workload,
+            schemes,
+            semantics: self.semantics,
+            round_s: self.round_s,
+            window: self.window.as_deref().map(parse_window).transpose()?,
+            split,
+            seed: self.seed,
+            wide_jobs: self.wide_jobs,
+            record: self.record.clone(),
+            max_rounds: self.max_rounds,
+            out_dir: self.out.clone(),
+        })
+    }
+}

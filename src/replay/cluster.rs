@@ -1,0 +1,171 @@
+//! Cluster spec: groups of identical servers, from TOML or the built-in `synergy-default`.
+//!
+//! ```toml
+//! name = "two-kinds"
+//! [[group]]
+//! count = 16          # servers in the group
+//! gpus = 8            # per server
+//! cpus = 24           # cores per server
+//! memory_gb = 500     # per server
+//! storage_mb_per_s = 1000   # optional; recorded, not used by the replay yet
+//! ```
+
+use super::error::ReplayError;
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerGroup {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub count: u32,
+    pub gpus: u32,
+    pub cpus: f64,
+    pub memory_gb: f64,
+    #[serde(default)]
+    pub storage_mb_per_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(rename = "group")]
+    pub groups: Vec<ServerGroup>,
+}
+
+/// One server; capacities are whole-server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Server {
+    pub gpus: u32,
+    pub cpus: f64,
+    pub mem_gb: f64,
+    pub group: usize,
+}
+
+impl Server {
+    /// Proportional share per GPU: (cores, GB).
+    pub fn share_per_gpu(&self) -> (f64, f64) {
+        let g = self.gpus.max(1) as f64;
+        (self.cpus / g, self.mem_gb / g)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub name: String,
+    pub spec: ClusterSpec,
+    pub servers: Vec<Server>,
+    pub total_gpus: u32,
+    pub total_cpus: f64,
+    pub total_mem_gb: f64,
+    pub max_server_gpus: u32,
+}
+
+impl ClusterSpec {
+    /// `count` x (8 GPUs, 24 CPUs, 500 GB): Synergy's server (16 of them by default).
+    pub fn synergy(count: u32) -> ClusterSpec {
+        ClusterSpec {
+            name: Some(if count == 16 {
+                "synergy-default".into()
+            } else {
+                format!("synergy-{count}x8")
+            }),
+            groups: vec![ServerGroup {
+                name: Some("synergy".into()),
+                count,
+                gpus: 8,
+                cpus: 24.0,
+                memory_gb: 500.0,
+                storage_mb_per_s: None,
+            }],
+        }
+    }
+
+    /// Built-in names: `synergy-default` (16 servers), `synergy-deploy` (4 servers, the
+    /// 32-GPU deployment), `synergy-N` (N servers of Synergy's shape).
+    pub fn builtin(name: &str) -> Option<ClusterSpec> {
+        match name {
+            "synergy-default" => Some(Self::synergy(16)),
+            "synergy-deploy" => Some(Self::synergy(4)),
+            _ => name
+                .strip_prefix("synergy-")
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n > 0)
+                .map(Self::synergy),
+        }
+    }
+
+    pub fn from_toml(text: &str, path: &Path) -> Result<ClusterSpec, ReplayError> {
+        toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(0, |s| {
+                text[..s.start.min(text.len())].lines().count().max(1)
+            });
+            ReplayError::parse(path, line, e.message().to_owned())
+        })
+    }
+
+    /// A built-in name, or a TOML file.
+    pub fn resolve(name_or_path: &str) -> Result<ClusterSpec, ReplayError> {
+        if let Some(spec) = Self::builtin(name_or_path) {
+            return Ok(spec);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(ReplayError::Cluster(format!(
+                "{name_or_path:?} is neither a built-in cluster (synergy-default, \
+                 synergy-deploy, synergy-N) nor a TOML file"
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(ReplayError::io(path))?;
+        Self::from_toml(&text, path)
+    }
+
+    pub fn build(&self) -> Result<Cluster, ReplayError> {
+        if self.groups.is_empty() {
+            return Err(ReplayError::Cluster("no [[group]] of servers".into()));
+        }
+        let mut servers = Vec::new();
+        for (i, g) in self.groups.iter().enumerate() {
+            let label = g.name.clone().unwrap_or_else(|| format!("group {}", i + 1));
+            if g.count == 0 || g.gpus == 0 {
+                return Err(ReplayError::Cluster(format!(
+                    "{label}: count and gpus must be at least 1"
+                )));
+            }
+            if !(g.cpus.is_finite() && g.cpus > 0.0 && g.memory_gb.is_finite() && g.memory_gb > 0.0)
+            {
+                return Err(ReplayError::Cluster(format!(
+                    "{label}: cpus and memory_gb must be positive"
+                )));
+            }
+            for _ in 0..g.count {
+                servers.push(Server {
+                    gpus: g.gpus,
+                    cpus: g.cpus,
+                    mem_gb: g.memory_gb,
+                    group: i,
+                });
+            }
+        }
+        Ok(Cluster {
+            name: self.name.clone().unwrap_or_else(|| "custom".into()),
+            total_gpus: servers.iter().map(|s| s.gpus).sum(),
+            total_cpus: servers.iter().map(|s| s.cpus).sum(),
+            total_mem_gb: servers.iter().map(|s| s.mem_gb).sum(),
+            max_server_gpus: servers.iter().map(|s| s.gpus).max().unwrap_or(0),
+            spec: self.clone(),
+            servers,
+        })
+    }
+}
+
+impl Cluster {
+    /// Proportional share per GPU of the first group, the reference shape used to turn
+    /// durations into work and to estimate remaining times.
+    pub fn reference_share(&self) -> (f64, f64) {
+        self.servers[0].share_per_gpu()
+    }
+}

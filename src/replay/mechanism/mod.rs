@@ -1,0 +1,250 @@
+//! Allocation mechanisms: given the jobs of a round in policy order, decide which run where
+//! with how many CPUs and how much memory. Every placement is on one server and must fit that
+//! server in every dimension (the engine re-checks). One file per mechanism, registered in
+//! [`ALL`].
+
+mod greedy;
+mod opt;
+mod proportional;
+mod tune;
+
+use super::cluster::Cluster;
+use super::engine::JobState;
+use super::profile::{ProfileSet, Semantics};
+
+/// Slack for floating-point sums of CPUs and GB.
+pub const EPS: f64 = 1e-9;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Placement {
+    /// Index into the round's job slice.
+    pub job: usize,
+    pub server: usize,
+    pub gpus: u32,
+    pub cpus: f64,
+    pub mem_gb: f64,
+}
+
+pub struct MechCtx<'a> {
+    pub cluster: &'a Cluster,
+    pub profiles: &'a ProfileSet,
+    pub semantics: Semantics,
+    pub jobs: &'a [JobState],
+}
+
+impl MechCtx<'_> {
+    /// Samples/s of job `j` given `cpus` and `mem_gb`.
+    pub fn rate(&self, j: usize, cpus: f64, mem_gb: f64) -> f64 {
+        let job = &self.jobs[j];
+        self.profiles
+            .get(job.profile)
+            .rate(job.spec.gpus, cpus, mem_gb, self.semantics)
+    }
+
+    /// The proportional share of job `j` on server `s`: (cores, GB).
+    pub fn proportional(&self, j: usize, s: usize) -> (f64, f64) {
+        let (c, m) = self.cluster.servers[s].share_per_gpu();
+        let g = self.jobs[j].spec.gpus as f64;
+        (c * g, m * g)
+    }
+}
+
+/// Per-round statistics a mechanism may report (opt's LP bound).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MechStats {
+    /// LP objective (sum over jobs of throughput / proportional throughput), if an LP ran.
+    pub lp_bound: Option<f64>,
+    /// The same objective for the placed (rounded) allocation.
+    pub rounded: Option<f64>,
+    pub lp_failed: bool,
+}
+
+pub trait Mechanism: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn allocate(
+        &self,
+        ctx: &MechCtx,
+        order: &[usize],
+        out: &mut Vec<Placement>,
+        stats: &mut MechStats,
+    );
+}
+
+type Ctor = fn() -> Box<dyn Mechanism>;
+
+pub const ALL: &[(&str, &str, Ctor)] = &[
+    (
+        "proportional",
+        "CPU and memory in proportion to GPUs (GPU-only schedulers)",
+        || Box::new(proportional::Proportional),
+    ),
+    ("greedy", "best-case CPU and memory demand or wait", || {
+        Box::new(greedy::Greedy)
+    }),
+    (
+        "tune",
+        "Synergy-Tune: best case if it fits, else proportional, reclaiming from jobs above their share",
+        || Box::new(tune::Tune),
+    ),
+    (
+        "opt",
+        "Synergy-Opt: LP over the round's jobs (upper bound) + feasible per-server rounding",
+        || Box::new(opt::Opt),
+    ),
+];
+
+pub fn by_name(name: &str) -> Option<Box<dyn Mechanism>> {
+    ALL.iter().find(|p| p.0 == name).map(|p| (p.2)())
+}
+
+pub fn names() -> String {
+    ALL.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+}
+
+/// Free resources per server during one round's allocation.
+#[derive(Debug, Clone)]
+pub struct Free {
+    pub gpus: Vec<u32>,
+    pub cpus: Vec<f64>,
+    pub mem: Vec<f64>,
+    pub total_gpus: u32,
+    /// Most free GPUs on any one server (a wider job cannot fit anywhere: skipped in O(1)).
+    pub max_free: u32,
+}
+
+impl Free {
+    pub fn new(c: &Cluster) -> Free {
+        Free {
+            gpus: c.servers.iter().map(|s| s.gpus).collect(),
+            cpus: c.servers.iter().map(|s| s.cpus).collect(),
+            mem: c.servers.iter().map(|s| s.mem_gb).collect(),
+            total_gpus: c.total_gpus,
+            max_free: c.max_server_gpus,
+        }
+    }
+
+    pub fn fits(&self, s: usize, g: u32, c: f64, m: f64) -> bool {
+        self.gpus[s] >= g && self.cpus[s] + EPS >= c && self.mem[s] + EPS >= m
+    }
+
+    /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs.
+    pub fn best_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
+        if g > self.max_free {
+            return None;
+        }
+        let mut best: Option<(usize, u32, f64)> = None;
+        for s in 0..self.gpus.len() {
+            if self.gpus[s] < g {
+                continue;
+            }
+            let (c, m) = demand(s);
+            if !self.fits(s, g, c, m) {
+                continue;
+            }
+            let key = (self.gpus[s] - g, self.cpus[s] - c);
+            if best.is_none_or(|b| (key.0, key.1) < (b.1, b.2)) {
+                best = Some((s, key.0, key.1));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    /// Worst fit on CPU and memory: the fitting server with the most (CPU + memory) left,
+    /// relative to its capacity; spreads jobs so every server's CPUs and memory get used.
+    pub fn most_room(&self, c_: &Cluster, g: u32, c: f64, m: f64) -> Option<usize> {
+        let mut best: Option<(usize, f64)> = None;
+        for s in 0..self.gpus.len() {
+            if !self.fits(s, g, c, m) {
+                continue;
+            }
+            let room =
+                (self.cpus[s] - c) / c_.servers[s].cpus + (self.mem[s] - m) / c_.servers[s].mem_gb;
+            if best.is_none_or(|b| room > b.1) {
+                best = Some((s, room));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    pub fn take(&mut self, p: &Placement) {
+        self.gpus[p.server] -= p.gpus;
+        self.cpus[p.server] = (self.cpus[p.server] - p.cpus).max(0.0);
+        self.mem[p.server] = (self.mem[p.server] - p.mem_gb).max(0.0);
+        self.total_gpus -= p.gpus;
+        if self.gpus[p.server] + p.gpus == self.max_free {
+            self.max_free = self.gpus.iter().copied().max().unwrap_or(0);
+        }
+    }
+}
+
+/// Best-case demand of job `j` (cores, GB), capped at server `s`'s capacity.
+pub fn best_on(ctx: &MechCtx, j: usize, s: usize) -> (f64, f64) {
+    let job = &ctx.jobs[j];
+    let srv = &ctx.cluster.servers[s];
+    (job.best_cpu.min(srv.cpus), job.best_mem.min(srv.mem_gb))
+}
+
+/// Places job `j` at its proportional share on a server with enough free GPUs, first taking
+/// back CPU and memory from jobs already placed there above their own proportional share
+/// (most recently placed, i.e. lowest priority, first; never below their share). Picks the
+/// server needing the least reclaiming, then the fewest free GPUs. Returns whether it placed.
+/// Because every job then holds at most its share, a job whose GPUs fit always fits.
+pub fn reclaim_and_place(
+    ctx: &MechCtx,
+    free: &mut Free,
+    on_server: &mut [Vec<usize>],
+    out: &mut Vec<Placement>,
+    j: usize,
+) -> bool {
+    let g = ctx.jobs[j].spec.gpus;
+    if g > free.max_free {
+        return false;
+    }
+    let mut best: Option<(usize, f64, u32)> = None;
+    for s in 0..free.gpus.len() {
+        if free.gpus[s] < g {
+            continue;
+        }
+        let (c, m) = ctx.proportional(j, s);
+        let need = (c - free.cpus[s]).max(0.0) / ctx.cluster.servers[s].cpus
+            + (m - free.mem[s]).max(0.0) / ctx.cluster.servers[s].mem_gb;
+        let key = (need, free.gpus[s] - g);
+        if best.is_none_or(|b| key < (b.1, b.2)) {
+            best = Some((s, key.0, key.1));
+        }
+    }
+    let Some((s, _, _)) = best else { return false };
+    let (c, m) = ctx.proportional(j, s);
+    for &k in on_server[s].iter().rev() {
+        if free.cpus[s] + EPS >= c && free.mem[s] + EPS >= m {
+            break;
+        }
+        let (pc, pm) = ctx.proportional(out[k].job, s);
+        let p = &mut out[k];
+        if free.cpus[s] + EPS < c && p.cpus > pc {
+            let back = (p.cpus - pc).min(c - free.cpus[s]);
+            p.cpus -= back;
+            free.cpus[s] += back;
+        }
+        if free.mem[s] + EPS < m && p.mem_gb > pm {
+            let back = (p.mem_gb - pm).min(m - free.mem[s]);
+            p.mem_gb -= back;
+            free.mem[s] += back;
+        }
+    }
+    // Always true by the argument above; kept as a guard.
+    if !free.fits(s, g, c, m) {
+        return false;
+    }
+    let p = Placement {
+        job: j,
+        server: s,
+        gpus: g,
+        cpus: c.min(free.cpus[s]),
+        mem_gb: m.min(free.mem[s]),
+    };
+    free.take(&p);
+    on_server[s].push(out.len());
+    out.push(p);
+    true
+}

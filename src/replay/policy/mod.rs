@@ -1,0 +1,71 @@
+//! Scheduling policies: each orders the active jobs of a round (lowest key first; ties by
+//! arrival, then id). A policy is one small file implementing [`Policy`], registered in
+//! [`ALL`].
+
+mod drf;
+mod fifo;
+mod ftf;
+mod las;
+mod srtf;
+mod tetris;
+
+use super::cluster::Cluster;
+use super::engine::JobState;
+
+/// What a policy may look at besides the job.
+pub struct PolicyCtx<'a> {
+    pub now: f64,
+    pub cluster: &'a Cluster,
+    /// max(1, GPUs demanded by active jobs / cluster GPUs).
+    pub contention: f64,
+    /// Fraction of (GPU, CPU, memory) left unallocated in the previous round.
+    pub free_frac: [f64; 3],
+}
+
+pub trait Policy: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Priority key: lower runs first.
+    fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64;
+}
+
+type Ctor = fn() -> Box<dyn Policy>;
+
+/// Every policy: (name, one-line description, constructor).
+pub const ALL: &[(&str, &str, Ctor)] = &[
+    ("fifo", "first in, first out (arrival time)", || {
+        Box::new(fifo::Fifo)
+    }),
+    (
+        "srtf",
+        "shortest remaining time first (at the proportional share)",
+        || Box::new(srtf::Srtf),
+    ),
+    (
+        "las",
+        "least attained service (GPU-seconds received)",
+        || Box::new(las::Las),
+    ),
+    (
+        "ftf",
+        "finish-time fairness (Themis): largest estimated rho first",
+        || Box::new(ftf::Ftf),
+    ),
+    (
+        "drf",
+        "dominant resource fairness: least dominant-share-seconds received",
+        || Box::new(drf::Drf),
+    ),
+    (
+        "tetris",
+        "Tetris: best alignment of best-case demand with free resources, minus remaining time",
+        || Box::new(tetris::Tetris),
+    ),
+];
+
+pub fn by_name(name: &str) -> Option<Box<dyn Policy>> {
+    ALL.iter().find(|p| p.0 == name).map(|p| (p.2)())
+}
+
+pub fn names() -> String {
+    ALL.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+}

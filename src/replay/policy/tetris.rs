@@ -1,0 +1,25 @@
+use super::{Policy, PolicyCtx};
+use crate::replay::engine::JobState;
+
+/// Tetris (SIGCOMM'14) as a cluster-level priority: alignment = dot product of the job's
+/// best-case demand (as fractions of the cluster) with the fractions left free in the previous
+/// round, combined with shortest-remaining-time as Tetris does (equal weight after
+/// normalizing both to the round's scale). Highest score first.
+pub struct Tetris;
+
+impl Policy for Tetris {
+    fn name(&self) -> &'static str {
+        "tetris"
+    }
+    fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64 {
+        let c = ctx.cluster;
+        let d = [
+            job.spec.gpus as f64 / c.total_gpus as f64,
+            job.best_cpu / c.total_cpus,
+            job.best_mem / c.total_mem_gb,
+        ];
+        let align: f64 = d.iter().zip(ctx.free_frac).map(|(a, b)| a * b).sum();
+        let remaining_h = job.remaining / job.prop_rate / 3600.0;
+        -(align * 100.0) + remaining_h.ln_1p()
+    }
+}

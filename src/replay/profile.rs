@@ -1,0 +1,404 @@
+//! Throughput profiles for the replay, built from sensitivity matrices (`*.matrix.jsonl`).
+//!
+//! A matrix gives samples/s of a job that used `header.job.gpus` GPUs at a grid of CPU x memory
+//! allocations. The replay works per GPU: a job with `g` GPUs given `c` cores and `m` GB runs at
+//! `g * T(c/g, m/g)` where `T` is the matrix's per-GPU throughput (linear scaling in GPUs, as
+//! Synergy's simulator assumes).
+//!
+//! Between grid points:
+//! * [`Semantics::Exact`] (default): bilinear interpolation in (cores per GPU, GB per GPU) over
+//!   the grid cell that contains the point; above the largest level of an axis the value is
+//!   clamped; below the smallest level it falls linearly to 0 at 0.
+//! * [`Semantics::Synergy`]: the value of the largest grid point at or below the allocation on
+//!   both axes (a step function), which reproduces Synergy's simulator: it only ever asks for
+//!   grid points (best case or proportional) and gets their table value.
+//!
+//! Before either, the grid is made monotone (a cell is at least as fast as any cell with less of
+//! both resources: a job can leave extra resources idle); failed and infeasible cells count 0 and
+//! missing cells are filled from the dominated cells.
+
+use super::error::ReplayError;
+use crate::matrix::{CellSource, Matrix, MatrixHeader};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How throughput between grid points and progress within a round are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Semantics {
+    /// Bilinear interpolation, exact finish times within a round.
+    #[default]
+    Exact,
+    /// Synergy's simulator: grid step lookup, progress per whole round, JCT on round boundaries.
+    Synergy,
+}
+
+/// Job class for the synthetic class split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum JobClass {
+    Image,
+    Language,
+    Speech,
+}
+
+impl JobClass {
+    pub const ALL: [JobClass; 3] = [JobClass::Image, JobClass::Language, JobClass::Speech];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobClass::Image => "image",
+            JobClass::Language => "language",
+            JobClass::Speech => "speech",
+        }
+    }
+}
+
+/// Classes of the ten models Synergy's evaluation uses (slides: "Image: AlexNet, ResNet18,
+/// ShuffleNet, MobileNet, ResNet50; Language: GNMT, LSTM, Transformer-XL; Audio: DeepSpeech, M5").
+/// Other models (the zoo's `bert`, `vae`, or any matrix of ours) have no class and are never
+/// drawn by the synthetic generator, but traces may name them.
+pub fn builtin_class(model: &str) -> Option<JobClass> {
+    match model {
+        "alexnet" | "resnet18" | "shufflenet" | "mobilenet" | "resnet50" => Some(JobClass::Image),
+        "gnmt" | "lstm" | "transformer" => Some(JobClass::Language),
+        "deepspeech" | "m5" => Some(JobClass::Speech),
+        _ => None,
+    }
+}
+
+/// Names traces use for zoo models, mapped explicitly (Synergy's traces say `res18`).
+pub const ALIASES: &[(&str, &str)] = &[("res18", "resnet18"), ("res50", "resnet50")];
+
+/// One model's per-GPU throughput surface.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub model: String,
+    pub class: Option<JobClass>,
+    pub batch_size_per_gpu: Option<u64>,
+    pub provenance: Option<String>,
+    /// CPU levels, cores per GPU, ascending.
+    pub cpu: Vec<f64>,
+    /// Memory levels, GB per GPU, ascending.
+    pub mem: Vec<f64>,
+    /// Per-GPU samples/s, row-major `[ci * mem.len() + mi]`, monotone.
+    pub tput: Vec<f64>,
+    /// Best case: the least (CPU + memory, each relative to its largest level) grid point that
+    /// reaches the maximum throughput; cores per GPU, GB per GPU, samples/s per GPU.
+    pub best_cpu: f64,
+    pub best_mem: f64,
+    pub best_tput: f64,
+}
+
+impl Profile {
+    pub fn from_matrix(m: &Matrix, origin: &str) -> Result<Profile, ReplayError> {
+        let bad = |msg: String| ReplayError::Profile(format!("{origin}: {msg}"));
+        let h = &m.header;
+        if h.job.gpus == 0 {
+            return Err(bad("header says the job used 0 GPUs".into()));
+        }
+        let g = h.job.gpus as f64;
+        // Only one parameter combination can be used: the cells without parameters, or else
+        // the first combination in sorted order.
+        let params = m
+            .cells
+            .iter()
+            .map(|c| &c.params)
+            .min()
+            .cloned()
+            .unwrap_or_default();
+        let cells: Vec<_> = m.cells.iter().filter(|c| c.params == params).collect();
+        if cells.is_empty() {
+            return Err(bad("has no cells".into()));
+        }
+        let mut cpu: Vec<f64> = cells.iter().map(|c| c.cpu / g).collect();
+        let mut mem: Vec<f64> = cells
+            .iter()
+            .map(|c| c.memory_bytes as f64 / 1e9 / g)
+            .collect();
+        for v in [&mut cpu, &mut mem] {
+            if v.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+                return Err(bad("a cell has a non-positive CPU or memory level".into()));
+            }
+            v.sort_by(f64::total_cmp);
+            v.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs().max(1.0));
+        }
+        let nm = mem.len();
+        let mut tput = vec![f64::NAN; cpu.len() * nm];
+        let index = |levels: &[f64], x: f64| {
+            levels
+                .iter()
+                .position(|l| (l - x).abs() <= 1e-9 * x.abs().max(1.0))
+        };
+        for c in &cells {
+            let (Some(ci), Some(mi)) = (
+                index(&cpu, c.cpu / g),
+                index(&mem, c.memory_bytes as f64 / 1e9 / g),
+            ) else {
+                return Err(bad("internal: cell level not found".into()));
+            };
+            let v = match c.source {
+                CellSource::Failed | CellSource::Infeasible => 0.0,
+                _ => c.samples_per_s().unwrap_or(0.0) / g,
+            };
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(format!(
+                    "cell at {} cores, {} bytes has throughput {v}",
+                    c.cpu, c.memory_bytes
+                )));
+            }
+            let slot = &mut tput[ci * nm + mi];
+            *slot = if slot.is_nan() { v } else { slot.max(v) };
+        }
+        // Monotone fill: missing cells take the best dominated cell (0 if none).
+        for ci in 0..cpu.len() {
+            for mi in 0..nm {
+                let mut v = tput[ci * nm + mi];
+                if v.is_nan() {
+                    v = 0.0;
+                }
+                if ci > 0 {
+                    v = v.max(tput[(ci - 1) * nm + mi]);
+                }
+                if mi > 0 {
+                    v = v.max(tput[ci * nm + mi - 1]);
+                }
+                tput[ci * nm + mi] = v;
+            }
+        }
+        let max = tput.iter().copied().fold(0.0, f64::max);
+        if max <= 0.0 {
+            return Err(bad("no cell has a positive throughput".into()));
+        }
+        let (cmax, mmax) = (cpu[cpu.len() - 1], mem[nm - 1]);
+        let mut best = (f64::INFINITY, 0.0, 0.0, 0.0);
+        for (ci, &c) in cpu.iter().enumerate() {
+            for (mi, &mm) in mem.iter().enumerate() {
+                let v = tput[ci * nm + mi];
+                let cost = c / cmax + mm / mmax;
+                if v >= max * (1.0 - 1e-9) && cost < best.0 {
+                    best = (cost, c, mm, v);
+                }
+            }
+        }
+        let model = h.job.model.clone();
+        Ok(Profile {
+            class: builtin_class(&model),
+            model,
+            batch_size_per_gpu: h.job.batch_size_per_gpu,
+            provenance: h.provenance.clone(),
+            cpu,
+            mem,
+            tput,
+            best_cpu: best.1,
+            best_mem: best.2,
+            best_tput: best.3,
+        })
+    }
+
+    /// Per-GPU samples/s at `c` cores and `m` GB per GPU.
+    pub fn per_gpu(&self, c: f64, m: f64, sem: Semantics) -> f64 {
+        let nm = self.mem.len();
+        let at = |ci: usize, mi: usize| self.tput[ci * nm + mi];
+        match sem {
+            Semantics::Synergy => {
+                // Largest grid point at or below (c, m); below the grid, scale linearly.
+                let eps = 1e-9;
+                let (ci, cf) = floor_level(&self.cpu, c, eps);
+                let (mi, mf) = floor_level(&self.mem, m, eps);
+                at(ci, mi) * cf * mf
+            }
+            Semantics::Exact => {
+                let (c0, c1, wc, cf) = bracket(&self.cpu, c);
+                let (m0, m1, wm, mf) = bracket(&self.mem, m);
+                let v = at(c0, m0) * (1.0 - wc) * (1.0 - wm)
+                    + at(c1, m0) * wc * (1.0 - wm)
+                    + at(c0, m1) * (1.0 - wc) * wm
+                    + at(c1, m1) * wc * wm;
+                v * cf * mf
+            }
+        }
+    }
+
+    /// Samples/s of a job with `gpus` GPUs given `cpus` cores and `mem_gb` GB in all.
+    pub fn rate(&self, gpus: u32, cpus: f64, mem_gb: f64, sem: Semantics) -> f64 {
+        let g = gpus.max(1) as f64;
+        g * self.per_gpu(cpus / g, mem_gb / g, sem)
+    }
+}
+
+/// Index of the largest level <= x, and a factor < 1 when x is below the smallest level.
+fn floor_level(levels: &[f64], x: f64, eps: f64) -> (usize, f64) {
+    match levels.iter().rposition(|&l| l <= x * (1.0 + eps) + eps) {
+        Some(i) => (i, 1.0),
+        None => (0, (x / levels[0]).clamp(0.0, 1.0)),
+    }
+}
+
+/// Bracketing levels, the weight of the upper one, and a factor < 1 below the smallest level.
+fn bracket(levels: &[f64], x: f64) -> (usize, usize, f64, f64) {
+    let n = levels.len();
+    if x <= levels[0] {
+        return (0, 0, 0.0, (x / levels[0]).clamp(0.0, 1.0));
+    }
+    if x >= levels[n - 1] {
+        return (n - 1, n - 1, 0.0, 1.0);
+    }
+    let hi = levels.partition_point(|&l| l <= x);
+    let lo = hi - 1;
+    let w = (x - levels[lo]) / (levels[hi] - levels[lo]);
+    (lo, hi, w, 1.0)
+}
+
+/// The profiles a replay can use, by model name.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileSet {
+    pub profiles: Vec<Profile>,
+    by_name: BTreeMap<String, usize>,
+    /// Where the profiles came from (directory or "built-in zoo").
+    pub origin: String,
+}
+
+/// The shipped Synergy model zoo (`matrices/zoo/`), embedded so a replay works from anywhere.
+const BUILTIN_ZOO: &[(&str, &str)] = &[
+    (
+        "alexnet",
+        include_str!("../../matrices/zoo/alexnet.matrix.jsonl"),
+    ),
+    ("bert", include_str!("../../matrices/zoo/bert.matrix.jsonl")),
+    (
+        "deepspeech",
+        include_str!("../../matrices/zoo/deepspeech.matrix.jsonl"),
+    ),
+    ("gnmt", include_str!("../../matrices/zoo/gnmt.matrix.jsonl")),
+    ("lstm", include_str!("../../matrices/zoo/lstm.matrix.jsonl")),
+    ("m5", include_str!("../../matrices/zoo/m5.matrix.jsonl")),
+    (
+        "mobilenet",
+        include_str!("../../matrices/zoo/mobilenet.matrix.jsonl"),
+    ),
+    (
+        "resnet18",
+        include_str!("../../matrices/zoo/resnet18.matrix.jsonl"),
+    ),
+    (
+        "resnet50",
+        include_str!("../../matrices/zoo/resnet50.matrix.jsonl"),
+    ),
+    (
+        "shufflenet",
+        include_str!("../../matrices/zoo/shufflenet.matrix.jsonl"),
+    ),
+    (
+        "transformer",
+        include_str!("../../matrices/zoo/transformer.matrix.jsonl"),
+    ),
+    ("vae", include_str!("../../matrices/zoo/vae.matrix.jsonl")),
+];
+
+/// Parses a matrix from JSON-lines text (same rules as [`crate::matrix::load_matrix`]).
+pub fn parse_matrix_text(text: &str, origin: &Path) -> Result<Matrix, ReplayError> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, first) = lines
+        .next()
+        .ok_or_else(|| ReplayError::parse(origin, 1, "empty matrix"))?;
+    let header: MatrixHeader = serde_json::from_str(first)
+        .map_err(|e| ReplayError::parse(origin, 1, format!("not a matrix header: {e}")))?;
+    let mut cells = Vec::new();
+    for (i, l) in lines {
+        cells.push(
+            serde_json::from_str(l).map_err(|e| {
+                ReplayError::parse(origin, i + 1, format!("not a matrix cell: {e}"))
+            })?,
+        );
+    }
+    Ok(Matrix { header, cells })
+}
+
+impl ProfileSet {
+    /// The built-in Synergy model zoo.
+    pub fn builtin_zoo() -> ProfileSet {
+        let mut set = ProfileSet {
+            origin: "built-in Synergy model zoo (matrices/zoo)".into(),
+            ..Default::default()
+        };
+        for (name, text) in BUILTIN_ZOO {
+            let path = PathBuf::from(format!("matrices/zoo/{name}.matrix.jsonl"));
+            let m = parse_matrix_text(text, &path).expect("shipped zoo matrix parses");
+            let p = Profile::from_matrix(&m, &path.display().to_string())
+                .expect("shipped zoo matrix is valid");
+            set.insert(p).expect("zoo names are unique");
+        }
+        set
+    }
+
+    /// Every `*.matrix.jsonl` in `dir` (sorted by file name), or one matrix file.
+    pub fn load(path: &Path) -> Result<ProfileSet, ReplayError> {
+        let mut files = Vec::new();
+        if path.is_dir() {
+            for e in std::fs::read_dir(path).map_err(ReplayError::io(path))? {
+                let p = e.map_err(ReplayError::io(path))?.path();
+                if p.to_string_lossy().ends_with(".matrix.jsonl") {
+                    files.push(p);
+                }
+            }
+            files.sort();
+        } else {
+            files.push(path.to_owned());
+        }
+        if files.is_empty() {
+            return Err(ReplayError::Profile(format!(
+                "{}: no *.matrix.jsonl files",
+                path.display()
+            )));
+        }
+        let mut set = ProfileSet {
+            origin: path.display().to_string(),
+            ..Default::default()
+        };
+        for f in files {
+            let m =
+                crate::matrix::load_matrix(&f).map_err(|e| ReplayError::Profile(e.to_string()))?;
+            set.insert(Profile::from_matrix(&m, &f.display().to_string())?)?;
+        }
+        Ok(set)
+    }
+
+    pub fn insert(&mut self, p: Profile) -> Result<(), ReplayError> {
+        if self.by_name.contains_key(&p.model) {
+            return Err(ReplayError::Profile(format!(
+                "two matrices for model {:?}",
+                p.model
+            )));
+        }
+        self.by_name.insert(p.model.clone(), self.profiles.len());
+        self.profiles.push(p);
+        Ok(())
+    }
+
+    /// Index of a model's profile, following the explicit aliases.
+    pub fn lookup(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied().or_else(|| {
+            ALIASES
+                .iter()
+                .find(|(a, _)| *a == name)
+                .and_then(|(_, to)| self.by_name.get(*to).copied())
+        })
+    }
+
+    /// Known model names, for error messages.
+    pub fn known(&self) -> String {
+        let mut names: Vec<String> = self.by_name.keys().cloned().collect();
+        for (a, to) in ALIASES {
+            if self.by_name.contains_key(*to) {
+                names.push(format!("{a} (= {to})"));
+            }
+        }
+        names.join(", ")
+    }
+
+    pub fn get(&self, i: usize) -> &Profile {
+        &self.profiles[i]
+    }
+}

@@ -1,0 +1,577 @@
+//! Integration tests of `profiler replay` (one test binary).
+
+use profiler::replay::cluster::ClusterSpec;
+use profiler::replay::engine::{EngineConfig, JobState, simulate};
+use profiler::replay::mechanism::{self, Placement};
+use profiler::replay::profile::{ProfileSet, Semantics};
+use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSpec};
+use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
+use std::path::{Path, PathBuf};
+
+const REFERENCE: &str = "/work/shared/reference";
+
+fn reference(p: &str) -> Option<PathBuf> {
+    let p = Path::new(REFERENCE).join(p);
+    p.exists().then_some(p)
+}
+
+/// Regenerates `matrices/zoo*/` from Synergy's tables: `cargo test --test replay -- --ignored zoo_generate`.
+#[test]
+#[ignore]
+fn zoo_generate() {
+    let m = reference("synergy/model_zoo_matrices.csv").expect("reference data");
+    let s = reference("synergy/model_zoo_scalars.csv").expect("reference data");
+    for (shape, matrix) in zoo::convert(&m, &s).unwrap() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(zoo::shape_dir(shape));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.matrix.jsonl", matrix.header.job.model));
+        std::fs::write(path, zoo::to_jsonl(&matrix)).unwrap();
+    }
+}
+
+#[test]
+fn zoo_files_match_converter_and_best_cases() {
+    let (Some(m), Some(s)) = (
+        reference("synergy/model_zoo_matrices.csv"),
+        reference("synergy/model_zoo_scalars.csv"),
+    ) else {
+        eprintln!("reference data absent; skipped");
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (shape, matrix) in zoo::convert(&m, &s).unwrap() {
+        let path = root
+            .join(zoo::shape_dir(shape))
+            .join(format!("{}.matrix.jsonl", matrix.header.job.model));
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            committed,
+            zoo::to_jsonl(&matrix),
+            "{} is stale; rerun zoo_generate",
+            path.display()
+        );
+        // The files load with the project's own matrix reader.
+        profiler::matrix::load_matrix(&path).unwrap();
+    }
+    let zoo = ProfileSet::builtin_zoo();
+    let r18 = &zoo.profiles[zoo.lookup("res18").unwrap()];
+    assert_eq!((r18.best_cpu, r18.best_mem), (9.0, 62.5));
+    // 2.4 x 512 / 0.64 samples/s at the best case; 1.0 x 512 / 0.64 at the proportional share.
+    assert!((r18.best_tput - 2.4 * 512.0 / 0.64).abs() < 1e-6);
+    assert!((r18.per_gpu(3.0, 62.5, Semantics::Exact) - 800.0).abs() < 1e-6);
+    // Interpolation halfway between 3 and 4 cores (1.0 and 1.3).
+    assert!((r18.per_gpu(3.5, 62.5, Semantics::Exact) - 1.15 * 800.0).abs() < 1e-6);
+    assert!((r18.per_gpu(3.5, 62.5, Semantics::Synergy) - 800.0).abs() < 1e-6);
+    let alex = &zoo.profiles[zoo.lookup("alexnet").unwrap()];
+    assert_eq!((alex.best_cpu, alex.best_mem), (12.0, 125.0));
+}
+
+fn deploy(trace: &str, pol: &str, sem: Semantics) -> Option<Vec<profiler::replay::RunResult>> {
+    let path = reference(&format!("synergy/{trace}"))?;
+    let opts = ReplayOptions {
+        cluster: ClusterSpec::synergy(4),
+        workload: WorkloadSpec::SynergyCsv(path),
+        schemes: ["proportional", "tune", "opt"]
+            .iter()
+            .map(|m| (pol.to_owned(), m.to_string()))
+            .collect(),
+        semantics: sem,
+        ..Default::default()
+    };
+    Some(run(&opts).unwrap().runs)
+}
+
+#[test]
+fn deploy_static_fifo_makespan_tune_beats_proportional() {
+    for sem in [Semantics::Exact, Semantics::Synergy] {
+        let Some(r) = deploy("deploy_static_100job.csv", "fifo", sem) else {
+            return;
+        };
+        let (p, t, o) = (&r[0].summary, &r[1].summary, &r[2].summary);
+        assert_eq!(p.jobs_measured, 100);
+        let speedup = p.makespan_s / t.makespan_s;
+        eprintln!(
+            "{sem:?} makespan h: prop {:.2} tune {:.2} opt {:.2}",
+            p.makespan_s / 3600.0,
+            t.makespan_s / 3600.0,
+            o.makespan_s / 3600.0
+        );
+        assert!(
+            (1.2..1.8).contains(&speedup),
+            "tune makespan speed-up {speedup}"
+        );
+        assert!(
+            o.makespan_s <= t.makespan_s * 1.02,
+            "opt {} vs tune {}",
+            o.makespan_s,
+            t.makespan_s
+        );
+    }
+}
+
+#[test]
+fn deploy_dynamic_srtf_jct_tune_beats_proportional() {
+    for sem in [Semantics::Exact, Semantics::Synergy] {
+        let Some(r) = deploy("deploy_dynamic_100job.csv", "srtf", sem) else {
+            return;
+        };
+        let (p, t, o) = (&r[0].summary, &r[1].summary, &r[2].summary);
+        eprintln!(
+            "{sem:?} mean/p99 JCT h: prop {:.2}/{:.2} tune {:.2}/{:.2} opt {:.2}/{:.2}",
+            p.mean_jct_s / 3600.0,
+            p.p99_jct_s / 3600.0,
+            t.mean_jct_s / 3600.0,
+            t.p99_jct_s / 3600.0,
+            o.mean_jct_s / 3600.0,
+            o.p99_jct_s / 3600.0
+        );
+        assert!(
+            p.mean_jct_s / t.mean_jct_s > 1.2,
+            "mean JCT ratio {}",
+            p.mean_jct_s / t.mean_jct_s
+        );
+        assert!(
+            p.p99_jct_s / t.p99_jct_s > 1.3,
+            "p99 JCT ratio {}",
+            p.p99_jct_s / t.p99_jct_s
+        );
+        assert!(
+            o.mean_jct_s <= t.mean_jct_s * 1.02,
+            "opt {} vs tune {}",
+            o.mean_jct_s,
+            t.mean_jct_s
+        );
+    }
+}
+
+fn synth_opts(seed: u64, jobs: u64) -> ReplayOptions {
+    ReplayOptions {
+        cluster: ClusterSpec::synergy(2),
+        workload: WorkloadSpec::Synthetic(SyntheticSpec {
+            jobs_per_hour: 6.0,
+            duration: DurationDist::Exponential(90.0),
+            gpu_demand: vec![(1, 0.6), (2, 0.2), (4, 0.15), (8, 0.05)],
+            seed,
+            max_jobs: Some(jobs),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn record_then_trace_replays_bit_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("w.trace.csv");
+    let mut opts = synth_opts(7, 80);
+    opts.schemes = vec![("srtf".into(), "tune".into())];
+    opts.record = Some(rec.clone());
+    let a = run(&opts).unwrap();
+    let mut again = opts.clone();
+    again.record = None;
+    again.workload = WorkloadSpec::Canonical(rec.clone());
+    let b = run(&again).unwrap();
+    assert_eq!(a.runs[0].jobs, b.runs[0].jobs);
+    assert_eq!(a.runs[0].rounds.len(), b.runs[0].rounds.len());
+    // Recording the replayed trace again gives the same file.
+    let rec2 = dir.path().join("w2.trace.csv");
+    again.record = Some(rec2.clone());
+    run(&again).unwrap();
+    assert_eq!(std::fs::read(&rec).unwrap(), std::fs::read(&rec2).unwrap());
+}
+
+#[test]
+fn every_policy_with_every_mechanism_runs_and_compare_is_parallel() {
+    let mut opts = synth_opts(3, 60);
+    opts.schemes = policy::ALL
+        .iter()
+        .flat_map(|p| {
+            mechanism::ALL
+                .iter()
+                .map(move |m| (p.0.to_owned(), m.0.to_owned()))
+        })
+        .collect();
+    let out = run(&opts).unwrap();
+    assert_eq!(out.runs.len(), 24);
+    for r in &out.runs {
+        assert_eq!(
+            r.summary.jobs_measured, 60,
+            "{}+{}",
+            r.summary.policy, r.summary.mechanism
+        );
+    }
+    let text = profiler::replay::report::render(&out);
+    assert!(text.contains("vs proportional"));
+}
+
+#[test]
+fn steady_state_window_stops_when_window_finishes() {
+    let opts = ReplayOptions {
+        window: Some((100, 149)),
+        workload: WorkloadSpec::Synthetic(SyntheticSpec {
+            jobs_per_hour: 9.0,
+            ..Default::default()
+        }),
+        cluster: ClusterSpec::synergy(16),
+        ..Default::default()
+    };
+    let out = run(&opts).unwrap();
+    let s = &out.runs[0].summary;
+    assert_eq!(s.jobs_measured, 50);
+    assert!(
+        out.runs[0]
+            .jobs
+            .iter()
+            .filter(|j| (100..=149).contains(&j.id))
+            .all(|j| j.finish_s.is_some())
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn err_of(path: PathBuf) -> String {
+    let opts = ReplayOptions {
+        workload: WorkloadSpec::SynergyCsv(path),
+        ..Default::default()
+    };
+    run(&opts).map(|_| ()).unwrap_err().to_string()
+}
+
+#[test]
+fn bad_traces_give_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let e = err_of(write(
+        d.path(),
+        "a.csv",
+        "0,res18,0,100,1\n1,res18,zero,100,1\n",
+    ));
+    assert!(
+        e.contains("a.csv:2:") && e.contains("arrival_s \"zero\""),
+        "{e}"
+    );
+    let e = err_of(write(d.path(), "b.csv", "0,res18,0,100,1\n1,res18,0,100\n"));
+    assert!(
+        e.contains("b.csv:2:") && e.contains("expected 5 columns"),
+        "{e}"
+    );
+    let e = err_of(write(
+        d.path(),
+        "c.csv",
+        "0,res18,0,100,1\n\n2,resnet1000,5,100,1\n",
+    ));
+    assert!(
+        e.contains("c.csv:3:")
+            && e.contains("unknown model \"resnet1000\"")
+            && e.contains("resnet18")
+            && e.contains("res18 (= resnet18)"),
+        "{e}"
+    );
+    let e = err_of(write(d.path(), "d.csv", "0,res18,0,100,16\n"));
+    assert!(
+        e.contains("job 0 asks for 16 GPUs") && e.contains("widest server has 8"),
+        "{e}"
+    );
+    let e = err_of(write(d.path(), "e.csv", "0,res18,0,-5,1\n"));
+    assert!(e.contains("e.csv:1:") && e.contains("work"), "{e}");
+    let e = err_of(d.path().join("missing.csv"));
+    assert!(e.contains("missing.csv"), "{e}");
+    // Skipping wide jobs instead.
+    let opts = ReplayOptions {
+        workload: WorkloadSpec::SynergyCsv(write(
+            d.path(),
+            "f.csv",
+            "0,res18,0,100,16\n1,gnmt,0,100,1\n",
+        )),
+        wide_jobs: profiler::replay::workload::WideJobs::Skip,
+        ..Default::default()
+    };
+    let out = run(&opts).unwrap();
+    assert_eq!(
+        (out.skipped_wide_jobs, out.runs[0].summary.jobs_measured),
+        (1, 1)
+    );
+    // Canonical trace with a wrong header.
+    let opts = ReplayOptions {
+        workload: WorkloadSpec::Canonical(write(d.path(), "g.csv", "job_id,model\n")),
+        ..Default::default()
+    };
+    let e = run(&opts).map(|_| ()).unwrap_err().to_string();
+    assert!(
+        e.contains("g.csv:1:") && e.contains("not a replay trace"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cluster_toml_heterogeneous_and_errors() {
+    let text = "name = \"mixed\"\n[[group]]\ncount = 2\ngpus = 8\ncpus = 24\nmemory_gb = 500\n[[group]]\ncount = 1\ngpus = 4\ncpus = 32\nmemory_gb = 256\nstorage_mb_per_s = 800\n";
+    let c = ClusterSpec::from_toml(text, Path::new("c.toml"))
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!((c.servers.len(), c.total_gpus, c.total_cpus), (3, 20, 80.0));
+    let e = ClusterSpec::from_toml(
+        "[[group]]\ncount = 2\ngpus = 8\ncpus = 24\n",
+        Path::new("c.toml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("c.toml") && e.contains("memory_gb"), "{e}");
+    let e = ClusterSpec::from_toml(
+        "[[group]]\ncount = 0\ngpus = 8\ncpus = 24\nmemory_gb = 5\n",
+        Path::new("c.toml"),
+    )
+    .unwrap()
+    .build()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("count"), "{e}");
+    assert_eq!(
+        ClusterSpec::builtin("synergy-default")
+            .unwrap()
+            .build()
+            .unwrap()
+            .total_gpus,
+        128
+    );
+}
+
+#[test]
+fn philly_and_alibaba_adapters_read_the_reference_traces() {
+    // The first 600 lines of each (the whole Philly trace overloads 128 GPUs for months).
+    let d = tempfile::tempdir().unwrap();
+    let head = |p: PathBuf, name: &str| -> PathBuf {
+        let text = std::fs::read_to_string(p).unwrap();
+        let part: Vec<&str> = text.lines().take(600).collect();
+        write(d.path(), name, &(part.join("\n") + "\n"))
+    };
+    let cases: Vec<WorkloadSpec> = [
+        reference("philly/philly_jobs.csv").map(|p| WorkloadSpec::PhillyCsv(head(p, "philly.csv"))),
+        reference("alibaba-openb-2023/openb_pod_list_default.csv")
+            .map(|p| WorkloadSpec::Alibaba(head(p, "openb.csv"))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for w in cases {
+        let opts = ReplayOptions {
+            workload: w,
+            wide_jobs: profiler::replay::workload::WideJobs::Skip,
+            schemes: vec![
+                ("fifo".into(), "proportional".into()),
+                ("fifo".into(), "tune".into()),
+            ],
+            ..Default::default()
+        };
+        let out = run(&opts).unwrap();
+        assert!(
+            out.runs[0].summary.jobs_measured > 400,
+            "{}",
+            out.runs[0].summary.jobs_measured
+        );
+    }
+    // Raw Philly JSON, a small document.
+    let d = tempfile::tempdir().unwrap();
+    let json = r#"[{"status":"Pass","vc":"a","jobid":"j1","submitted_time":"2017-10-07 00:09:37","attempts":[{"start_time":"2017-10-07 00:09:38","end_time":"2017-10-07 01:09:38","detail":[{"ip":"m1","gpus":["gpu0","gpu1"]}]}]},
+ {"status":"Killed","vc":"a","jobid":"j2","submitted_time":"2017-10-07 00:19:37","attempts":[]},
+ {"status":"Pass","vc":"b","jobid":"j3","submitted_time":"2017-10-07 00:29:37","attempts":[{"start_time":"2017-10-07 00:30:00","end_time":"None","detail":[]},{"start_time":"2017-10-07 00:40:00","end_time":"2017-10-07 00:50:00","detail":[{"ip":"m2","gpus":["gpu3"]}]}]}]"#;
+    let opts = ReplayOptions {
+        workload: WorkloadSpec::PhillyJson(write(d.path(), "log.json", json)),
+        ..Default::default()
+    };
+    let out = run(&opts).unwrap();
+    let jobs = &out.runs[0].jobs;
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(
+        (jobs[0].gpus, jobs[1].gpus, jobs[1].arrival_s),
+        (2, 1, 1200.0)
+    );
+    let opts = ReplayOptions {
+        workload: WorkloadSpec::PhillyJson(write(d.path(), "bad.json", "[{\"attempts\": 3}]")),
+        ..Default::default()
+    };
+    let e = run(&opts).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("bad.json:1:"), "{e}");
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Mutex;
+
+    fn cluster(kind: u8) -> ClusterSpec {
+        let text = match kind % 3 {
+            0 => "[[group]]\ncount = 2\ngpus = 8\ncpus = 24\nmemory_gb = 500\n",
+            1 => {
+                "[[group]]\ncount = 1\ngpus = 8\ncpus = 24\nmemory_gb = 500\n[[group]]\ncount = 2\ngpus = 4\ncpus = 8\nmemory_gb = 128\n"
+            }
+            _ => "[[group]]\ncount = 3\ngpus = 4\ncpus = 40\nmemory_gb = 1000\n",
+        };
+        ClusterSpec::from_toml(text, Path::new("p.toml")).unwrap()
+    }
+
+    /// Replays and audits every round independently of the engine's own check.
+    fn audited(
+        seed: u64,
+        kind: u8,
+        pol: usize,
+        mech: usize,
+        sem: Semantics,
+        jobs: u64,
+    ) -> (Vec<JobState>, Vec<String>) {
+        let spec = cluster(kind);
+        let cl = spec.build().unwrap();
+        let profiles = ProfileSet::builtin_zoo();
+        let policy = (policy::ALL[pol].2)();
+        let mechanism = (mechanism::ALL[mech].2)();
+        let violations = Mutex::new(Vec::new());
+        let audit = |t: f64, _: &[JobState], ps: &[Placement]| {
+            let mut used = vec![(0u32, 0.0f64, 0.0f64); cl.servers.len()];
+            for p in ps {
+                used[p.server].0 += p.gpus;
+                used[p.server].1 += p.cpus;
+                used[p.server].2 += p.mem_gb;
+            }
+            for (s, u) in used.iter().enumerate() {
+                let srv = &cl.servers[s];
+                if u.0 > srv.gpus || u.1 > srv.cpus + 1e-6 || u.2 > srv.mem_gb + 1e-6 {
+                    violations
+                        .lock()
+                        .unwrap()
+                        .push(format!("t={t} server {s}: {u:?}"));
+                }
+            }
+        };
+        let cfg = EngineConfig {
+            cluster: &cl,
+            profiles: &profiles,
+            policy: policy.as_ref(),
+            mechanism: mechanism.as_ref(),
+            semantics: sem,
+            round_s: 300.0,
+            window: None,
+            max_rounds: 1_000_000,
+            audit: Some(&audit),
+        };
+        let w = SyntheticSpec {
+            jobs_per_hour: 8.0,
+            duration: DurationDist::Exponential(60.0),
+            gpu_demand: vec![(1, 0.6), (2, 0.2), (4, 0.2)],
+            seed,
+            max_jobs: Some(jobs),
+            ..Default::default()
+        };
+        let mut generator =
+            Synthetic::new(&w, &profiles, cl.reference_share(), cl.max_server_gpus, sem).unwrap();
+        let out = simulate(&cfg, &mut generator, None).unwrap();
+        (out.jobs, violations.into_inner().unwrap())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn invariants(seed in 0u64..1000, kind in 0u8..3, pol in 0usize..6, mech in 0usize..4, synergy in any::<bool>(), jobs in 5u64..40) {
+            let sem = if synergy { Semantics::Synergy } else { Semantics::Exact };
+            let (out, violations) = audited(seed, kind, pol, mech, sem, jobs);
+            // No server over-allocated in any dimension in any round.
+            prop_assert!(violations.is_empty(), "{violations:?}");
+            // Each job finishes exactly once.
+            prop_assert_eq!(out.len() as u64, jobs);
+            let mut ids: Vec<u64> = out.iter().map(|j| j.spec.id).collect();
+            ids.dedup();
+            prop_assert_eq!(ids.len() as u64, jobs);
+            for j in &out {
+                let finish = j.finish.expect("finished");
+                prop_assert!(j.remaining == 0.0);
+                // Never faster than alone at its best allocation.
+                let best = j.spec.work_samples / j.best_rate;
+                prop_assert!(finish - j.spec.arrival_s >= best * (1.0 - 1e-9), "job {} took {} < best {}", j.spec.id, finish - j.spec.arrival_s, best);
+            }
+            // Same seed, same output.
+            let (again, _) = audited(seed, kind, pol, mech, sem, jobs);
+            let a: Vec<_> = out.iter().map(|j| (j.spec.id, j.finish, j.first_start)).collect();
+            let b: Vec<_> = again.iter().map(|j| (j.spec.id, j.finish, j.first_start)).collect();
+            prop_assert_eq!(a, b);
+        }
+    }
+}
+
+#[test]
+fn cli_args_to_options_and_outputs() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: profiler::replay::cli::ReplayArgs,
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let rec = d.path().join("t.csv");
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--cluster",
+        "synergy-2",
+        "--jobs",
+        "30",
+        "--jobs-per-hour",
+        "4",
+        "--gpu-demand",
+        "1:3,2:1",
+        "--compare",
+        "srtf+proportional,srtf+tune",
+        "--record",
+        rec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    let opts = cli.args.to_options().unwrap();
+    assert_eq!(opts.schemes.len(), 2);
+    let s = run(&opts).unwrap();
+    for f in [
+        "summary.csv",
+        "srtf-tune.jobs.csv",
+        "srtf-tune.rounds.csv",
+        "jct_cdf.svg",
+        "srtf-proportional.utilization.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let jobs_csv = std::fs::read_to_string(out.join("srtf-tune.jobs.csv")).unwrap();
+    assert_eq!(jobs_csv.lines().count(), 31);
+    // --trace detects the canonical format of the recording.
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--cluster",
+        "synergy-2",
+        "--trace",
+        rec.to_str().unwrap(),
+        "--compare",
+        "srtf+proportional,srtf+tune",
+    ])
+    .unwrap();
+    let again = run(&cli.args.to_options().unwrap()).unwrap();
+    assert_eq!(again.runs[1].jobs, s.runs[1].jobs);
+    // Bad arguments are errors, not panics.
+    for bad in [
+        ["--window", "9..x"],
+        ["--compare", "fifo"],
+        ["--split", "1,2"],
+        ["--duration", "weird:1"],
+        ["--cluster", "nope.toml"],
+    ] {
+        let cli = Cli::try_parse_from(["replay", bad[0], bad[1]]).unwrap();
+        assert!(cli.args.to_options().is_err(), "{bad:?}");
+    }
+    let cli = Cli::try_parse_from(["replay", "--jobs", "3", "--policy", "nope"]).unwrap();
+    let e = run(&cli.args.to_options().unwrap())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown policy") && e.contains("srtf"), "{e}");
+}
