@@ -49,6 +49,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Err(e) => Err(e.into()),
             }
         }
+        Command::Replay(args) => {
+            let summary = profiler::replay::run(&args.to_options()?)?;
+            print!("{}", profiler::replay::report::render(&summary));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Show(args) => {
             let matrix = load_matrix(&args.file)?;
             if args.json {

@@ -12,8 +12,10 @@ use std::path::PathBuf;
     version,
     about = "Profile deep-learning training jobs under CPU and memory caps into throughput matrices",
     long_about = "Profile deep-learning training jobs under real cgroup CPU and memory caps into \
-CPU x memory throughput matrices (Synergy-style optimistic profiling), and inspect them.\n\n\
-Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  profiler show matrices/input-pipeline.matrix.jsonl"
+CPU x memory throughput matrices (Synergy-style optimistic profiling), inspect them, and replay \
+cluster schedules with them offline.\n\n\
+Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  profiler show matrices/input-pipeline.matrix.jsonl\n  \
+profiler replay --compare fifo+proportional,fifo+tune,fifo+opt"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -43,6 +45,9 @@ profiler sweep --job workloads/my-job.toml --no-caps"
     Sweep(SweepArgs),
     /// Print a matrix file as CPU x memory tables.
     Show(ShowArgs),
+    /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
+    /// mechanisms, and report JCT, makespan and utilisation.
+    Replay(crate::replay::cli::ReplayArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
