@@ -5,6 +5,8 @@ pub mod cgroup;
 pub mod dataset;
 pub mod gpu;
 pub mod launch;
+pub mod model_fill;
+mod plan;
 pub mod progress;
 pub mod signals;
 pub mod steady;

@@ -11,9 +11,11 @@ use super::gpu::GpuMonitor;
 use super::launch::{
     Launch, LaunchError, PROGRESS_FILE_ENV, RunningJob, describe_exit, path_with_own_dir,
 };
+use super::model_fill::modelled_cells;
+use super::plan::{MemoryLevels, Point, cpu_text, group_points, label, param_combinations};
 use super::progress::{ProgressTail, Report, now_unix_s};
 use super::steady::RateWindows;
-use crate::cache_model::{self, CacheModel, Prediction};
+use crate::cache_model;
 use crate::matrix::MatrixError;
 use crate::matrix::{
     Axes, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader,
@@ -90,46 +92,6 @@ pub struct SweepOutcome {
     /// How many times the job was started.
     pub launches: u32,
     pub wall_s: f64,
-}
-
-/// A grid point to measure.
-#[derive(Debug, Clone, PartialEq)]
-struct Point {
-    cpu: f64,
-    /// Index into the memory levels (0 = largest).
-    mem: usize,
-    params: BTreeMap<String, String>,
-}
-
-/// Memory levels, largest first; `pct` levels become bytes once the job's resident size is known.
-#[derive(Debug, Clone)]
-enum MemoryLevels {
-    Bytes(Vec<u64>),
-    PctOfDataset { pct: Vec<f64>, dataset_bytes: u64 },
-}
-
-impl MemoryLevels {
-    fn len(&self) -> usize {
-        match self {
-            MemoryLevels::Bytes(b) => b.len(),
-            MemoryLevels::PctOfDataset { pct, .. } => pct.len(),
-        }
-    }
-    fn resolve(&mut self, resident_bytes: u64) {
-        if let MemoryLevels::PctOfDataset { pct, dataset_bytes } = self {
-            *self = MemoryLevels::Bytes(
-                pct.iter()
-                    .map(|p| resident_bytes + (p / 100.0 * *dataset_bytes as f64) as u64)
-                    .collect(),
-            );
-        }
-    }
-    fn bytes(&self) -> Option<&[u64]> {
-        match self {
-            MemoryLevels::Bytes(b) => Some(b),
-            MemoryLevels::PctOfDataset { .. } => None,
-        }
-    }
 }
 
 /// Mutable state of a sweep in progress.
@@ -331,45 +293,6 @@ pub fn run_sweep(
     })
 }
 
-/// Splits the points (CPU descending, memory descending) into launches. Live mode keeps one
-/// launch while memory never has to go up and, if the command depends on the CPU level, the
-/// CPU level stays the same.
-fn group_points(points: Vec<Point>, mode: SweepMode, depends_on_cpu: bool) -> Vec<Vec<Point>> {
-    let mut groups: Vec<Vec<Point>> = Vec::new();
-    for p in points {
-        let joins = mode == SweepMode::Live
-            && groups
-                .last()
-                .and_then(|g| g.last())
-                .is_some_and(|last: &Point| {
-                    p.mem >= last.mem && (!depends_on_cpu || p.cpu == last.cpu)
-                });
-        if joins {
-            groups.last_mut().expect("non-empty").push(p);
-        } else {
-            groups.push(vec![p]);
-        }
-    }
-    groups
-}
-
-fn param_combinations(params: &BTreeMap<String, Vec<String>>) -> Vec<BTreeMap<String, String>> {
-    let mut combos = vec![BTreeMap::new()];
-    for (name, values) in params {
-        combos = combos
-            .into_iter()
-            .flat_map(|c| {
-                values.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.insert(name.clone(), v.clone());
-                    c
-                })
-            })
-            .collect();
-    }
-    combos
-}
-
 fn base_vars(spec: &LoadedSpec) -> Vars {
     let mut vars = Vars::new();
     vars.insert("gpus".into(), spec.spec.gpus.to_string());
@@ -398,12 +321,6 @@ fn total_memory_bytes() -> u64 {
     procfs::Meminfo::current()
         .map(|m| m.mem_total)
         .unwrap_or(u64::MAX / 2)
-}
-
-/// Formats a CPU level for templates and names (`0.5`, `2`).
-fn cpu_text(cpu: f64) -> String {
-    let s = format!("{cpu:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// What happened to a measured point.
@@ -619,70 +536,12 @@ impl Sweep<'_> {
             let Some(measured) = self.cells.iter().find(|c| c.key() == top).cloned() else {
                 continue;
             };
-            for &limit in &levels[1..] {
-                if self.done.contains(&CellKey::new(cpu, limit, params)) {
-                    continue;
-                }
-                let mut cell = Cell {
-                    cpu,
-                    memory_bytes: limit,
-                    params: params.clone(),
-                    source: CellSource::Modelled,
-                    throughput: None,
-                    iteration_time_s: None,
-                    telemetry: None,
-                    gpu: None,
-                    note: None,
-                    wall_s: 0.0,
-                };
-                let resident = measured.telemetry.as_ref().map_or(0, |t| t.rss_peak_bytes);
-                match (
-                    measured.source,
-                    measured.samples_per_s(),
-                    &self.cache_inputs,
-                ) {
-                    (CellSource::Measured, Some(rate), Some(inputs)) => {
-                        let model = CacheModel::new(inputs.clone());
-                        match model.predict_samples_per_s(rate, cpu, limit, resident, samples) {
-                            Prediction::Feasible {
-                                samples_per_s,
-                                cached_fraction,
-                            } => {
-                                let scale = samples_per_s / rate;
-                                let mut tp = measured.throughput.clone().expect("measured");
-                                tp.samples_per_s = samples_per_s;
-                                tp.ci95_low *= scale;
-                                tp.ci95_high *= scale;
-                                cell.throughput = Some(tp);
-                                cell.note = Some(format!(
-                                    "MinIO cache model from the cell measured at {:.2} GiB: {:.0}% of the dataset cached",
-                                    levels[0] as f64 / GIB,
-                                    cached_fraction * 100.0
-                                ));
-                            }
-                            Prediction::Infeasible => {
-                                cell.source = CellSource::Infeasible;
-                                cell.note = Some(format!(
-                                    "modelled: limit is below the job's resident memory ({:.2} GiB)",
-                                    resident as f64 / GIB
-                                ));
-                            }
-                        }
-                    }
-                    (CellSource::Measured, Some(_), None) => continue,
-                    // The top level failed or was infeasible: lower levels cannot do better.
-                    (source, _, _) => {
-                        cell.source = if source == CellSource::Infeasible {
-                            CellSource::Infeasible
-                        } else {
-                            CellSource::Failed
-                        };
-                        cell.note = Some(format!(
-                            "not modelled: the measured cell at this CPU level is {}",
-                            source.as_str()
-                        ));
-                    }
-                }
+            let lower: Vec<u64> = levels[1..]
+                .iter()
+                .copied()
+                .filter(|&l| !self.done.contains(&CellKey::new(cpu, l, params)))
+                .collect();
+            for cell in modelled_cells(&measured, &lower, self.cache_inputs.as_ref(), samples) {
                 self.record(cell)?;
             }
         }
@@ -1103,61 +962,5 @@ impl Sweep<'_> {
             launches: self.launches,
             wall_s: started.elapsed().as_secs_f64(),
         })
-    }
-}
-
-fn label(p: &Point) -> String {
-    let mut s = format!("cpu {}", cpu_text(p.cpu));
-    for (k, v) in &p.params {
-        s.push_str(&format!(" {k}={v}"));
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pt(cpu: f64, mem: usize) -> Point {
-        Point {
-            cpu,
-            mem,
-            params: BTreeMap::new(),
-        }
-    }
-
-    #[test]
-    fn live_groups_follow_memory_downwards_only() {
-        let points = vec![pt(2.0, 0), pt(2.0, 1), pt(1.0, 0), pt(1.0, 1)];
-        let g = group_points(points.clone(), SweepMode::Live, false);
-        assert_eq!(g.len(), 2, "memory must go up between 2.0/1 and 1.0/0");
-        let g = group_points(
-            vec![pt(2.0, 0), pt(1.0, 0), pt(0.5, 0)],
-            SweepMode::Live,
-            false,
-        );
-        assert_eq!(g.len(), 1);
-        let g = group_points(vec![pt(2.0, 0), pt(1.0, 0)], SweepMode::Live, true);
-        assert_eq!(
-            g.len(),
-            2,
-            "a command templating {{workers}} needs a relaunch per CPU level"
-        );
-        assert_eq!(group_points(points, SweepMode::Relaunch, false).len(), 4);
-    }
-
-    #[test]
-    fn params_expand_to_their_product() {
-        let mut p = BTreeMap::new();
-        p.insert(
-            "batch".to_string(),
-            vec!["32".to_string(), "64".to_string()],
-        );
-        p.insert("lr".to_string(), vec!["0.1".to_string()]);
-        let c = param_combinations(&p);
-        assert_eq!(c.len(), 2);
-        assert_eq!(c[1]["batch"], "64");
-        assert_eq!(cpu_text(0.5), "0.5");
-        assert_eq!(cpu_text(2.0), "2");
     }
 }

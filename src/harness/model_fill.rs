@@ -1,0 +1,169 @@
+//! Optimistic profiling's second half: cells at lower memory levels derived from the cell
+//! measured at the top level with the MinIO cache model.
+
+use crate::cache_model::{CacheModel, Prediction};
+use crate::matrix::{CacheModelInputs, Cell, CellSource};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Cells at `limits` (bytes, below the measured level) for the CPU level and parameters of
+/// `measured`. Without cache-model inputs (no dataset) memory only has to hold the job itself:
+/// the rate is the measured one above its resident size and infeasible below.
+pub fn modelled_cells(
+    measured: &Cell,
+    limits: &[u64],
+    inputs: Option<&CacheModelInputs>,
+    dataset_samples: u64,
+) -> Vec<Cell> {
+    let resident = measured.telemetry.as_ref().map_or(0, |t| t.rss_peak_bytes);
+    let no_dataset = CacheModelInputs {
+        dataset_bytes: 0,
+        storage_bytes_per_s: 0.0,
+        memory_bytes_per_s_per_core: 0.0,
+    };
+    let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset));
+    limits
+        .iter()
+        .map(|&limit| {
+            let mut cell = Cell {
+                cpu: measured.cpu,
+                memory_bytes: limit,
+                params: measured.params.clone(),
+                source: CellSource::Modelled,
+                throughput: None,
+                iteration_time_s: None,
+                telemetry: None,
+                gpu: None,
+                note: None,
+                wall_s: 0.0,
+            };
+            let (Some(rate), CellSource::Measured) = (measured.samples_per_s(), measured.source)
+            else {
+                // The top level failed or was infeasible: lower levels cannot do better.
+                cell.source = match measured.source {
+                    CellSource::Infeasible => CellSource::Infeasible,
+                    _ => CellSource::Failed,
+                };
+                cell.note = Some(format!(
+                    "not modelled: the measured cell at this CPU level is {}",
+                    measured.source.as_str()
+                ));
+                return cell;
+            };
+            match model.predict_samples_per_s(
+                rate,
+                measured.cpu,
+                limit,
+                resident,
+                dataset_samples,
+            ) {
+                Prediction::Feasible {
+                    samples_per_s,
+                    cached_fraction,
+                } => {
+                    let scale = samples_per_s / rate;
+                    let mut tp = measured.throughput.clone().expect("measured has throughput");
+                    tp.samples_per_s = samples_per_s;
+                    tp.ci95_low *= scale;
+                    tp.ci95_high *= scale;
+                    cell.throughput = Some(tp);
+                    cell.note = Some(match inputs {
+                        Some(_) => format!(
+                            "MinIO cache model from the cell measured at {:.2} GiB: {:.0}% of the dataset cached",
+                            measured.memory_bytes as f64 / GIB,
+                            cached_fraction * 100.0
+                        ),
+                        None => "no dataset: memory above the job's resident size does not change its rate".into(),
+                    });
+                }
+                Prediction::Infeasible => {
+                    cell.source = CellSource::Infeasible;
+                    cell.note = Some(format!(
+                        "modelled: limit is below the job's resident memory ({:.2} GiB)",
+                        resident as f64 / GIB
+                    ));
+                }
+            }
+            cell
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Telemetry, Throughput};
+
+    const MIB: u64 = 1 << 20;
+
+    fn measured(rate: f64) -> Cell {
+        Cell {
+            cpu: 2.0,
+            memory_bytes: 1024 * MIB,
+            params: Default::default(),
+            source: CellSource::Measured,
+            throughput: Some(Throughput {
+                samples_per_s: rate,
+                ci95_low: rate * 0.9,
+                ci95_high: rate * 1.1,
+                windows: 5,
+                measured_s: 10.0,
+            }),
+            iteration_time_s: None,
+            telemetry: Some(Telemetry {
+                rss_peak_bytes: 100 * MIB,
+                ..Telemetry::default()
+            }),
+            gpu: None,
+            note: None,
+            wall_s: 12.0,
+        }
+    }
+
+    #[test]
+    fn slow_storage_makes_small_caches_slower_and_tiny_limits_infeasible() {
+        // 1000 samples of 1 MiB each, 10 MiB/s storage: with nothing cached an epoch takes
+        // 100 s (10 samples/s), far below the measured 500 samples/s.
+        let inputs = CacheModelInputs {
+            dataset_bytes: 1000 * MIB,
+            storage_bytes_per_s: 10.0 * MIB as f64,
+            memory_bytes_per_s_per_core: 10e9,
+        };
+        let cells = modelled_cells(
+            &measured(500.0),
+            &[600 * MIB, 150 * MIB, 50 * MIB],
+            Some(&inputs),
+            1000,
+        );
+        let rates: Vec<Option<f64>> = cells.iter().map(Cell::samples_per_s).collect();
+        assert_eq!(cells[0].source, CellSource::Modelled);
+        assert!(rates[0].unwrap() > rates[1].unwrap(), "{rates:?}");
+        assert!(rates[0].unwrap() <= 500.0);
+        let tp = cells[1].throughput.as_ref().unwrap();
+        assert!(tp.ci95_low < tp.samples_per_s && tp.samples_per_s < tp.ci95_high);
+        assert_eq!(
+            cells[2].source,
+            CellSource::Infeasible,
+            "50 MiB < 100 MiB resident"
+        );
+        assert!(cells.iter().all(|c| c.cpu == 2.0 && c.wall_s == 0.0));
+    }
+
+    #[test]
+    fn without_a_dataset_only_resident_memory_matters() {
+        let cells = modelled_cells(&measured(500.0), &[512 * MIB, 64 * MIB], None, 0);
+        assert_eq!(cells[0].samples_per_s(), Some(500.0));
+        assert!(cells[0].note.as_deref().unwrap().contains("no dataset"));
+        assert_eq!(cells[1].source, CellSource::Infeasible);
+    }
+
+    #[test]
+    fn a_failed_top_level_propagates() {
+        let mut top = measured(500.0);
+        top.source = CellSource::Failed;
+        top.throughput = None;
+        let cells = modelled_cells(&top, &[512 * MIB], None, 0);
+        assert_eq!(cells[0].source, CellSource::Failed);
+        assert!(cells[0].samples_per_s().is_none());
+    }
+}
