@@ -309,6 +309,29 @@ fn hostile_names_stay_inside_the_parent_cgroup() {
     assert!(!dir.exists(), "run cgroup removed on drop");
 }
 
+#[test]
+fn runs_left_by_a_killed_profiler_are_reaped() {
+    require_caps!();
+    let parent = "profiler-test-reap";
+    // A profiler pid that is certainly gone: a child that has already exited and been reaped.
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let name = format!("stale-job-{}-1", gone.id());
+    let root = CgroupRoot::open(parent).unwrap();
+    let run = root.create_run(&name).unwrap();
+    let mut orphan = Command::new("sleep").arg("60").spawn().unwrap();
+    run.add_process(orphan.id()).unwrap();
+    let dir = run.memory_dir().to_owned();
+    // Simulate SIGKILL of the profiler: nothing cleans up.
+    std::mem::forget(run);
+    drop(root);
+    assert!(dir.exists());
+    let _root = CgroupRoot::open(parent).unwrap();
+    assert!(!dir.exists(), "stale run cgroup removed");
+    let status = orphan.wait().unwrap();
+    assert!(!status.success(), "the orphaned job was killed");
+}
+
 fn spec_error(text: &str) -> String {
     parse_spec(text, Path::new("workloads/bad.toml"))
         .unwrap_err()

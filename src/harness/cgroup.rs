@@ -179,14 +179,37 @@ impl CgroupRoot {
                 message: format!("no usable CPUs in {cpus_text:?}"),
             });
         }
-        Ok(CgroupRoot {
+        let root = CgroupRoot {
             version,
             parent: parent.to_string(),
             mounts,
             parent_cg,
             cpus,
             mems,
-        })
+        };
+        root.reap_stale_runs();
+        Ok(root)
+    }
+
+    /// Removes run cgroups left by a profiler that was killed outright (SIGKILL, power loss):
+    /// runs are named `<job>-<profiler pid>-<launch>`, so a run whose profiler is gone is stale.
+    fn reap_stale_runs(&self) {
+        let Ok(entries) = std::fs::read_dir(self.mounts.memory.join(&self.parent)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let owner = name
+                .rsplitn(3, '-')
+                .nth(1)
+                .and_then(|p| p.parse::<u32>().ok());
+            let stale = entry.path().is_dir()
+                && owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if stale && check_name(&name).is_ok() {
+                // Dropping the handle kills what is left inside and removes the cgroup.
+                drop(self.run_handle(&name));
+            }
+        }
     }
 
     pub fn version(&self) -> CgroupVersion {
@@ -198,8 +221,8 @@ impl CgroupRoot {
         &self.cpus
     }
 
-    /// Creates the cgroup `name` under the parent. `name` must be a single safe path component.
-    pub fn create_run(&self, name: &str) -> Result<RunCgroup, CapsError> {
+    /// Handle on (creating if needed) the run cgroup `name`, a single safe path component.
+    fn run_handle(&self, name: &str) -> Result<RunCgroup, CapsError> {
         check_name(name)?;
         let rel = format!("{}/{}", self.parent, name);
         let dirs = self.mounts.join(&rel);
@@ -217,13 +240,18 @@ impl CgroupRoot {
             action: "create",
             message: e.to_string(),
         })?;
-        let run = RunCgroup {
+        Ok(RunCgroup {
             cg,
             rel,
             dirs,
             version: self.version,
             cpus: self.cpus.clone(),
-        };
+        })
+    }
+
+    /// Creates the cgroup `name` under the parent. `name` must be a single safe path component.
+    pub fn create_run(&self, name: &str) -> Result<RunCgroup, CapsError> {
+        let run = self.run_handle(name)?;
         // cpuset needs cpus and mems before a task can join (v1 copies them from the parent,
         // but only when the parent has them; set them explicitly).
         run.write(&run.dirs.cpuset, "cpuset.mems", &self.mems)?;
