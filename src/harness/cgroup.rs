@@ -199,10 +199,7 @@ impl CgroupRoot {
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let owner = name
-                .rsplitn(3, '-')
-                .nth(1)
-                .and_then(|p| p.parse::<u32>().ok());
+            let owner = name.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok());
             let stale = entry.path().is_dir()
                 && owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
             if stale && check_name(&name).is_ok() {
