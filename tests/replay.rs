@@ -538,9 +538,46 @@ fn cli_args_to_options_and_outputs() {
         "srtf-tune.jobs.csv",
         "srtf-tune.rounds.csv",
         "jct_cdf.svg",
+        "jct_cdf.png",
         "srtf-proportional.utilization.svg",
+        "srtf-proportional.utilization.png",
+        "srtf-tune.utilization.svg",
+        "srtf-tune.utilization.png",
     ] {
         assert!(out.join(f).exists(), "{f}");
+    }
+    // PNG and SVG twins: real PNGs of the chart's size, SVGs naming the schemes in text.
+    for f in [
+        "jct_cdf.png",
+        "srtf-proportional.utilization.png",
+        "srtf-tune.utilization.png",
+    ] {
+        let bytes = std::fs::read(out.join(f)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{f}");
+        let img = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png).unwrap();
+        assert_eq!((img.width(), img.height()), (900, 500), "{f}");
+        // Not blank: some dark (text, axes) pixels on the white background.
+        let dark = img.to_luma8().pixels().filter(|p| p.0[0] < 100).count();
+        assert!(dark > 1000, "{f}: {dark} dark pixels");
+    }
+    let cdf = std::fs::read_to_string(out.join("jct_cdf.svg")).unwrap();
+    let _ = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&out)
+        .arg("/tmp/plots-look")
+        .status(); // TEMP
+    assert!(cdf.starts_with("<svg"), "{}", &cdf[..cdf.len().min(80)]);
+    for text in [
+        "srtf+proportional",
+        "srtf+tune",
+        "JCT CDF",
+        "fraction of jobs",
+    ] {
+        assert!(cdf.contains(text), "jct_cdf.svg lacks {text}");
+    }
+    let util = std::fs::read_to_string(out.join("srtf-tune.utilization.svg")).unwrap();
+    for text in ["srtf+tune", "GPU use", "CPU allocated", "memory allocated"] {
+        assert!(util.contains(text), "utilization svg lacks {text}");
     }
     let jobs_csv = std::fs::read_to_string(out.join("srtf-tune.jobs.csv")).unwrap();
     assert_eq!(jobs_csv.lines().count(), 31);

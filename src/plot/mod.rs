@@ -43,8 +43,9 @@ pub const COLORS: [RGBColor; 10] = [
     RGBColor(0x17, 0xbe, 0xcf),
 ];
 
-const TITLE_SIZE: u32 = 20;
-const TEXT_SIZE: u32 = 14;
+/// Font sizes as plotters takes them (it draws text at 1/1.24 of the size given).
+const TITLE_SIZE: u32 = 26;
+const TEXT_SIZE: u32 = 18;
 const LEGEND_SWATCH: i32 = 24;
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +82,10 @@ pub enum Scale {
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    /// Dashed line (to tell apart a line that often lies on another).
+    pub dashed: bool,
+    /// Stroke width in pixels (2 unless set with [`Chart::width`]).
+    pub width: u32,
 }
 
 /// A line chart: title, axis labels, one line per series and a legend on the right of the plot.
@@ -147,7 +152,29 @@ impl Chart {
         self.series.push(Series {
             label: label.into(),
             points,
+            dashed: false,
+            width: 2,
         });
+        self
+    }
+
+    /// Adds a dashed line.
+    pub fn dashed_line(mut self, label: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        self.series.push(Series {
+            label: label.into(),
+            points,
+            dashed: true,
+            width: 2,
+        });
+        self
+    }
+
+    /// Sets the stroke width of the last line added: a wide line drawn first stays visible
+    /// around narrower ones drawn over it where they coincide.
+    pub fn width(mut self, pixels: u32) -> Self {
+        if let Some(s) = self.series.last_mut() {
+            s.width = pixels.max(1);
+        }
         self
     }
 
@@ -222,13 +249,25 @@ impl Chart {
             Scale::Log => self.draw_plot(&plot, (x0..x1).log_scale())?,
         }
         for (k, s) in self.series.iter().enumerate() {
-            let y = 20 + k as i32 * (TEXT_SIZE as i32 + 8);
-            legend
-                .draw(&PathElement::new(
-                    vec![(4, y), (4 + LEGEND_SWATCH, y)],
-                    color(k).stroke_width(3),
-                ))
-                .map_err(e)?;
+            let y = 20 + k as i32 * (TEXT_SIZE as i32 + 6);
+            let style = color(k).stroke_width(s.width.clamp(3, 6));
+            if s.dashed {
+                for x in [4, 4 + LEGEND_SWATCH * 5 / 8] {
+                    legend
+                        .draw(&PathElement::new(
+                            vec![(x, y), (x + LEGEND_SWATCH * 3 / 8, y)],
+                            style,
+                        ))
+                        .map_err(e)?;
+                }
+            } else {
+                legend
+                    .draw(&PathElement::new(
+                        vec![(4, y), (4 + LEGEND_SWATCH, y)],
+                        style,
+                    ))
+                    .map_err(e)?;
+            }
             legend
                 .draw(&Text::new(
                     s.label.as_str(),
@@ -265,6 +304,7 @@ impl Chart {
             .y_label_formatter(&fmt)
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .max_light_lines(4)
             .draw()
             .map_err(e)?;
         let log = self.x_scale == Scale::Log;
@@ -273,10 +313,29 @@ impl Chart {
                 .points
                 .iter()
                 .copied()
-                .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0));
-            chart
-                .draw_series(LineSeries::new(pts, color(k).stroke_width(2)))
-                .map_err(e)?;
+                .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0))
+                .map(|p| (p, chart.backend_coord(&p)));
+            let style = color(k).stroke_width(s.width);
+            let (pieces, joints) = split_sharp_turns(pts);
+            for piece in pieces {
+                if s.dashed {
+                    chart
+                        .draw_series(DashedLineSeries::new(piece, 8, 5, style))
+                        .map_err(e)?;
+                } else {
+                    chart
+                        .draw_series(LineSeries::new(piece, style))
+                        .map_err(e)?;
+                }
+            }
+            if !s.dashed && s.width > 2 {
+                // Round joins where the line was split.
+                let dot = color(k).filled();
+                let r = s.width / 2;
+                chart
+                    .draw_series(joints.into_iter().map(|p| Circle::new(p, r, dot)))
+                    .map_err(e)?;
+            }
         }
         Ok(())
     }
@@ -298,11 +357,9 @@ impl Chart {
             Scale::Log => {
                 let lo = if lo > 0.0 { lo } else { hi.min(1.0) * 1e-3 };
                 let hi = hi.max(lo);
-                if hi / lo < 1.01 {
-                    (lo / 2.0, hi * 2.0)
-                } else {
-                    (lo, hi)
-                }
+                // A margin so that the extreme points do not sit on the frame.
+                let pad = (hi / lo).powf(0.03).max(1.5_f64.sqrt());
+                (lo / pad, hi * pad)
             }
         }
     }
@@ -360,6 +417,43 @@ fn trim(s: String) -> String {
     }
 }
 
+/// Splits a line (data points with their pixel positions) where it turns back by more than 90
+/// degrees, and drops points on the same pixel as the one before. plotters rasterises a line
+/// wider than one pixel as one polygon with mitred joins, and a sharp turn makes a long spike on
+/// the inside of the turn; separate pieces have no join there. Returns the pieces and the split
+/// points.
+#[allow(clippy::type_complexity)]
+fn split_sharp_turns(
+    points: impl Iterator<Item = ((f64, f64), (i32, i32))>,
+) -> (Vec<Vec<(f64, f64)>>, Vec<(f64, f64)>) {
+    let mut pieces: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    let mut joints = Vec::new();
+    let mut prev: Option<(i32, i32)> = None;
+    let mut dir: Option<(i64, i64)> = None;
+    for (p, c) in points {
+        if let Some(q) = prev {
+            if q == c {
+                continue;
+            }
+            let d = (i64::from(c.0 - q.0), i64::from(c.1 - q.1));
+            if let Some(d0) = dir
+                && d0.0 * d.0 + d0.1 * d.1 < 0
+            {
+                let last = *pieces
+                    .last()
+                    .and_then(|v| v.last())
+                    .expect("non-empty piece");
+                joints.push(last);
+                pieces.push(vec![last]);
+            }
+            dir = Some(d);
+        }
+        prev = Some(c);
+        pieces.last_mut().expect("a piece").push(p);
+    }
+    (pieces, joints)
+}
+
 /// At most about `max` points of `points`, evenly spaced by index, first and last kept: keeps
 /// SVGs of long replays small.
 pub fn thin(points: Vec<(f64, f64)>, max: usize) -> Vec<(f64, f64)> {
@@ -394,6 +488,17 @@ mod tests {
     }
 
     #[test]
+    fn sharp_turns_split() {
+        let pts = [(0, 0), (10, 0), (10, 0), (20, 0), (0, 1), (0, 9)]
+            .map(|(x, y)| ((x as f64, y as f64), (x, y)));
+        let (pieces, joints) = split_sharp_turns(pts.into_iter());
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces[0], vec![(0.0, 0.0), (10.0, 0.0), (20.0, 0.0)]);
+        assert_eq!(pieces[1], vec![(20.0, 0.0), (0.0, 1.0), (0.0, 9.0)]);
+        assert_eq!(joints, vec![(20.0, 0.0)]);
+    }
+
+    #[test]
     fn svg_has_labels() {
         let svg = Chart::new("T")
             .x_label("xs")
@@ -402,7 +507,7 @@ mod tests {
             .line("beta", vec![])
             .to_svg_string()
             .unwrap();
-        for s in ["alpha", "beta", "xs", ">T<"] {
+        for s in ["alpha", "beta", "xs", "font-family=\"sans-serif\""] {
             assert!(svg.contains(s), "{s}");
         }
     }

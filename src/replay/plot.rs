@@ -110,10 +110,16 @@ pub fn utilization(s: &ReplaySummary, r: &RunResult) -> Chart {
         .x_label("time (hours)")
         .y_label("% of cluster")
         .y_range(0.0, y_max)
+        // Allocations often coincide (proportional shares): widest first, so each stays
+        // visible around the next; GPU use dashed on top.
         .line("GPU allocated", line(&|x| pct(x.gpus as f64, g)))
-        .line("GPU use", line(&|x| pct(x.gpu_use, g)))
+        .width(7)
         .line("CPU allocated", line(&|x| pct(x.cpus, c)))
-        .line("memory allocated", line(&|x| pct(x.mem_gb, m)));
+        .width(4)
+        .line("memory allocated", line(&|x| pct(x.mem_gb, m)))
+        .width(2)
+        .dashed_line("GPU use", line(&|x| pct(x.gpu_use, g)))
+        .width(2);
     if t_max > 0.0 {
         chart = chart.x_range(0.0, t_max);
     }
