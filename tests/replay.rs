@@ -560,24 +560,44 @@ fn cli_args_to_options_and_outputs() {
         let dark = img.to_luma8().pixels().filter(|p| p.0[0] < 100).count();
         assert!(dark > 1000, "{f}: {dark} dark pixels");
     }
-    let cdf = std::fs::read_to_string(out.join("jct_cdf.svg")).unwrap();
-    let _ = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(&out)
-        .arg("/tmp/plots-look")
-        .status(); // TEMP
-    assert!(cdf.starts_with("<svg"), "{}", &cdf[..cdf.len().min(80)]);
+    // The contents of an SVG's <text> elements.
+    let svg_texts = |f: &str| -> Vec<String> {
+        let svg = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(
+            svg.starts_with("<svg"),
+            "{f}: {}",
+            &svg[..svg.len().min(80)]
+        );
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim().to_string()))
+            .collect()
+    };
+    let cdf = svg_texts("jct_cdf.svg");
     for text in [
         "srtf+proportional",
         "srtf+tune",
         "JCT CDF",
         "fraction of jobs",
     ] {
-        assert!(cdf.contains(text), "jct_cdf.svg lacks {text}");
+        assert!(
+            cdf.iter().any(|t| t == text),
+            "jct_cdf.svg lacks {text}: {cdf:?}"
+        );
     }
-    let util = std::fs::read_to_string(out.join("srtf-tune.utilization.svg")).unwrap();
-    for text in ["srtf+tune", "GPU use", "CPU allocated", "memory allocated"] {
-        assert!(util.contains(text), "utilization svg lacks {text}");
+    let util = svg_texts("srtf-tune.utilization.svg");
+    for text in [
+        "Cluster allocation over time, srtf+tune",
+        "GPU allocated",
+        "GPU use",
+        "CPU allocated",
+        "memory allocated",
+        "% of cluster",
+    ] {
+        assert!(
+            util.iter().any(|t| t == text),
+            "utilization svg lacks {text}: {util:?}"
+        );
     }
     let jobs_csv = std::fs::read_to_string(out.join("srtf-tune.jobs.csv")).unwrap();
     assert_eq!(jobs_csv.lines().count(), 31);
