@@ -9,5 +9,6 @@ pub mod harness;
 pub mod machine;
 pub mod matrix;
 pub mod output;
+pub mod plot;
 pub mod replay;
 pub mod spec;

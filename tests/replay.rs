@@ -538,9 +538,66 @@ fn cli_args_to_options_and_outputs() {
         "srtf-tune.jobs.csv",
         "srtf-tune.rounds.csv",
         "jct_cdf.svg",
+        "jct_cdf.png",
         "srtf-proportional.utilization.svg",
+        "srtf-proportional.utilization.png",
+        "srtf-tune.utilization.svg",
+        "srtf-tune.utilization.png",
     ] {
         assert!(out.join(f).exists(), "{f}");
+    }
+    // PNG and SVG twins: real PNGs of the chart's size, SVGs naming the schemes in text.
+    for f in [
+        "jct_cdf.png",
+        "srtf-proportional.utilization.png",
+        "srtf-tune.utilization.png",
+    ] {
+        let bytes = std::fs::read(out.join(f)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{f}");
+        let img = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png).unwrap();
+        assert_eq!((img.width(), img.height()), (900, 500), "{f}");
+        // Not blank: some dark (text, axes) pixels on the white background.
+        let dark = img.to_luma8().pixels().filter(|p| p.0[0] < 100).count();
+        assert!(dark > 1000, "{f}: {dark} dark pixels");
+    }
+    // The contents of an SVG's <text> elements.
+    let svg_texts = |f: &str| -> Vec<String> {
+        let svg = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(
+            svg.starts_with("<svg"),
+            "{f}: {}",
+            &svg[..svg.len().min(80)]
+        );
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim().to_string()))
+            .collect()
+    };
+    let cdf = svg_texts("jct_cdf.svg");
+    for text in [
+        "srtf+proportional",
+        "srtf+tune",
+        "JCT CDF",
+        "fraction of jobs",
+    ] {
+        assert!(
+            cdf.iter().any(|t| t == text),
+            "jct_cdf.svg lacks {text}: {cdf:?}"
+        );
+    }
+    let util = svg_texts("srtf-tune.utilization.svg");
+    for text in [
+        "Cluster allocation over time, srtf+tune",
+        "GPU allocated",
+        "GPU use",
+        "CPU allocated",
+        "memory allocated",
+        "% of cluster",
+    ] {
+        assert!(
+            util.iter().any(|t| t == text),
+            "utilization svg lacks {text}: {util:?}"
+        );
     }
     let jobs_csv = std::fs::read_to_string(out.join("srtf-tune.jobs.csv")).unwrap();
     assert_eq!(jobs_csv.lines().count(), 31);

@@ -107,8 +107,9 @@ pub struct ReplayArgs {
     /// Write the workload as replayed to this canonical trace (replay it with --trace).
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Write summary.csv, per-scheme jobs/rounds CSVs and SVG plots (JCT CDF, allocation over
-    /// time) into this directory.
+    /// Write summary.csv, per-scheme jobs/rounds CSVs and plots, each as PNG and SVG
+    /// (jct_cdf.{png,svg} for all schemes, <policy>-<mechanism>.utilization.{png,svg} per
+    /// scheme) into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Safety stop.

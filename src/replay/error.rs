@@ -39,6 +39,8 @@ pub enum ReplayError {
     Profile(String),
     #[error("options: {0}")]
     Options(String),
+    #[error("plot: {0}")]
+    Plot(#[from] crate::plot::PlotError),
     #[error("no progress: {0} (every waiting job gets no throughput; check profiles and cluster)")]
     NoProgress(String),
     /// An invariant of the engine broke; this is a bug.

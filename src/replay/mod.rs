@@ -63,7 +63,7 @@ pub struct ReplayOptions {
     pub wide_jobs: WideJobs,
     pub record: Option<PathBuf>,
     pub max_rounds: u64,
-    /// Write per-job and per-round CSVs and SVG plots here.
+    /// Write per-job and per-round CSVs and PNG + SVG plots here.
     pub out_dir: Option<PathBuf>,
 }
 
@@ -309,7 +309,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
     };
     if let Some(dir) = &opts.out_dir {
         report::write_csvs(&summary, dir)?;
-        plot::write_svgs(&summary, dir)?;
+        plot::write_plots(&summary, dir)?;
     }
     Ok(summary)
 }

@@ -1,105 +1,37 @@
-//! Minimal SVG plots (no plotting dependency): JCT CDF per scheme and GPU/CPU/memory allocation
-//! over time. Text uses the viewer's sans-serif font.
+//! Replay plots through [`crate::plot::Chart`], each as PNG and SVG side by side: the JCT CDF of
+//! every scheme and, per scheme, GPU/CPU/memory allocation and GPU use over time.
 
-use super::ReplaySummary;
 use super::error::ReplayError;
-use std::fmt::Write as _;
-use std::path::Path;
+use super::{ReplaySummary, RunResult};
+use crate::plot::{Chart, Scale, thin};
+use std::path::{Path, PathBuf};
 
-const W: f64 = 720.0;
-const H: f64 = 420.0;
-const L: f64 = 70.0;
-const R: f64 = 180.0;
-const T: f64 = 30.0;
-const B: f64 = 50.0;
-const COLORS: &[&str] = &[
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-];
+/// Points per line at most (long replays are thinned evenly; the CSVs keep every round).
+const MAX_POINTS: usize = 2000;
+/// The JCT axis is logarithmic when the longest measured JCT is at least this many times the
+/// shortest.
+const LOG_SPREAD: f64 = 50.0;
 
-struct Axes {
-    x_max: f64,
-    y_max: f64,
+/// `policy+mechanism`, the scheme's name in legends and titles.
+fn scheme(r: &RunResult) -> String {
+    format!("{}+{}", r.summary.policy, r.summary.mechanism)
 }
 
-impl Axes {
-    fn x(&self, v: f64) -> f64 {
-        L + (W - L - R) * (v / self.x_max).clamp(0.0, 1.0)
-    }
-    fn y(&self, v: f64) -> f64 {
-        H - B - (H - T - B) * (v / self.y_max).clamp(0.0, 1.0)
-    }
-}
-
-fn frame(o: &mut String, a: &Axes, title: &str, xlabel: &str, ylabel: &str) {
-    let _ = write!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="{}" y="18" text-anchor="middle" font-size="14">{title}</text><text x="{}" y="{}" text-anchor="middle">{xlabel}</text><text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">{ylabel}</text>"#,
-        (L + W - R) / 2.0,
-        (L + W - R) / 2.0,
-        H - 10.0,
-        (T + H - B) / 2.0,
-        (T + H - B) / 2.0
-    );
-    for i in 0..=5 {
-        let fx = a.x_max * i as f64 / 5.0;
-        let fy = a.y_max * i as f64 / 5.0;
-        let _ = write!(
-            o,
-            r##"<line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="middle">{}</text><line x1="{L}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
-            T,
-            H - B,
-            H - B + 16.0,
-            fmt(fx),
-            W - R,
-            L - 6.0,
-            a.y(fy) + 4.0,
-            fmt(fy),
-            x = a.x(fx),
-            y = a.y(fy),
-        );
-    }
-}
-
-fn fmt(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn series(o: &mut String, a: &Axes, pts: &[(f64, f64)], color: &str, label: &str, k: usize) {
-    let mut d = String::new();
-    for (i, (x, y)) in pts.iter().enumerate() {
-        let _ = write!(
-            d,
-            "{}{:.1},{:.1}",
-            if i == 0 { "M" } else { " L" },
-            a.x(*x),
-            a.y(*y)
-        );
-    }
-    let ly = T + 16.0 * k as f64 + 10.0;
-    let _ = write!(
-        o,
-        r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.5"/><line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{}" y="{}">{label}</text>"#,
-        W - R + 10.0,
-        W - R + 30.0,
-        W - R + 36.0,
-        ly + 4.0
-    );
-}
-
-fn save(path: &Path, mut o: String) -> Result<(), ReplayError> {
-    o.push_str("</svg>\n");
-    std::fs::write(path, o).map_err(ReplayError::io(path))
-}
-
-/// `jct_cdf.svg` (all schemes) and `<policy>-<mechanism>.utilization.svg` into `dir`.
-pub fn write_svgs(s: &ReplaySummary, dir: &Path) -> Result<(), ReplayError> {
+/// Writes `jct_cdf.{png,svg}` (all schemes) and `<policy>-<mechanism>.utilization.{png,svg}`
+/// into `dir`; returns the paths written.
+pub fn write_plots(s: &ReplaySummary, dir: &Path) -> Result<Vec<PathBuf>, ReplayError> {
     std::fs::create_dir_all(dir).map_err(ReplayError::io(dir))?;
+    let mut written = Vec::new();
+    written.extend(jct_cdf(s).save_png_and_svg(dir, "jct_cdf")?);
+    for r in &s.runs {
+        let name = format!("{}-{}.utilization", r.summary.policy, r.summary.mechanism);
+        written.extend(utilization(s, r).save_png_and_svg(dir, &name)?);
+    }
+    Ok(written)
+}
+
+/// Fraction of finished jobs with JCT <= x (hours), one line per scheme.
+pub fn jct_cdf(s: &ReplaySummary) -> Chart {
     let jcts: Vec<Vec<f64>> = s
         .runs
         .iter()
@@ -108,70 +40,88 @@ pub fn write_svgs(s: &ReplaySummary, dir: &Path) -> Result<(), ReplayError> {
                 .jobs
                 .iter()
                 .filter_map(|j| j.jct_s.map(|x| x / 3600.0))
+                .filter(|x| x.is_finite() && *x > 0.0)
                 .collect();
             v.sort_by(f64::total_cmp);
             v
         })
         .collect();
-    let x_max = jcts
+    let lo = jcts
+        .iter()
+        .flat_map(|v| v.first())
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let hi = jcts
         .iter()
         .flat_map(|v| v.last())
         .copied()
-        .fold(1e-9, f64::max);
-    let a = Axes { x_max, y_max: 1.0 };
-    let mut o = String::new();
-    frame(&mut o, &a, "JCT CDF", "JCT (hours)", "fraction of jobs");
-    for (k, (r, v)) in s.runs.iter().zip(&jcts).enumerate() {
-        let n = v.len().max(1) as f64;
-        let pts: Vec<(f64, f64)> = v
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (*x, (i + 1) as f64 / n))
-            .collect();
-        let label = format!("{}+{}", r.summary.policy, r.summary.mechanism);
-        series(&mut o, &a, &pts, COLORS[k % COLORS.len()], &label, k);
+        .fold(0.0, f64::max);
+    let log = lo.is_finite() && hi / lo >= LOG_SPREAD;
+    let mut chart = Chart::new("JCT CDF")
+        .x_label(if log {
+            "JCT (hours, log scale)"
+        } else {
+            "JCT (hours)"
+        })
+        .y_label("fraction of jobs")
+        .y_range(0.0, 1.0);
+    if log {
+        chart = chart.x_scale(Scale::Log);
+    } else if hi > 0.0 {
+        chart = chart.x_range(0.0, hi);
     }
-    save(&dir.join("jct_cdf.svg"), o)?;
-    for r in &s.runs {
-        let t_max = r.rounds.last().map_or(1.0, |x| x.t / 3600.0).max(1e-9);
-        let a = Axes {
-            x_max: t_max,
-            y_max: 100.0,
-        };
-        let mut o = String::new();
-        let name = format!("{}+{}", r.summary.policy, r.summary.mechanism);
-        frame(
-            &mut o,
-            &a,
-            &format!("allocation over time, {name}"),
-            "time (hours)",
-            "% of cluster",
-        );
-        let (g, c, m) = cluster_totals(s, r);
-        for (k, label) in ["GPU alloc", "GPU use", "CPU alloc", "mem alloc"]
-            .into_iter()
-            .enumerate()
-        {
-            let f = |x: &super::engine::RoundRow| match k {
-                0 => x.gpus as f64 / g * 100.0,
-                1 => x.gpu_use / g * 100.0,
-                2 => x.cpus / c * 100.0,
-                _ => x.mem_gb / m * 100.0,
-            };
-            let pts: Vec<(f64, f64)> = r.rounds.iter().map(|x| (x.t / 3600.0, f(x))).collect();
-            series(&mut o, &a, &pts, COLORS[k], label, k);
+    for (r, v) in s.runs.iter().zip(&jcts) {
+        let n = v.len() as f64;
+        // Staircase: up by 1/n at each JCT.
+        let mut pts = Vec::with_capacity(2 * v.len());
+        for (i, x) in v.iter().enumerate() {
+            pts.push((*x, i as f64 / n));
+            pts.push((*x, (i + 1) as f64 / n));
         }
-        save(
-            &dir.join(format!(
-                "{}-{}.utilization.svg",
-                r.summary.policy, r.summary.mechanism
-            )),
-            o,
-        )?;
+        chart = chart.line(scheme(r), thin(pts, MAX_POINTS));
     }
-    Ok(())
+    chart
 }
 
-fn cluster_totals(s: &ReplaySummary, _r: &super::RunResult) -> (f64, f64, f64) {
-    (s.totals.0 as f64, s.totals.1, s.totals.2)
+/// GPU, CPU and memory allocated and GPU use, in % of the cluster, over time (hours).
+pub fn utilization(s: &ReplaySummary, r: &RunResult) -> Chart {
+    let (g, c, m) = (s.totals.0 as f64, s.totals.1, s.totals.2);
+    let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
+    let line = |f: &dyn Fn(&super::engine::RoundRow) -> f64| {
+        thin(
+            r.rounds.iter().map(|x| (x.t / 3600.0, f(x))).collect(),
+            MAX_POINTS,
+        )
+    };
+    let t_max = r.rounds.last().map_or(0.0, |x| x.t / 3600.0);
+    let y_max = r
+        .rounds
+        .iter()
+        .flat_map(|x| {
+            [
+                pct(x.gpus as f64, g),
+                pct(x.gpu_use, g),
+                pct(x.cpus, c),
+                pct(x.mem_gb, m),
+            ]
+        })
+        .fold(100.0, f64::max);
+    let mut chart = Chart::new(format!("Cluster allocation over time, {}", scheme(r)))
+        .x_label("time (hours)")
+        .y_label("% of cluster")
+        .y_range(0.0, y_max)
+        // Allocations often coincide (proportional shares): widest first, so each stays
+        // visible around the next; GPU use dashed on top.
+        .line("GPU allocated", line(&|x| pct(x.gpus as f64, g)))
+        .width(7)
+        .line("CPU allocated", line(&|x| pct(x.cpus, c)))
+        .width(4)
+        .line("memory allocated", line(&|x| pct(x.mem_gb, m)))
+        .width(2)
+        .dashed_line("GPU use", line(&|x| pct(x.gpu_use, g)))
+        .width(2);
+    if t_max > 0.0 {
+        chart = chart.x_range(0.0, t_max);
+    }
+    chart
 }
