@@ -178,16 +178,24 @@ impl Chart {
         self
     }
 
-    /// Writes `path` as PNG.
+    /// Writes `path` as PNG. Drawn into an RGB buffer and encoded with our own `image` crate,
+    /// so plotters needs no PNG encoder of its own (that would pull in a second `image`).
     pub fn save_png(&self, path: &Path) -> Result<(), PlotError> {
         register_font()?;
-        let root = BitMapBackend::new(path, self.size).into_drawing_area();
-        self.draw(&root)
-            .and_then(|()| root.present().map_err(|e| e.to_string()))
-            .map_err(|message| PlotError::Draw {
-                path: path.to_owned(),
-                message,
-            })
+        let (w, h) = self.size;
+        let mut buf = vec![0u8; w as usize * h as usize * 3];
+        let draw_err = |message: String| PlotError::Draw {
+            path: path.to_owned(),
+            message,
+        };
+        {
+            let root = BitMapBackend::with_buffer(&mut buf, self.size).into_drawing_area();
+            self.draw(&root)
+                .and_then(|()| root.present().map_err(|e| e.to_string()))
+                .map_err(draw_err)?;
+        }
+        image::save_buffer(path, &buf, w, h, image::ExtendedColorType::Rgb8)
+            .map_err(|e| draw_err(e.to_string()))
     }
 
     /// The chart as an SVG document.
