@@ -107,8 +107,9 @@ pub struct ReplayArgs {
     /// Write the workload as replayed to this canonical trace (replay it with --trace).
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Write summary.csv, per-scheme jobs/rounds CSVs and SVG plots (JCT CDF, allocation over
-    /// time) into this directory.
+    /// Write tables as CSV and Parquet twins (summary.{csv,parquet}; per scheme
+    /// <policy>-<mechanism>.jobs.{csv,parquet} and .rounds.{csv,parquet}) and SVG plots (JCT
+    /// CDF, allocation over time) into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Safety stop.
