@@ -47,7 +47,7 @@ profiler sweep --job workloads/my-job.toml --no-caps"
     Show(ShowArgs),
     /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
     /// mechanisms, and report JCT, makespan and utilisation.
-    Replay(crate::replay::cli::ReplayArgs),
+    Replay(Box<crate::replay::cli::ReplayArgs>),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
