@@ -167,11 +167,12 @@ pub fn write_table(df: &mut DataFrame, dir: &Path, stem: &str) -> Result<(), Rep
 
     let pq = dir.join(format!("{stem}.parquet"));
     let file = std::fs::File::create(&pq).map_err(ReplayError::io(&pq))?;
-    ParquetWriter::new(std::io::BufWriter::new(file))
+    let mut w = std::io::BufWriter::new(file);
+    ParquetWriter::new(&mut w)
         .with_compression(ParquetCompression::Zstd(None))
         .finish(df)
         .map_err(table_err(&pq))?;
-    Ok(())
+    std::io::Write::flush(&mut w).map_err(ReplayError::io(&pq))
 }
 
 /// Per run `<dir>/<policy>-<mechanism>.jobs.{csv,parquet}` and `.rounds.{csv,parquet}`, and
