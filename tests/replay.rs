@@ -621,8 +621,11 @@ fn cli_args_to_options_and_outputs() {
     let s = run(&opts).unwrap();
     for f in [
         "summary.csv",
+        "summary.parquet",
         "srtf-tune.jobs.csv",
+        "srtf-tune.jobs.parquet",
         "srtf-tune.rounds.csv",
+        "srtf-tune.rounds.parquet",
         "jct_cdf.svg",
         "jct_cdf.png",
         "srtf-proportional.utilization.svg",
@@ -717,4 +720,73 @@ fn cli_args_to_options_and_outputs() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown policy") && e.contains("srtf"), "{e}");
+}
+
+/// `--out` tables: every CSV has a Parquet twin holding the same data, and both hold what the
+/// in-memory summary says.
+#[test]
+fn out_dir_tables_csv_and_parquet_match_the_summary() {
+    use polars::prelude::{CsvReadOptions, DataFrame, ParquetReader, SerReader};
+    use std::sync::Arc;
+    let d = tempfile::tempdir().unwrap();
+    let mut opts = synth_opts(11, 40);
+    opts.schemes = vec![
+        ("srtf".into(), "proportional".into()),
+        ("las".into(), "tune".into()),
+    ];
+    opts.out_dir = Some(d.path().to_owned());
+    let s = run(&opts).unwrap();
+
+    let read = |stem: &str| -> DataFrame {
+        let pq = d.path().join(format!("{stem}.parquet"));
+        let pq = ParquetReader::new(std::fs::File::open(&pq).unwrap())
+            .finish()
+            .unwrap();
+        // The CSV read back with the Parquet schema equals the Parquet frame, nulls included.
+        let csv = CsvReadOptions::default()
+            .with_has_header(true)
+            .with_schema(Some(Arc::new(pq.schema().as_ref().clone())))
+            .try_into_reader_with_file_path(Some(d.path().join(format!("{stem}.csv"))))
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert!(csv.equals_missing(&pq), "{stem}: CSV and Parquet differ");
+        pq
+    };
+
+    let summary = read("summary");
+    assert_eq!(summary.height(), 2);
+    assert_eq!(summary.width(), 20);
+    let mean = summary.column("mean_jct_s").unwrap().f64().unwrap();
+    let mech = summary.column("mechanism").unwrap().str().unwrap();
+    for (i, r) in s.runs.iter().enumerate() {
+        assert_eq!(mech.get(i), Some(r.summary.mechanism.as_str()));
+        assert_eq!(mean.get(i), Some(r.summary.mean_jct_s));
+
+        let stem = format!("{}-{}", r.summary.policy, r.summary.mechanism);
+        let jobs = read(&format!("{stem}.jobs"));
+        assert_eq!(jobs.height(), r.jobs.len());
+        assert_eq!(jobs.height(), 40);
+        let ids = jobs.column("job_id").unwrap().u64().unwrap();
+        let jct = jobs.column("jct_s").unwrap().f64().unwrap();
+        let gpu_s = jobs.column("gpu_s").unwrap().f64().unwrap();
+        for (k, j) in r.jobs.iter().enumerate() {
+            assert_eq!(ids.get(k), Some(j.id));
+            assert_eq!(jct.get(k), j.jct_s, "{stem} job {}", j.id);
+            assert_eq!(gpu_s.get(k), Some(j.gpu_s));
+        }
+        // Mean JCT of the table is the summary's (all jobs are measured here).
+        let m = (0..jct.len()).filter_map(|k| jct.get(k)).sum::<f64>() / jct.len() as f64;
+        assert!((m - r.summary.mean_jct_s).abs() <= 1e-9 * m, "{m}");
+
+        let rounds = read(&format!("{stem}.rounds"));
+        assert_eq!(rounds.height(), r.rounds.len());
+        assert_eq!(rounds.height(), r.summary.rounds);
+        let t = rounds.column("t_s").unwrap().f64().unwrap();
+        assert_eq!(t.get(0), Some(r.rounds[0].t));
+        assert_eq!(
+            t.get(r.rounds.len() - 1),
+            Some(r.rounds[r.rounds.len() - 1].t)
+        );
+    }
 }

@@ -107,9 +107,10 @@ pub struct ReplayArgs {
     /// Write the workload as replayed to this canonical trace (replay it with --trace).
     #[arg(long)]
     pub record: Option<PathBuf>,
-    /// Write summary.csv, per-scheme jobs/rounds CSVs and plots, each as PNG and SVG
-    /// (jct_cdf.{png,svg} for all schemes, <policy>-<mechanism>.utilization.{png,svg} per
-    /// scheme) into this directory.
+    /// Write tables as CSV and Parquet twins (summary.{csv,parquet}; per scheme
+    /// <policy>-<mechanism>.jobs.{csv,parquet} and .rounds.{csv,parquet}) and plots as PNG and
+    /// SVG twins (jct_cdf.{png,svg} for all schemes, <policy>-<mechanism>.utilization.{png,svg}
+    /// per scheme) into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Safety stop.

@@ -9,6 +9,9 @@ pub enum ReplayError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Writing an output table (CSV or Parquet) failed.
+    #[error("{path}: {message}")]
+    Table { path: PathBuf, message: String },
     /// A malformed row or field in a trace, cluster spec or profile.
     #[error("{path}:{line}: {message}")]
     Parse {

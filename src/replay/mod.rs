@@ -15,6 +15,7 @@ pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod report;
+pub mod tables;
 pub mod workload;
 pub mod zoo;
 
@@ -308,7 +309,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
         runs,
     };
     if let Some(dir) = &opts.out_dir {
-        report::write_csvs(&summary, dir)?;
+        tables::write_tables(&summary.runs, dir)?;
         plot::write_plots(&summary, dir)?;
     }
     Ok(summary)
