@@ -166,6 +166,13 @@ impl Free {
         best.map(|b| b.0)
     }
 
+    /// Takes `p`'s resources, appends it to `out` and returns its index there.
+    pub fn place(&mut self, out: &mut Vec<Placement>, p: Placement) -> usize {
+        self.take(&p);
+        out.push(p);
+        out.len() - 1
+    }
+
     pub fn take(&mut self, p: &Placement) {
         self.gpus[p.server] -= p.gpus;
         self.cpus[p.server] = (self.cpus[p.server] - p.cpus).max(0.0);
@@ -243,8 +250,34 @@ pub fn reclaim_and_place(
         cpus: c.min(free.cpus[s]),
         mem_gb: m.min(free.mem[s]),
     };
-    free.take(&p);
-    on_server[s].push(out.len());
-    out.push(p);
+    on_server[s].push(free.place(out, p));
     true
+}
+
+/// Places jobs in policy order, each at `demand(job, server)` (cores, GB) on the best-fitting
+/// server where it fits, or not at all this round.
+pub fn place_in_order(
+    ctx: &MechCtx,
+    order: &[usize],
+    out: &mut Vec<Placement>,
+    demand: impl Fn(usize, usize) -> (f64, f64),
+) {
+    let mut free = Free::new(ctx.cluster);
+    for &j in order {
+        if free.total_gpus == 0 {
+            break;
+        }
+        let g = ctx.jobs[j].spec.gpus;
+        if let Some(s) = free.best_fit(g, |s| demand(j, s)) {
+            let (cpus, mem_gb) = demand(j, s);
+            let p = Placement {
+                job: j,
+                server: s,
+                gpus: g,
+                cpus,
+                mem_gb,
+            };
+            free.place(out, p);
+        }
+    }
 }

@@ -196,9 +196,7 @@ impl Mechanism for Opt {
                         cpus: c,
                         mem_gb: m,
                     };
-                    free.take(&p);
-                    on_server[s].push(out.len());
-                    out.push(p);
+                    on_server[s].push(free.place(out, p));
                 }
                 None => misfits.push((rank, j)),
             }

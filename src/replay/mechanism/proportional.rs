@@ -1,4 +1,4 @@
-use super::{Free, MechCtx, MechStats, Mechanism, Placement};
+use super::{MechCtx, MechStats, Mechanism, Placement, place_in_order};
 
 /// GPU-proportional: each job gets CPUs and memory in proportion to its GPUs on its server.
 /// Jobs go in policy order to the best-fitting server; a job that does not fit waits and later
@@ -16,24 +16,6 @@ impl Mechanism for Proportional {
         out: &mut Vec<Placement>,
         _: &mut MechStats,
     ) {
-        let mut free = Free::new(ctx.cluster);
-        for &j in order {
-            if free.total_gpus == 0 {
-                break;
-            }
-            let g = ctx.jobs[j].spec.gpus;
-            if let Some(s) = free.best_fit(g, |s| ctx.proportional(j, s)) {
-                let (c, m) = ctx.proportional(j, s);
-                let p = Placement {
-                    job: j,
-                    server: s,
-                    gpus: g,
-                    cpus: c,
-                    mem_gb: m,
-                };
-                free.take(&p);
-                out.push(p);
-            }
-        }
+        place_in_order(ctx, order, out, |j, s| ctx.proportional(j, s));
     }
 }

@@ -35,9 +35,7 @@ impl Mechanism for Tune {
                     cpus: c,
                     mem_gb: m,
                 };
-                free.take(&p);
-                on_server[s].push(out.len());
-                out.push(p);
+                on_server[s].push(free.place(out, p));
                 continue;
             }
             reclaim_and_place(ctx, &mut free, &mut on_server, out, j);
