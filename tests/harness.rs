@@ -111,25 +111,43 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     require_caps!();
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let spec = pipeline_spec(dir.path(), "cpu-scaling", 2.0, "cpu = [0.5, 1, 2]");
-    let out = dir.path().join("m.matrix.jsonl");
-    let outcome = run_sweep(
-        &options(spec, out.clone(), "profiler-test-cpu"),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("sweep runs");
+    let sweep = |attempt: u32| {
+        let spec = pipeline_spec(dir.path(), "cpu-scaling", 2.0, "cpu = [0.5, 1, 2]");
+        let out = dir.path().join(format!("m{attempt}.matrix.jsonl"));
+        let outcome = run_sweep(
+            &options(spec, out.clone(), "profiler-test-cpu"),
+            &mut Silent,
+            &AtomicBool::new(false),
+        )
+        .expect("sweep runs");
+        (outcome, out)
+    };
+    // The 2-CPU point needs the machine's second core: a burst of unrelated load on it (another
+    // build, say) flattens 2 vs 1. One retry absorbs a transient burst; a real capping fault
+    // fails both attempts, with the same assertions.
+    let mut attempt = 0;
+    let (outcome, out) = loop {
+        attempt += 1;
+        let (outcome, out) = sweep(attempt);
+        let cells = &outcome.matrix.cells;
+        let rate = |cpu| cell(cells, cpu).samples_per_s().expect("measured");
+        let (r05, r1, r2) = (rate(0.5), rate(1.0), rate(2.0));
+        eprintln!(
+            "attempt {attempt}: rates: 0.5 CPU {r05:.1}, 1 CPU {r1:.1}, 2 CPUs {r2:.1} samples/s"
+        );
+        // A CPU-bound pipeline: halving the quota roughly halves the rate.
+        let half = r05 / r1;
+        let ok = (0.3..0.75).contains(&half) && r2 / r1 > 1.2;
+        if ok || attempt == 2 {
+            assert!(
+                (0.3..0.75).contains(&half),
+                "0.5/1 CPU rate ratio {half:.2}"
+            );
+            assert!(r2 / r1 > 1.2, "2/1 CPU rate ratio {:.2}", r2 / r1);
+            break (outcome, out);
+        }
+    };
     let cells = &outcome.matrix.cells;
-    let rate = |cpu| cell(cells, cpu).samples_per_s().expect("measured");
-    let (r05, r1, r2) = (rate(0.5), rate(1.0), rate(2.0));
-    eprintln!("rates: 0.5 CPU {r05:.1}, 1 CPU {r1:.1}, 2 CPUs {r2:.1} samples/s");
-    // A CPU-bound pipeline: halving the quota roughly halves the rate.
-    let half = r05 / r1;
-    assert!(
-        (0.3..0.75).contains(&half),
-        "0.5/1 CPU rate ratio {half:.2}"
-    );
-    assert!(r2 / r1 > 1.2, "2/1 CPU rate ratio {:.2}", r2 / r1);
     // The quota is what limited it: the job was throttled at 0.5 CPU and used about that much.
     let t = cell(cells, 0.5).telemetry.clone().expect("telemetry");
     assert!(t.cpu_cores_used < 0.6 && t.cpu_cores_used > 0.3, "{t:?}");
