@@ -8,20 +8,19 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
-const REFERENCE: &str = "/work/shared/reference";
-
-fn reference(p: &str) -> Option<PathBuf> {
-    let p = Path::new(REFERENCE).join(p);
-    p.exists().then_some(p)
+/// A data file shipped in the repository (traces, the zoo's source tables, test fixtures).
+fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
 }
+
+const ZOO_MATRICES: &str = "matrices/zoo-source/model_zoo_matrices.csv";
+const ZOO_SCALARS: &str = "matrices/zoo-source/model_zoo_scalars.csv";
 
 /// Regenerates `matrices/zoo*/` from Synergy's tables: `cargo test --test replay -- --ignored zoo_generate`.
 #[test]
 #[ignore]
 fn zoo_generate() {
-    let m = reference("synergy/model_zoo_matrices.csv").expect("reference data");
-    let s = reference("synergy/model_zoo_scalars.csv").expect("reference data");
-    for (shape, matrix) in zoo::convert(&m, &s).unwrap() {
+    for (shape, matrix) in zoo::convert(&repo(ZOO_MATRICES), &repo(ZOO_SCALARS)).unwrap() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(zoo::shape_dir(shape));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{}.matrix.jsonl", matrix.header.job.model));
@@ -31,15 +30,8 @@ fn zoo_generate() {
 
 #[test]
 fn zoo_files_match_converter_and_best_cases() {
-    let (Some(m), Some(s)) = (
-        reference("synergy/model_zoo_matrices.csv"),
-        reference("synergy/model_zoo_scalars.csv"),
-    ) else {
-        eprintln!("reference data absent; skipped");
-        return;
-    };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (shape, matrix) in zoo::convert(&m, &s).unwrap() {
+    for (shape, matrix) in zoo::convert(&repo(ZOO_MATRICES), &repo(ZOO_SCALARS)).unwrap() {
         let path = root
             .join(zoo::shape_dir(shape))
             .join(format!("{}.matrix.jsonl", matrix.header.job.model));
@@ -66,8 +58,8 @@ fn zoo_files_match_converter_and_best_cases() {
     assert_eq!((alex.best_cpu, alex.best_mem), (12.0, 125.0));
 }
 
-fn deploy(trace: &str, pol: &str, sem: Semantics) -> Option<Vec<profiler::replay::RunResult>> {
-    let path = reference(&format!("synergy/{trace}"))?;
+fn deploy(trace: &str, pol: &str, sem: Semantics) -> Vec<profiler::replay::RunResult> {
+    let path = repo(&format!("workloads/traces/synergy/{trace}"));
     let opts = ReplayOptions {
         cluster: ClusterSpec::synergy(4),
         workload: WorkloadSpec::SynergyCsv(path),
@@ -78,15 +70,13 @@ fn deploy(trace: &str, pol: &str, sem: Semantics) -> Option<Vec<profiler::replay
         semantics: sem,
         ..Default::default()
     };
-    Some(run(&opts).unwrap().runs)
+    run(&opts).unwrap().runs
 }
 
 #[test]
 fn deploy_static_fifo_makespan_tune_beats_proportional() {
     for sem in [Semantics::Exact, Semantics::Synergy] {
-        let Some(r) = deploy("deploy_static_100job.csv", "fifo", sem) else {
-            return;
-        };
+        let r = deploy("deploy_static_100job.csv", "fifo", sem);
         let (p, t, o) = (&r[0].summary, &r[1].summary, &r[2].summary);
         assert_eq!(p.jobs_measured, 100);
         let speedup = p.makespan_s / t.makespan_s;
@@ -112,9 +102,7 @@ fn deploy_static_fifo_makespan_tune_beats_proportional() {
 #[test]
 fn deploy_dynamic_srtf_jct_tune_beats_proportional() {
     for sem in [Semantics::Exact, Semantics::Synergy] {
-        let Some(r) = deploy("deploy_dynamic_100job.csv", "srtf", sem) else {
-            return;
-        };
+        let r = deploy("deploy_dynamic_100job.csv", "srtf", sem);
         let (p, t, o) = (&r[0].summary, &r[1].summary, &r[2].summary);
         eprintln!(
             "{sem:?} mean/p99 JCT h: prop {:.2}/{:.2} tune {:.2}/{:.2} opt {:.2}/{:.2}",
@@ -152,12 +140,8 @@ fn deploy_dynamic_srtf_jct_tune_beats_proportional() {
 /// model throughput or ordering (see docs/REPLAY.md, "Fidelity").
 #[test]
 fn deploy_dynamic_proportional_equals_independent_srtf_queue() {
-    let (Some(trace), Some(scalars)) = (
-        reference("synergy/deploy_dynamic_100job.csv"),
-        reference("synergy/model_zoo_scalars.csv"),
-    ) else {
-        return;
-    };
+    let trace = repo("workloads/traces/synergy/deploy_dynamic_100job.csv");
+    let scalars = repo(ZOO_SCALARS);
     let mut iter_time = std::collections::HashMap::new();
     for line in std::fs::read_to_string(scalars).unwrap().lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
@@ -429,20 +413,10 @@ fn cluster_toml_heterogeneous_and_errors() {
 #[test]
 fn philly_and_alibaba_adapters_read_the_reference_traces() {
     // The first 600 lines of each (the whole Philly trace overloads 128 GPUs for months).
-    let d = tempfile::tempdir().unwrap();
-    let head = |p: PathBuf, name: &str| -> PathBuf {
-        let text = std::fs::read_to_string(p).unwrap();
-        let part: Vec<&str> = text.lines().take(600).collect();
-        write(d.path(), name, &(part.join("\n") + "\n"))
-    };
-    let cases: Vec<WorkloadSpec> = [
-        reference("philly/philly_jobs.csv").map(|p| WorkloadSpec::PhillyCsv(head(p, "philly.csv"))),
-        reference("alibaba-openb-2023/openb_pod_list_default.csv")
-            .map(|p| WorkloadSpec::Alibaba(head(p, "openb.csv"))),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let cases = [
+        WorkloadSpec::PhillyCsv(repo("tests/data/philly_jobs.head600.csv")),
+        WorkloadSpec::Alibaba(repo("tests/data/openb_pod_list_default.head600.csv")),
+    ];
     for w in cases {
         let opts = ReplayOptions {
             workload: w,

@@ -14,9 +14,9 @@ Examples:
   profiler replay --window 4000..4999 --compare fifo+proportional,fifo+tune,fifo+opt
 
   # The 32-GPU deployment traces (static: FIFO/makespan, dynamic: SRTF/JCT)
-  profiler replay --cluster synergy-deploy --trace deploy_static_100job.csv \\
+  profiler replay --cluster synergy-deploy --trace workloads/traces/synergy/deploy_static_100job.csv \\
       --compare fifo+proportional,fifo+tune,fifo+opt
-  profiler replay --cluster synergy-deploy --trace deploy_dynamic_100job.csv \\
+  profiler replay --cluster synergy-deploy --trace workloads/traces/synergy/deploy_dynamic_100job.csv \\
       --compare srtf+proportional,srtf+tune,srtf+opt
 
   # Record the generated workload, then replay it bit-exactly with another scheme

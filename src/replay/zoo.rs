@@ -1,5 +1,5 @@
 //! Converter from Synergy's published model-zoo tables (long-form CSV, see
-//! `/work/shared/reference/README.md`) to our matrix schema. The produced files are committed
+//! `matrices/zoo-source/README.md`) to our matrix schema. The produced files are committed
 //! under `matrices/zoo/` (the default server shape, 3 CPUs per GPU) and
 //! `matrices/zoo-cpg{4,5,6}/`; `tests/replay.rs` regenerates them (`--ignored zoo_generate`) and
 //! checks that the committed ones match.
