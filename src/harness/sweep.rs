@@ -438,7 +438,15 @@ impl Sweep<'_> {
     fn ensure_writer(&mut self) -> Result<&mut MatrixWriter, SweepError> {
         if self.writer.is_none() {
             let header = self.make_header();
-            self.writer = Some(MatrixWriter::create(&self.opts.output, &header)?);
+            let (writer, kept) = MatrixWriter::create(&self.opts.output, &header)?;
+            if let Some(kept) = kept {
+                self.observer.warn(&format!(
+                    "{} existed; its cells are kept in {} (use --resume to continue a sweep)",
+                    self.opts.output.display(),
+                    kept.display()
+                ));
+            }
+            self.writer = Some(writer);
             self.header = Some(header);
         }
         Ok(self.writer.as_mut().expect("just created"))

@@ -84,18 +84,32 @@ pub struct MatrixWriter {
 }
 
 impl MatrixWriter {
-    /// Starts a new matrix file (replacing any file at `path`) with `header`.
-    pub fn create(path: &Path, header: &MatrixHeader) -> Result<Self, MatrixError> {
+    /// Starts a new matrix file with `header`. A file already at `path` (an earlier sweep's
+    /// cells, which cost real time to measure) is never destroyed: it is renamed to
+    /// `<path>.previous`, replacing an older one, and that name is returned beside the writer.
+    pub fn create(
+        path: &Path,
+        header: &MatrixHeader,
+    ) -> Result<(Self, Option<PathBuf>), MatrixError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         }
+        let kept = if path.exists() {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(".previous");
+            let aside = PathBuf::from(aside);
+            std::fs::rename(path, &aside).map_err(io_err(path))?;
+            Some(aside)
+        } else {
+            None
+        };
         let file = File::create(path).map_err(io_err(path))?;
         let mut writer = MatrixWriter {
             file,
             path: path.to_owned(),
         };
         writer.write_line(&serde_json::to_string(header).expect("header serializes"))?;
-        Ok(writer)
+        Ok((writer, kept))
     }
 
     /// Reopens an existing matrix for appending; returns the writer and the cells already there.
@@ -134,5 +148,105 @@ impl MatrixWriter {
             .write_all(format!("{line}\n").as_bytes())
             .and_then(|()| self.file.sync_data())
             .map_err(io_err(&path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Axes, CellSource, JobInfo};
+
+    fn header(name: &str) -> MatrixHeader {
+        MatrixHeader {
+            kind: MATRIX_KIND.into(),
+            schema_version: SCHEMA_VERSION,
+            job: JobInfo {
+                name: name.into(),
+                model: name.into(),
+                gpus: 0,
+                batch_size_per_gpu: None,
+                dataset_bytes: None,
+                dataset_samples: None,
+            },
+            machine: None,
+            axes: Axes {
+                cpu: vec![1.0],
+                memory_bytes: vec![1 << 30],
+                params: Default::default(),
+            },
+            created_unix_s: 0,
+            provenance: None,
+            cache_model: None,
+        }
+    }
+
+    fn cell(cpu: f64) -> Cell {
+        Cell {
+            cpu,
+            memory_bytes: 1 << 30,
+            params: Default::default(),
+            source: CellSource::Failed,
+            throughput: None,
+            iteration_time_s: None,
+            telemetry: None,
+            gpu: None,
+            note: Some("x".into()),
+            wall_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_new_sweep_keeps_the_previous_matrix_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.matrix.jsonl");
+        let (mut w, kept) = MatrixWriter::create(&path, &header("first")).unwrap();
+        assert_eq!(kept, None);
+        w.append(&cell(1.0)).unwrap();
+        drop(w);
+        let (_w, kept) = MatrixWriter::create(&path, &header("second")).unwrap();
+        let kept = kept.expect("previous file moved aside");
+        assert_eq!(kept, dir.path().join("job.matrix.jsonl.previous"));
+        let old = load_matrix(&kept).unwrap();
+        assert_eq!(
+            (old.header.job.name.as_str(), old.cells.len()),
+            ("first", 1)
+        );
+        let new = load_matrix(&path).unwrap();
+        assert_eq!(
+            (new.header.job.name.as_str(), new.cells.len()),
+            ("second", 0)
+        );
+    }
+
+    #[test]
+    fn a_torn_last_line_is_ignored_and_cut_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.matrix.jsonl");
+        let (mut w, _) = MatrixWriter::create(&path, &header("j")).unwrap();
+        w.append(&cell(1.0)).unwrap();
+        drop(w);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"cpu": 2.0, "memory_by"#).unwrap();
+        drop(f);
+        assert_eq!(load_matrix(&path).unwrap().cells, vec![cell(1.0)]);
+        let (mut w, m) = MatrixWriter::resume(&path).unwrap();
+        assert_eq!(m.cells.len(), 1);
+        w.append(&cell(2.0)).unwrap();
+        assert_eq!(
+            load_matrix(&path).unwrap().cells,
+            vec![cell(1.0), cell(2.0)]
+        );
+        // A malformed line that is not the last one is an error naming it.
+        std::fs::write(
+            &path,
+            format!(
+                "{}\nnot json\n{}\n",
+                serde_json::to_string(&header("j")).unwrap(),
+                serde_json::to_string(&cell(1.0)).unwrap()
+            ),
+        )
+        .unwrap();
+        let err = load_matrix(&path).unwrap_err().to_string();
+        assert!(err.contains(":2: not a matrix cell"), "{err}");
     }
 }
