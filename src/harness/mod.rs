@@ -8,6 +8,7 @@ pub mod launch;
 pub mod model_fill;
 mod plan;
 pub mod progress;
+pub mod resident;
 pub mod signals;
 pub mod steady;
 pub mod sweep;

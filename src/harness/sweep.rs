@@ -14,6 +14,7 @@ use super::launch::{
 use super::model_fill::modelled_cells;
 use super::plan::{MemoryLevels, Point, cpu_text, group_points, label, param_combinations};
 use super::progress::{ProgressTail, Report, now_unix_s};
+use super::resident::tree_resident_bytes;
 use super::steady::RateWindows;
 use crate::cache_model;
 use crate::matrix::MatrixError;
@@ -209,9 +210,7 @@ pub fn run_sweep(
                 Duration::from_millis(200),
             )),
             Err(e) => {
-                observer.warn(&format!(
-                    "{e}; GPU telemetry unavailable, cells will have none"
-                ));
+                observer.warn(&format!("{e}; cells will have no GPU telemetry"));
                 None
             }
         }
@@ -354,17 +353,13 @@ impl Run {
             .is_some_and(|c| c.counters().oom_kills > self.oom_base)
     }
 
-    /// Resident memory of the job's processes right now (procfs), summed over the tree.
+    /// Resident memory of the job's processes right now, shared pages counted once.
     fn resident_bytes(&self) -> u64 {
         let pids = match &self.cgroup {
             Some(cg) => cg.pids(),
             None => vec![self.job.pid()],
         };
-        let page = procfs::page_size();
-        pids.iter()
-            .filter_map(|&p| procfs::process::Process::new(p as i32).ok()?.statm().ok())
-            .map(|s| s.resident * page)
-            .sum()
+        tree_resident_bytes(&pids)
     }
 }
 

@@ -210,7 +210,8 @@ pub struct Telemetry {
     pub cpu_cores_used: f64,
     /// Seconds the CFS throttled the cgroup per wall second.
     pub throttled_s_per_s: f64,
-    /// Peak resident set size of the process tree, bytes.
+    /// Peak resident memory of the process tree, bytes: the sum of its processes' PSS, so pages
+    /// they share (forked DataLoader workers) count once.
     pub rss_peak_bytes: u64,
     /// Page cache charged to the cgroup at the end of the window, bytes.
     pub page_cache_bytes: u64,
