@@ -400,8 +400,35 @@ fn malformed_specs_give_file_line_and_expectation() {
         "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = []\n",
     );
     assert!(e.contains("sweep.cpu is empty"), "{e}");
+    // A template typo is caught when the spec is read, with its line.
+    let e = spec_error(&format!(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"train\",\n  \"--batch\", \"{{btach}}\"]\n[sweep.params]\nbatch = [\"8\"]\n{VALID_TAIL}"
+    ));
+    assert!(e.starts_with("workloads/bad.toml:4:"), "{e}");
+    assert!(e.contains("unknown template variable {btach}"), "{e}");
+    assert!(e.contains("{batch}"), "known names are listed: {e}");
+    // dataset.generate runs before any sweep point: {cpus} means nothing there.
+    let e = spec_error(&format!(
+        "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[dataset]\npath = \"d\"\ngenerate = [\"gen\", \"{{cpus}}\"]\n{VALID_TAIL}"
+    ));
+    assert!(e.starts_with("workloads/bad.toml:6:"), "{e}");
+    assert!(e.contains("dataset.generate"), "{e}");
     let missing = profiler::spec::load_spec(Path::new("/nonexistent/spec.toml")).unwrap_err();
     assert!(matches!(missing, SpecError::Read { .. }));
+}
+
+#[test]
+fn shipped_specs_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            profiler::spec::load_spec(&path).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 6, "{n} specs in {}", dir.display());
 }
 
 /// Failures of the job itself: `--no-caps` runs need no root.

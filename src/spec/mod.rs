@@ -213,6 +213,7 @@ pub fn parse_spec(text: &str, path: &Path) -> Result<LoadedSpec, SpecError> {
         message,
     };
     validate(&spec).map_err(invalid)?;
+    check_templates(&spec, text, path)?;
     let base = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -228,6 +229,50 @@ pub fn parse_spec(text: &str, path: &Path) -> Result<LoadedSpec, SpecError> {
         working_dir,
         dataset_path,
     })
+}
+
+/// Renders every templated field with the names a sweep will define, so that a typo such as
+/// `{btach}` is reported now, with its line, rather than after the dataset is generated and the
+/// first launch is under way.
+fn check_templates(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecError> {
+    let mut known = Vars::new();
+    known.insert("gpus".into(), String::new());
+    if spec.dataset.is_some() {
+        known.insert("dataset".into(), String::new());
+    }
+    // `dataset.generate` runs before any sweep point exists: only {gpus} and {dataset}.
+    let generate = spec
+        .dataset
+        .iter()
+        .flat_map(|d| d.generate.iter().flatten());
+    let generate: Vec<(&str, &String)> = generate.map(|g| ("dataset.generate", g)).collect();
+    let mut per_point = known.clone();
+    for name in ["cpus", "workers"].into_iter().map(String::from) {
+        per_point.insert(name, String::new());
+    }
+    for name in spec.sweep.params.keys() {
+        per_point.insert(name.clone(), String::new());
+    }
+    let command = spec.command.iter().map(|c| ("command", c));
+    let env = spec.env.values().map(|v| ("env", v));
+    for (field, value, vars) in command
+        .chain(env)
+        .map(|(f, v)| (f, v, &per_point))
+        .chain(generate.into_iter().map(|(f, v)| (f, v, &known)))
+    {
+        if let Err(e) = render(value, vars) {
+            let (line, column) = text
+                .find(value.as_str())
+                .map_or((1, 1), |offset| line_column(text, offset));
+            return Err(SpecError::Syntax {
+                path: path.to_owned(),
+                line,
+                column,
+                message: format!("{field}: {e}"),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
