@@ -262,7 +262,7 @@ fn every_policy_with_every_mechanism_runs_and_compare_is_parallel() {
         })
         .collect();
     let out = run(&opts).unwrap();
-    assert_eq!(out.runs.len(), 24);
+    assert_eq!(out.runs.len(), policy::ALL.len() * mechanism::ALL.len());
     for r in &out.runs {
         assert_eq!(
             r.summary.jobs_measured, 60,
@@ -272,6 +272,69 @@ fn every_policy_with_every_mechanism_runs_and_compare_is_parallel() {
     }
     let text = profiler::replay::report::render(&out);
     assert!(text.contains("vs proportional"));
+}
+
+/// `request` gives each job what its trace asked for (capped at a server), the proportional share
+/// when the trace asked nothing; checked on every placement of every round.
+#[test]
+fn request_mechanism_allocates_what_the_trace_requested() {
+    use profiler::replay::job::JobSpec;
+    let cl = ClusterSpec::synergy(2).build().unwrap();
+    let profiles = ProfileSet::builtin_zoo();
+    let jobs: Vec<JobSpec> = (0..16u64)
+        .map(|i| JobSpec {
+            id: i,
+            model: "resnet18".into(),
+            arrival_s: 600.0 * i as f64,
+            gpus: 1 + (i % 2) as u32,
+            work_samples: 2e6,
+            // Every third job asks nothing; one asks more cores than a server has (24); one
+            // asks 0 GB (a best-effort pod), which counts as no request.
+            cpu_request: (i % 3 != 0).then_some(if i == 4 { 40.0 } else { 1.0 + i as f64 }),
+            mem_request_gb: (i % 3 != 0).then_some(if i == 5 { 0.0 } else { 8.0 * i as f64 }),
+        })
+        .collect();
+    let placements = std::sync::Mutex::new(0usize);
+    let audit = |_: f64, js: &[JobState], ps: &[Placement]| {
+        for p in ps {
+            let job = &js[p.job].spec;
+            let srv = &cl.servers[p.server];
+            let g = job.gpus as f64;
+            let asked = |r: Option<f64>| r.filter(|r| *r > 0.0);
+            let want_c = asked(job.cpu_request).unwrap_or(srv.cpus / srv.gpus as f64 * g);
+            let want_m = asked(job.mem_request_gb).unwrap_or(srv.mem_gb / srv.gpus as f64 * g);
+            assert!(
+                (p.cpus - want_c.min(srv.cpus)).abs() < 1e-9,
+                "{p:?} {job:?}"
+            );
+            assert!(
+                (p.mem_gb - want_m.min(srv.mem_gb)).abs() < 1e-9,
+                "{p:?} {job:?}"
+            );
+            *placements.lock().unwrap() += 1;
+        }
+    };
+    let policy = policy::by_name("fifo").unwrap();
+    let mechanism = mechanism::by_name("request").unwrap();
+    let cfg = EngineConfig {
+        cluster: &cl,
+        profiles: &profiles,
+        policy: policy.as_ref(),
+        mechanism: mechanism.as_ref(),
+        semantics: Semantics::Exact,
+        round_s: 300.0,
+        window: None,
+        max_rounds: 1_000_000,
+        audit: Some(&audit),
+    };
+    let out = simulate(&cfg, &mut jobs.clone().into_iter(), None).unwrap();
+    assert_eq!(out.jobs.len(), jobs.len());
+    assert!(*placements.lock().unwrap() >= jobs.len());
+    // Starved of memory (8 GB asked, the profile's grid starts at 20.8 GB per GPU), job 1 runs
+    // slower than at its share, so it takes longer than the same job alone at the share.
+    let j1 = out.jobs.iter().find(|j| j.spec.id == 1).unwrap();
+    let at_share = j1.spec.work_samples / j1.prop_rate;
+    assert!(j1.finish.unwrap() - j1.spec.arrival_s > at_share * 1.2);
 }
 
 #[test]
@@ -535,7 +598,7 @@ mod props {
         #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
         #[test]
-        fn invariants(seed in 0u64..1000, kind in 0u8..3, pol in 0usize..6, mech in 0usize..4, synergy in any::<bool>(), jobs in 5u64..40) {
+        fn invariants(seed in 0u64..1000, kind in 0u8..3, pol in 0usize..policy::ALL.len(), mech in 0usize..mechanism::ALL.len(), synergy in any::<bool>(), jobs in 5u64..40) {
             let sem = if synergy { Semantics::Synergy } else { Semantics::Exact };
             let (out, violations) = audited(seed, kind, pol, mech, sem, jobs);
             // No server over-allocated in any dimension in any round.

@@ -80,11 +80,10 @@ pub struct ReplayArgs {
     /// Random seed (synthetic workload, model assignment).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Policy: fifo, srtf, las, ftf, drf, tetris.
-    #[arg(long, default_value = "fifo")]
+    // The lists come from the registries, so adding a policy or mechanism touches only its file.
+    #[arg(long, default_value = "fifo", help = format!("Policy: {}", super::policy::names()))]
     pub policy: String,
-    /// Mechanism: proportional, greedy, tune, opt.
-    #[arg(long, default_value = "proportional")]
+    #[arg(long, default_value = "proportional", help = format!("Mechanism: {}", super::mechanism::names()))]
     pub mechanism: String,
     /// Run several POLICY+MECHANISM pairs on the identical workload in parallel and print
     /// ratios against proportional (overrides --policy/--mechanism).

@@ -6,6 +6,7 @@
 mod greedy;
 mod opt;
 mod proportional;
+mod request;
 mod tune;
 
 use super::cluster::Cluster;
@@ -85,6 +86,11 @@ pub const ALL: &[(&str, &str, Ctor)] = &[
         "tune",
         "Synergy-Tune: best case if it fits, else proportional, reclaiming from jobs above their share",
         || Box::new(tune::Tune),
+    ),
+    (
+        "request",
+        "CPU and memory as the trace requested (Alibaba), else proportional: request-based schedulers",
+        || Box::new(request::Request),
     ),
     (
         "opt",

@@ -3,7 +3,8 @@
 //! deletion_time,scheduled_time`. Pods without GPUs and pods never scheduled are left out; a
 //! pod sharing a GPU (gpu_milli < 1000) counts as one GPU. Duration = deletion - scheduled.
 //! The CPU and memory requests are kept on the job (`cpu_request`, `mem_request_gb`) and in the
-//! outputs; scheduling uses the profile of the model assigned (the trace names none).
+//! outputs, and the `request` mechanism allocates them; throughput comes from the profile of the
+//! model assigned (the trace names none).
 
 use super::{Assigner, Binder, field, finish, for_each_line};
 use crate::replay::error::ReplayError;
