@@ -19,6 +19,11 @@ fn process_resident_bytes(pid: u32) -> u64 {
     {
         return kb * 1024;
     }
+    rss_bytes(pid)
+}
+
+/// Resident set size of one process (shared pages counted in full); 0 if it is gone.
+fn rss_bytes(pid: u32) -> u64 {
     procfs::process::Process::new(pid as i32)
         .and_then(|p| p.statm())
         .map_or(0, |s| s.resident * procfs::page_size())
@@ -60,12 +65,7 @@ mod tests {
         };
         let me = std::process::id();
         let them = child.as_raw() as u32;
-        let rss = |pid: u32| {
-            procfs::process::Process::new(pid as i32)
-                .and_then(|p| p.statm())
-                .map_or(0, |s| s.resident * procfs::page_size())
-        };
-        let rss_sum = rss(me) + rss(them);
+        let rss_sum = rss_bytes(me) + rss_bytes(them);
         let tree = tree_resident_bytes(&[me, them]);
         kill(child, Signal::SIGKILL).unwrap();
         waitpid(child, None).unwrap();

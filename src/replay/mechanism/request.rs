@@ -3,8 +3,8 @@ use super::{MechCtx, MechStats, Mechanism, Placement, place_in_order};
 /// As requested: each job gets the CPUs and memory its trace asked for (Alibaba pods carry
 /// requests), capped at one server's capacity; a job without requests gets its proportional
 /// share, and so does a job that requested none of a resource (a best-effort pod asking 0 MiB
-/// would otherwise never progress). This is what a request-based scheduler (Kubernetes) gives the same jobs, the baseline
-/// to hold sensitivity-aware mechanisms against on such traces.
+/// would otherwise never progress). This is what a request-based scheduler (Kubernetes) gives
+/// the same jobs: the baseline to hold sensitivity-aware mechanisms against on such traces.
 pub struct Request;
 
 impl Mechanism for Request {
