@@ -116,10 +116,13 @@ impl CgroupRoot {
             let root = PathBuf::from(hierarchies::UNIFIED_MOUNTPOINT);
             let available =
                 std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+            // The same four as on v1 (where blkio plays io's part); cgroups-rs would refuse to
+            // create the parent with an obscure error if one were missing.
             for (c, why) in [
                 ("cpu", "CPU quota"),
                 ("cpuset", "core pinning"),
                 ("memory", "memory caps"),
+                ("io", "storage read accounting"),
             ] {
                 if !available.split_whitespace().any(|a| a == c) {
                     return Err(CapsError::MissingController(c, why));
