@@ -4,6 +4,7 @@ use profiler::cli::{Cli, Command};
 use profiler::harness::{signals, sweep};
 use profiler::matrix::{load_matrix, render_summary};
 use profiler::output::progress::SweepProgress;
+use profiler::output::replay_progress::ReplayProgress;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -50,7 +51,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Replay(args) => {
-            let summary = profiler::replay::run(&args.to_options()?)?;
+            let progress = ReplayProgress::new();
+            let summary = profiler::replay::run_observed(&args.to_options()?, &progress);
+            progress.finish();
+            let summary = summary?;
             print!("{}", profiler::replay::report::render(&summary));
             Ok(ExitCode::SUCCESS)
         }

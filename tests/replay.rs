@@ -229,6 +229,58 @@ fn synth_opts(seed: u64, jobs: u64) -> ReplayOptions {
     }
 }
 
+/// What the CLI's progress bars are fed: per scheme, a start with the job count, finished counts
+/// that only grow and end at that count, and an end.
+#[test]
+fn progress_is_reported_per_scheme_up_to_the_job_count() {
+    use profiler::replay::{ReplayObserver, run_observed};
+    use std::sync::Mutex;
+    #[derive(Default)]
+    struct Log(Mutex<Vec<(usize, String, Option<u64>, Vec<u64>, bool)>>);
+    impl ReplayObserver for Log {
+        fn scheme_started(&self, k: usize, label: &str, total: Option<u64>) {
+            let mut v = self.0.lock().unwrap();
+            v.push((k, label.to_owned(), total, Vec::new(), false));
+        }
+        fn jobs_finished(&self, k: usize, n: u64) {
+            let mut v = self.0.lock().unwrap();
+            v.iter_mut().find(|e| e.0 == k).unwrap().3.push(n);
+        }
+        fn scheme_done(&self, k: usize) {
+            self.0
+                .lock()
+                .unwrap()
+                .iter_mut()
+                .find(|e| e.0 == k)
+                .unwrap()
+                .4 = true;
+        }
+    }
+    let mut opts = synth_opts(5, 50);
+    opts.schemes = vec![
+        ("fifo".into(), "proportional".into()),
+        ("srtf".into(), "tune".into()),
+    ];
+    let log = Log::default();
+    run_observed(&opts, &log).unwrap();
+    let mut v = log.0.into_inner().unwrap();
+    v.sort_by_key(|e| e.0);
+    assert_eq!(v.len(), 2);
+    assert_eq!(
+        (v[0].1.as_str(), v[1].1.as_str()),
+        ("fifo+proportional", "srtf+tune")
+    );
+    for (_, label, total, finished, done) in &v {
+        assert_eq!(*total, Some(50), "{label}");
+        assert!(
+            finished.windows(2).all(|w| w[0] < w[1]),
+            "{label}: {finished:?}"
+        );
+        assert_eq!(finished.last(), Some(&50), "{label}");
+        assert!(*done, "{label}");
+    }
+}
+
 #[test]
 fn record_then_trace_replays_bit_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -326,6 +378,7 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         window: None,
         max_rounds: 1_000_000,
         audit: Some(&audit),
+        progress: None,
     };
     let out = simulate(&cfg, &mut jobs.clone().into_iter(), None).unwrap();
     assert_eq!(out.jobs.len(), jobs.len());
@@ -579,6 +632,7 @@ mod props {
             window: None,
             max_rounds: 1_000_000,
             audit: Some(&audit),
+            progress: None,
         };
         let w = SyntheticSpec {
             jobs_per_hour: 8.0,

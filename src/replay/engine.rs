@@ -64,6 +64,10 @@ pub struct RoundRow {
 /// Audit hook: (round start, active jobs, placements).
 pub type AuditFn<'a> = dyn Fn(f64, &[JobState], &[Placement]) + Sync + 'a;
 
+/// Progress hook: jobs finished so far (of the window, when there is one), after each round in
+/// which some finished.
+pub type ProgressFn<'a> = dyn Fn(u64) + Sync + 'a;
+
 pub struct EngineConfig<'a> {
     pub cluster: &'a Cluster,
     pub profiles: &'a ProfileSet,
@@ -76,6 +80,8 @@ pub struct EngineConfig<'a> {
     pub max_rounds: u64,
     /// Called after every round with the placements (tests use it to audit invariants).
     pub audit: Option<&'a AuditFn<'a>>,
+    /// Called with the number of jobs finished when it changes (progress bars).
+    pub progress: Option<&'a ProgressFn<'a>>,
 }
 
 #[derive(Debug, Clone)]
@@ -387,6 +393,13 @@ pub fn simulate(
                 done.push(j);
             }
             active = kept;
+            if let Some(progress) = cfg.progress {
+                progress(if cfg.window.is_some() {
+                    window_done
+                } else {
+                    done.len() as u64
+                });
+            }
         }
         t += r;
     }

@@ -158,8 +158,29 @@ fn load_workload(
     Ok((Loaded::Jobs(jobs), binder.skipped_wide))
 }
 
+/// Progress of a replay, per scheme `k` (index into the options' schemes). The CLI draws bars
+/// from it; [`run`] reports to no one.
+pub trait ReplayObserver: Sync {
+    /// Scheme `k` starts; it is complete when `total` jobs have finished, where that is known.
+    fn scheme_started(&self, _k: usize, _label: &str, _total: Option<u64>) {}
+    /// Jobs finished so far by scheme `k` (of the window, when there is one).
+    fn jobs_finished(&self, _k: usize, _finished: u64) {}
+    fn scheme_done(&self, _k: usize) {}
+}
+
+struct Unobserved;
+impl ReplayObserver for Unobserved {}
+
 /// Runs the replay: every scheme on the identical workload (in parallel when several).
 pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
+    run_observed(opts, &Unobserved)
+}
+
+/// [`run`], reporting progress to `observer`.
+pub fn run_observed(
+    opts: &ReplayOptions,
+    observer: &dyn ReplayObserver,
+) -> Result<ReplaySummary, ReplayError> {
     let cluster = opts.cluster.build()?;
     let profiles = match &opts.profiles {
         Some(p) => ProfileSet::load(p)?,
@@ -223,8 +244,15 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
         | WorkloadSpec::Canonical(p) => p.display().to_string(),
     };
 
+    let total_jobs = match (&loaded, opts.window) {
+        (_, Some((a, b))) => Some(b - a + 1),
+        (Loaded::Jobs(jobs), None) => Some(jobs.len() as u64),
+        (Loaded::Synthetic(s), None) => s.max_jobs,
+    };
     let run_one = |k: usize| -> Result<RunResult, ReplayError> {
         let (policy, mech) = &schemes[k];
+        observer.scheme_started(k, &format!("{}+{}", policy.name(), mech.name()), total_jobs);
+        let progress = |finished: u64| observer.jobs_finished(k, finished);
         let cfg = EngineConfig {
             cluster: &cluster,
             profiles: &profiles,
@@ -235,6 +263,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
             window: opts.window,
             max_rounds: opts.max_rounds,
             audit: None,
+            progress: Some(&progress),
         };
         let mut recorder = match (&opts.record, k) {
             (Some(p), 0) => Some(workload::canonical::Recorder::create(p)?),
@@ -255,6 +284,7 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
             }
         };
         let wall_s = started.elapsed().as_secs_f64();
+        observer.scheme_done(k);
         if let Some(r) = recorder {
             r.finish()?;
         }
