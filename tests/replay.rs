@@ -235,25 +235,41 @@ fn synth_opts(seed: u64, jobs: u64) -> ReplayOptions {
 fn progress_is_reported_per_scheme_up_to_the_job_count() {
     use profiler::replay::{ReplayObserver, run_observed};
     use std::sync::Mutex;
+    struct Scheme {
+        k: usize,
+        label: String,
+        total: Option<u64>,
+        finished: Vec<u64>,
+        done: bool,
+    }
     #[derive(Default)]
-    struct Log(Mutex<Vec<(usize, String, Option<u64>, Vec<u64>, bool)>>);
-    impl ReplayObserver for Log {
-        fn scheme_started(&self, k: usize, label: &str, total: Option<u64>) {
-            let mut v = self.0.lock().unwrap();
-            v.push((k, label.to_owned(), total, Vec::new(), false));
-        }
-        fn jobs_finished(&self, k: usize, n: u64) {
-            let mut v = self.0.lock().unwrap();
-            v.iter_mut().find(|e| e.0 == k).unwrap().3.push(n);
-        }
-        fn scheme_done(&self, k: usize) {
-            self.0
+    struct Log(Mutex<Vec<Scheme>>);
+    impl Log {
+        fn with(&self, k: usize, f: impl FnOnce(&mut Scheme)) {
+            f(self
+                .0
                 .lock()
                 .unwrap()
                 .iter_mut()
-                .find(|e| e.0 == k)
-                .unwrap()
-                .4 = true;
+                .find(|s| s.k == k)
+                .unwrap());
+        }
+    }
+    impl ReplayObserver for Log {
+        fn scheme_started(&self, k: usize, label: &str, total: Option<u64>) {
+            self.0.lock().unwrap().push(Scheme {
+                k,
+                label: label.to_owned(),
+                total,
+                finished: Vec::new(),
+                done: false,
+            });
+        }
+        fn jobs_finished(&self, k: usize, n: u64) {
+            self.with(k, |s| s.finished.push(n));
+        }
+        fn scheme_done(&self, k: usize) {
+            self.with(k, |s| s.done = true);
         }
     }
     let mut opts = synth_opts(5, 50);
@@ -264,20 +280,18 @@ fn progress_is_reported_per_scheme_up_to_the_job_count() {
     let log = Log::default();
     run_observed(&opts, &log).unwrap();
     let mut v = log.0.into_inner().unwrap();
-    v.sort_by_key(|e| e.0);
+    v.sort_by_key(|s| s.k);
     assert_eq!(v.len(), 2);
     assert_eq!(
-        (v[0].1.as_str(), v[1].1.as_str()),
+        (v[0].label.as_str(), v[1].label.as_str()),
         ("fifo+proportional", "srtf+tune")
     );
-    for (_, label, total, finished, done) in &v {
-        assert_eq!(*total, Some(50), "{label}");
-        assert!(
-            finished.windows(2).all(|w| w[0] < w[1]),
-            "{label}: {finished:?}"
-        );
-        assert_eq!(finished.last(), Some(&50), "{label}");
-        assert!(*done, "{label}");
+    for s in &v {
+        assert_eq!(s.total, Some(50), "{}", s.label);
+        let f = &s.finished;
+        assert!(f.windows(2).all(|w| w[0] < w[1]), "{}: {f:?}", s.label);
+        assert_eq!(f.last(), Some(&50), "{}", s.label);
+        assert!(s.done, "{}", s.label);
     }
 }
 
