@@ -2,7 +2,7 @@ use anyhow::Context;
 use clap::Parser;
 use profiler::cli::{Cli, Command};
 use profiler::harness::{signals, sweep};
-use profiler::matrix::{load_matrix, render_summary};
+use profiler::matrix::{load_matrix, render_cells, render_summary};
 use profiler::output::progress::SweepProgress;
 use profiler::output::replay_progress::ReplayProgress;
 use std::process::ExitCode;
@@ -64,6 +64,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for cell in &matrix.cells {
                     println!("{}", serde_json::to_string(cell)?);
                 }
+            } else if args.cells {
+                print!("{}", render_cells(&matrix));
             } else {
                 print!("{}", render_summary(&matrix));
             }

@@ -121,6 +121,10 @@ pub struct ShowArgs {
     /// A `*.matrix.jsonl` file.
     pub file: PathBuf,
     /// Print the cells as JSON lines instead of tables.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cells")]
     pub json: bool,
+    /// Print one line per cell with everything it measured: interval, iteration times, CPU
+    /// used, throttling, resident memory, page cache, storage reads, GPU telemetry.
+    #[arg(long)]
+    pub cells: bool,
 }

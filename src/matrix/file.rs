@@ -154,46 +154,7 @@ impl MatrixWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::{Axes, CellSource, JobInfo};
-
-    fn header(name: &str) -> MatrixHeader {
-        MatrixHeader {
-            kind: MATRIX_KIND.into(),
-            schema_version: SCHEMA_VERSION,
-            job: JobInfo {
-                name: name.into(),
-                model: name.into(),
-                gpus: 0,
-                batch_size_per_gpu: None,
-                dataset_bytes: None,
-                dataset_samples: None,
-            },
-            machine: None,
-            axes: Axes {
-                cpu: vec![1.0],
-                memory_bytes: vec![1 << 30],
-                params: Default::default(),
-            },
-            created_unix_s: 0,
-            provenance: None,
-            cache_model: None,
-        }
-    }
-
-    fn cell(cpu: f64) -> Cell {
-        Cell {
-            cpu,
-            memory_bytes: 1 << 30,
-            params: Default::default(),
-            source: CellSource::Failed,
-            throughput: None,
-            iteration_time_s: None,
-            telemetry: None,
-            gpu: None,
-            note: Some("x".into()),
-            wall_s: 1.0,
-        }
-    }
+    use crate::matrix::fixtures::{cell, header};
 
     #[test]
     fn a_new_sweep_keeps_the_previous_matrix_aside() {

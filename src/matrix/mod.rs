@@ -9,7 +9,7 @@ mod file;
 mod summary;
 
 pub use file::{MatrixError, MatrixWriter, load_matrix};
-pub use summary::render_summary;
+pub use summary::{render_cells, render_summary};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -230,4 +230,49 @@ pub struct GpuTelemetry {
     /// GPM SM activity (Hopper and later), percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_activity_pct: Option<f64>,
+}
+
+/// Small matrices for the module's unit tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    pub fn header(name: &str) -> MatrixHeader {
+        MatrixHeader {
+            kind: MATRIX_KIND.into(),
+            schema_version: SCHEMA_VERSION,
+            job: JobInfo {
+                name: name.into(),
+                model: name.into(),
+                gpus: 0,
+                batch_size_per_gpu: None,
+                dataset_bytes: None,
+                dataset_samples: None,
+            },
+            machine: None,
+            axes: Axes {
+                cpu: vec![1.0],
+                memory_bytes: vec![1 << 30],
+                params: Default::default(),
+            },
+            created_unix_s: 0,
+            provenance: None,
+            cache_model: None,
+        }
+    }
+
+    pub fn cell(cpu: f64) -> Cell {
+        Cell {
+            cpu,
+            memory_bytes: 1 << 30,
+            params: Default::default(),
+            source: CellSource::Failed,
+            throughput: None,
+            iteration_time_s: None,
+            telemetry: None,
+            gpu: None,
+            note: Some("x".into()),
+            wall_s: 1.0,
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Plain-text rendering of a matrix: one CPU x memory table per combination of other parameters.
 
-use super::{CellKey, CellSource, Matrix};
+use super::{Cell, CellKey, CellSource, Matrix};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -87,5 +87,176 @@ pub fn render_summary(matrix: &Matrix) -> String {
         out,
         "\nsamples/s; ~ = modelled by the cache model, OOM = infeasible (OOM-killed), - = not run"
     );
+    // Why cells failed, and measured cells to read with care: the reasons, not just the marks.
+    let notable: Vec<&Cell> = matrix
+        .cells
+        .iter()
+        .filter(|c| c.source != CellSource::Modelled && c.note.is_some())
+        .collect();
+    if !notable.is_empty() {
+        let _ = writeln!(out, "\nnotes (`profiler show --cells` for every detail):");
+        for c in notable {
+            let note = c.note.as_deref().unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {} {}: {}",
+                cell_label(c),
+                c.source.as_str(),
+                shorten(note, 3, 300)
+            );
+        }
+    }
     out
+}
+
+/// `cpu 2, 1.29G, batch=16`.
+fn cell_label(c: &Cell) -> String {
+    let mut label = format!("cpu {}, {:.2}G", c.cpu, c.memory_bytes as f64 / GIB);
+    for (k, v) in &c.params {
+        let _ = write!(label, ", {k}={v}");
+    }
+    label
+}
+
+/// The first `lines` lines of `text`, at most `chars` characters, continuation lines indented.
+fn shorten(text: &str, lines: usize, chars: usize) -> String {
+    let mut s: String = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(lines)
+        .collect::<Vec<_>>()
+        .join("\n      ");
+    if s.chars().count() > chars {
+        s = s.chars().take(chars).collect::<String>() + "...";
+    } else if text.lines().filter(|l| !l.trim().is_empty()).count() > lines {
+        s.push_str(" ...");
+    }
+    s
+}
+
+/// One line per cell with everything it measured (`profiler show --cells`).
+pub fn render_cells(matrix: &Matrix) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}",
+        "cell",
+        "source",
+        "samples/s",
+        "ci95 %",
+        "iter p50/p95",
+        "cores",
+        "thr/s",
+        "RSS MiB",
+        "cache Mi",
+        "read MB/s",
+        "GPU %",
+        "SM %",
+        "wall s"
+    );
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
+    for c in &matrix.cells {
+        let tp = c.throughput.as_ref();
+        let t = c.telemetry.as_ref();
+        let ci = tp
+            .filter(|t| t.samples_per_s > 0.0)
+            .map(|t| (t.ci95_high - t.ci95_low) / 2.0 / t.samples_per_s * 100.0);
+        let iter = c
+            .iteration_time_s
+            .as_ref()
+            .map_or("-".to_string(), |p| format!("{:.3}/{:.3}", p.p50, p.p95));
+        let _ = writeln!(
+            out,
+            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7.1}",
+            cell_label(c),
+            c.source.as_str(),
+            opt(tp.map(|t| t.samples_per_s), 1),
+            opt(ci.map(f64::abs), 1),
+            iter,
+            opt(t.map(|t| t.cpu_cores_used), 2),
+            opt(t.map(|t| t.throttled_s_per_s), 2),
+            opt(t.map(|t| t.rss_peak_bytes as f64 / (1u64 << 20) as f64), 0),
+            opt(
+                t.map(|t| t.page_cache_bytes as f64 / (1u64 << 20) as f64),
+                0
+            ),
+            opt(t.map(|t| t.storage_read_bytes_per_s / 1e6), 2),
+            opt(c.gpu.as_ref().map(|g| g.utilization_pct), 0),
+            opt(c.gpu.as_ref().and_then(|g| g.sm_activity_pct), 0),
+            c.wall_s
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nci95 %: half-width of the 95% interval in % of the rate; cores: CPU seconds per second;\n\
+         thr/s: CFS-throttled seconds per second; RSS: peak resident memory of the job's\n\
+         processes (sum of PSS); cache: page cache charged to the run's cgroup;\n\
+         GPU %: NVML utilisation; SM %: GPM SM activity (Hopper and later)"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Throughput;
+    use crate::matrix::fixtures::{cell, header};
+
+    fn matrix() -> Matrix {
+        let mut failed = cell(2.0);
+        failed.note = Some(
+            "job exited with status 1 during start-up and warm-up; stderr tail:\n\
+             Traceback (most recent call last):\n  File \"train.py\", line 3\nImportError: torch"
+                .into(),
+        );
+        let mut oom = cell(1.0);
+        oom.source = CellSource::Infeasible;
+        oom.note = Some("OOM-killed under the memory cap during measurement".into());
+        let mut modelled = cell(0.5);
+        modelled.source = CellSource::Modelled;
+        modelled.note = Some("MinIO cache model: 40% cached".into());
+        modelled.throughput = Some(Throughput {
+            samples_per_s: 100.0,
+            ci95_low: 90.0,
+            ci95_high: 110.0,
+            windows: 4,
+            measured_s: 8.0,
+        });
+        Matrix {
+            header: header("j"),
+            cells: vec![failed, oom, modelled],
+        }
+    }
+
+    #[test]
+    fn the_summary_says_why_cells_failed() {
+        let text = render_summary(&matrix());
+        assert!(
+            text.contains("  cpu 2, 1.00G failed: job exited with status 1"),
+            "{text}"
+        );
+        // Long notes are cut to their first lines.
+        assert!(text.contains("line 3 ..."), "{text}");
+        assert!(!text.contains("ImportError"), "{text}");
+        assert!(
+            text.contains("cpu 1, 1.00G infeasible: OOM-killed"),
+            "{text}"
+        );
+        // Modelled cells' notes are the model's, not problems: not listed.
+        assert!(!text.contains("MinIO"), "{text}");
+        assert!(text.contains("~100.0"), "{text}");
+    }
+
+    #[test]
+    fn cells_view_has_a_row_per_cell_with_its_interval() {
+        let text = render_cells(&matrix());
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("cpu ")).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(
+            rows[2].contains("modelled") && rows[2].contains("100.0"),
+            "{text}"
+        );
+        assert!(rows[2].contains("10.0"), "ci95 half-width 10 %: {text}");
+        assert!(rows[0].contains("failed"), "{text}");
+    }
 }
