@@ -31,9 +31,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     print!("{}", render_summary(&outcome.matrix));
                     if opts.caps {
                         println!(
-                            "wrote {} ({} launches, {:.1} s)",
+                            "wrote {} ({} launch{}, {:.1} s)",
                             outcome.path.display(),
                             outcome.launches,
+                            if outcome.launches == 1 { "" } else { "es" },
                             outcome.wall_s
                         );
                     } else {
