@@ -139,7 +139,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7}",
+        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
         "cell",
         "source",
         "samples/s",
@@ -148,7 +148,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
         "cores",
         "thr/s",
         "RSS MiB",
-        "cache Mi",
+        "cache MiB",
         "read MB/s",
         "GPU %",
         "SM %",
@@ -167,7 +167,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
             .map_or("-".to_string(), |p| format!("{:.3}/{:.3}", p.p50, p.p95));
         let _ = writeln!(
             out,
-            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>8} {:>9} {:>6} {:>6} {:>7.1}",
+            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
             cell_label(c),
             c.source.as_str(),
             opt(tp.map(|t| t.samples_per_s), 1),
