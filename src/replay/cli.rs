@@ -43,6 +43,15 @@ Trace formats (--trace, detected from the first line unless --trace-format is gi
 Philly and Alibaba jobs name no model: each gets one keeping --split (seeded by --seed).";
 
 /// Replay a cluster schedule with Synergy's policies and mechanisms.
+/// `what:` then one `name: description` line per registry entry, for `--help`.
+fn described<T>(what: &str, registry: &[(&str, &str, T)]) -> String {
+    let lines: Vec<String> = registry
+        .iter()
+        .map(|(name, about, _)| format!("  {name}: {about}"))
+        .collect();
+    format!("{what}:\n{}", lines.join("\n"))
+}
+
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 #[command(after_long_help = EXAMPLES)]
 pub struct ReplayArgs {
@@ -81,9 +90,19 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     // The lists come from the registries, so adding a policy or mechanism touches only its file.
-    #[arg(long, default_value = "fifo", help = format!("Policy: {}", super::policy::names()))]
+    #[arg(
+        long,
+        default_value = "fifo",
+        help = format!("Policy: {}", super::policy::names()),
+        long_help = described("Policy (orders the jobs each round)", super::policy::ALL),
+    )]
     pub policy: String,
-    #[arg(long, default_value = "proportional", help = format!("Mechanism: {}", super::mechanism::names()))]
+    #[arg(
+        long,
+        default_value = "proportional",
+        help = format!("Mechanism: {}", super::mechanism::names()),
+        long_help = described("Mechanism (decides where and with how much CPU and memory)", super::mechanism::ALL),
+    )]
     pub mechanism: String,
     /// Run several POLICY+MECHANISM pairs on the identical workload in parallel and print
     /// ratios against proportional (overrides --policy/--mechanism).
