@@ -42,7 +42,6 @@ Trace formats (--trace, detected from the first line unless --trace-format is gi
   canonical  our own, written by --record
 Philly and Alibaba jobs name no model: each gets one keeping --split (seeded by --seed).";
 
-/// Replay a cluster schedule with Synergy's policies and mechanisms.
 /// `what:` then one `name: description` line per registry entry, for `--help`.
 fn described<T>(what: &str, registry: &[(&str, &str, T)]) -> String {
     let lines: Vec<String> = registry
@@ -52,6 +51,7 @@ fn described<T>(what: &str, registry: &[(&str, &str, T)]) -> String {
     format!("{what}:\n{}", lines.join("\n"))
 }
 
+/// Replay a cluster schedule with Synergy's policies and mechanisms.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 #[command(after_long_help = EXAMPLES)]
 pub struct ReplayArgs {

@@ -240,26 +240,22 @@ fn check_templates(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecEr
     if spec.dataset.is_some() {
         known.insert("dataset".into(), String::new());
     }
-    // `dataset.generate` runs before any sweep point exists: only {gpus} and {dataset}.
+    let mut per_point = known.clone();
+    for name in ["cpus", "workers"]
+        .into_iter()
+        .chain(spec.sweep.params.keys().map(String::as_str))
+    {
+        per_point.insert(name.to_string(), String::new());
+    }
+    // `dataset.generate` runs before any sweep point exists: only {gpus} and {dataset} there.
     let generate = spec
         .dataset
         .iter()
         .flat_map(|d| d.generate.iter().flatten());
-    let generate: Vec<(&str, &String)> = generate.map(|g| ("dataset.generate", g)).collect();
-    let mut per_point = known.clone();
-    for name in ["cpus", "workers"].into_iter().map(String::from) {
-        per_point.insert(name, String::new());
-    }
-    for name in spec.sweep.params.keys() {
-        per_point.insert(name.clone(), String::new());
-    }
-    let command = spec.command.iter().map(|c| ("command", c));
-    let env = spec.env.values().map(|v| ("env", v));
-    for (field, value, vars) in command
-        .chain(env)
-        .map(|(f, v)| (f, v, &per_point))
-        .chain(generate.into_iter().map(|(f, v)| (f, v, &known)))
-    {
+    let fields = (spec.command.iter().map(|v| ("command", v, &per_point)))
+        .chain(spec.env.values().map(|v| ("env", v, &per_point)))
+        .chain(generate.map(|v| ("dataset.generate", v, &known)));
+    for (field, value, vars) in fields {
         if let Err(e) = render(value, vars) {
             let (line, column) = text
                 .find(value.as_str())
