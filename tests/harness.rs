@@ -299,6 +299,108 @@ fn sigint_leaves_nothing_behind_and_resume_completes() {
     );
 }
 
+/// CPU levels of cells, highest first, each once.
+fn levels_of(cells: &[Cell]) -> Vec<f64> {
+    let mut levels: Vec<f64> = cells.iter().map(|c| c.cpu).collect();
+    levels.sort_by(|a, b| b.total_cmp(a));
+    levels.dedup();
+    levels
+}
+
+#[test]
+fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.matrix.jsonl");
+    let parent = "profiler-test-search";
+    // A grid sweep first: its levels count as measured when a search resumes its file.
+    let grid = pipeline_spec(dir.path(), "search", 2.0, "cpu = [2, 1]");
+    let grid = run_sweep(
+        &options(grid, out.clone(), parent),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("grid sweep runs")
+    .matrix
+    .cells;
+    let spec = pipeline_spec(
+        dir.path(),
+        "search",
+        2.0,
+        "cpu = { search = \"knee\", min = 0.5, max = 2 }",
+    );
+    let opts = SweepOptions {
+        resume: true,
+        ..options(spec, out.clone(), parent)
+    };
+    let outcome = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).expect("search runs");
+    let cells = &outcome.matrix.cells;
+    assert_eq!(
+        &cells[..2],
+        &grid[..],
+        "the grid's cells are kept as they were"
+    );
+    let levels = levels_of(cells);
+    assert_eq!(levels.len(), cells.len(), "no level twice: {cells:?}");
+    assert!(levels.iter().all(|c| (0.5..=2.0).contains(c)), "{levels:?}");
+    assert!(levels.contains(&0.5), "the search measures its lower end");
+    assert!(cells.iter().all(|c| c.source == CellSource::Measured));
+    assert_eq!(outcome.launches, 1, "the new levels re-cap one running job");
+    // The file's CPU axis is the levels measured; its provenance says how they were chosen.
+    let on_disk = load_matrix(&out).unwrap();
+    assert_eq!(&on_disk.cells, cells);
+    assert_eq!(on_disk.header.axes.cpu, levels);
+    let provenance = on_disk.header.provenance.unwrap_or_default();
+    assert!(
+        provenance.contains("knee search over 0.5..2 cores") && provenance.contains("knee at"),
+        "{provenance}"
+    );
+    // Resumed once more, the search has nothing left to measure.
+    let again = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).expect("resume runs");
+    assert_eq!(again.launches, 0);
+    assert_eq!(&again.matrix.cells, cells);
+}
+
+#[test]
+fn a_search_with_measured_memory_follows_each_chosen_level_down() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Synergy's rule for a one-GPU job from 2 cores: 2, then 1 (halved, or one step down),
+    // then below min.
+    let spec = pipeline_spec(
+        dir.path(),
+        "search-memory",
+        2.0,
+        "cpu = { search = \"synergy\", min = 1, max = 2 }\nmemory_pct_of_dataset = [150, 50]\nmemory = \"measure\"",
+    );
+    let out = dir.path().join("m.matrix.jsonl");
+    let outcome = run_sweep(
+        &options(spec, out, "profiler-test-search-mem"),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("sweep runs");
+    let cells = &outcome.matrix.cells;
+    assert_eq!(levels_of(cells), vec![2.0, 1.0]);
+    assert_eq!(outcome.matrix.header.axes.cpu, vec![2.0, 1.0]);
+    let mems = &outcome.matrix.header.axes.memory_bytes;
+    for cpu in [2.0, 1.0] {
+        for &m in mems {
+            let c = cells
+                .iter()
+                .find(|c| c.cpu == cpu && c.memory_bytes == m)
+                .unwrap_or_else(|| panic!("no cell at {cpu} CPUs, {m} bytes: {cells:?}"));
+            assert_eq!(c.source, CellSource::Measured, "{:?}", c.note);
+        }
+    }
+    assert_eq!(cells.len(), 4);
+    // One launch: the CPU levels at the top memory level, then the lower memory level at each
+    // (memory only goes down on the running job).
+    assert_eq!(outcome.launches, 1);
+}
+
 #[test]
 fn hostile_names_stay_inside_the_parent_cgroup() {
     // Spec level: a name that is a path never gets through validation.

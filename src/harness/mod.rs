@@ -2,6 +2,7 @@
 //! measurement, telemetry, and the sweep that ties them together.
 
 pub mod cgroup;
+pub mod cpu_search;
 pub mod dataset;
 pub mod gpu;
 pub mod launch;

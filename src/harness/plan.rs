@@ -1,7 +1,9 @@
-//! The sweep's plan: grid points, memory levels, and how points are grouped into launches.
+//! The sweep's plan: points, memory levels, where launches get their points from, and which
+//! points can share a launch.
 
+use crate::matrix::{Cell, CellKey};
 use crate::spec::SweepMode;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 /// A grid point to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,30 +45,70 @@ impl MemoryLevels {
     }
 }
 
-/// Splits the points (CPU descending, memory descending) into launches. Live mode keeps one
-/// launch while memory never has to go up and, if the command depends on the CPU level, the
-/// CPU level stays the same.
-pub(super) fn group_points(
-    points: Vec<Point>,
+/// Whether `next` can be measured on the launch that just measured `last`. Live mode keeps one
+/// launch while memory never has to go up (a running job's limit can only be lowered) and, if
+/// the command depends on the CPU level, the CPU level stays the same.
+pub(super) fn joins_launch(
+    last: &Point,
+    next: &Point,
     mode: SweepMode,
     depends_on_cpu: bool,
-) -> Vec<Vec<Point>> {
-    let mut groups: Vec<Vec<Point>> = Vec::new();
-    for p in points {
-        let joins = mode == SweepMode::Live
-            && groups
-                .last()
-                .and_then(|g| g.last())
-                .is_some_and(|last: &Point| {
-                    p.mem >= last.mem && (!depends_on_cpu || p.cpu == last.cpu)
-                });
-        if joins {
-            groups.last_mut().expect("non-empty").push(p);
-        } else {
-            groups.push(vec![p]);
-        }
+) -> bool {
+    mode == SweepMode::Live
+        && next.mem >= last.mem
+        && next.params == last.params
+        && (!depends_on_cpu || next.cpu == last.cpu)
+}
+
+/// What the sweep has recorded so far, for the sources of points to look at.
+pub(super) struct Recorded<'a> {
+    pub cells: &'a [Cell],
+    pub memory: &'a MemoryLevels,
+    pub done: &'a HashSet<CellKey>,
+}
+
+impl Recorded<'_> {
+    pub fn is_done(&self, p: &Point) -> bool {
+        self.memory.bytes().is_some_and(|b| {
+            self.done
+                .contains(&CellKey::new(p.cpu, b[p.mem], &p.params))
+        })
     }
-    groups
+}
+
+/// Where a sweep's launches get their points: a fixed list (the grid), or a search that proposes
+/// CPU levels from the cells recorded so far.
+pub(super) trait PointSource {
+    /// The next point to measure, or `None` when there is none left. The same point comes back
+    /// until it is taken or its cell is recorded.
+    fn peek(&mut self, recorded: &Recorded) -> Option<Point>;
+    /// The point `peek` returned is being measured.
+    fn take(&mut self);
+    /// After an OOM kill at `p`: removes and returns the points it rules out (smaller memory at
+    /// the same CPU level and parameters).
+    fn remove_ruled_out_by_oom(&mut self, p: &Point) -> Vec<Point>;
+}
+
+/// A fixed list of points, measured in order; points already recorded are skipped.
+impl PointSource for VecDeque<Point> {
+    fn peek(&mut self, recorded: &Recorded) -> Option<Point> {
+        while self.front().is_some_and(|p| recorded.is_done(p)) {
+            self.pop_front();
+        }
+        self.front().cloned()
+    }
+
+    fn take(&mut self) {
+        self.pop_front();
+    }
+
+    fn remove_ruled_out_by_oom(&mut self, p: &Point) -> Vec<Point> {
+        let (implied, rest): (Vec<Point>, Vec<Point>) = self
+            .drain(..)
+            .partition(|q| q.cpu == p.cpu && q.params == p.params && q.mem > p.mem);
+        *self = rest.into();
+        implied
+    }
 }
 
 pub(super) fn param_combinations(
@@ -114,24 +156,53 @@ mod tests {
         }
     }
 
+    /// Splits points, in order, into launches as the sweep does.
+    fn launches(points: Vec<Point>, mode: SweepMode, depends_on_cpu: bool) -> usize {
+        let joins = points
+            .windows(2)
+            .filter(|w| joins_launch(&w[0], &w[1], mode, depends_on_cpu))
+            .count();
+        points.len() - joins
+    }
+
     #[test]
-    fn live_groups_follow_memory_downwards_only() {
+    fn live_launches_follow_memory_downwards_only() {
         let points = vec![pt(2.0, 0), pt(2.0, 1), pt(1.0, 0), pt(1.0, 1)];
-        let g = group_points(points.clone(), SweepMode::Live, false);
-        assert_eq!(g.len(), 2, "memory must go up between 2.0/1 and 1.0/0");
-        let g = group_points(
-            vec![pt(2.0, 0), pt(1.0, 0), pt(0.5, 0)],
-            SweepMode::Live,
-            false,
-        );
-        assert_eq!(g.len(), 1);
-        let g = group_points(vec![pt(2.0, 0), pt(1.0, 0)], SweepMode::Live, true);
         assert_eq!(
-            g.len(),
+            launches(points.clone(), SweepMode::Live, false),
+            2,
+            "memory must go up between 2.0/1 and 1.0/0"
+        );
+        let down = vec![pt(2.0, 0), pt(1.0, 0), pt(0.5, 0)];
+        assert_eq!(launches(down, SweepMode::Live, false), 1);
+        // CPU may also go up on a running job (a search revisits higher levels).
+        let up = vec![pt(2.0, 0), pt(0.5, 0), pt(1.0, 0)];
+        assert_eq!(launches(up, SweepMode::Live, false), 1);
+        assert_eq!(
+            launches(vec![pt(2.0, 0), pt(1.0, 0)], SweepMode::Live, true),
             2,
             "a command templating {{workers}} needs a relaunch per CPU level"
         );
-        assert_eq!(group_points(points, SweepMode::Relaunch, false).len(), 4);
+        assert_eq!(launches(points, SweepMode::Relaunch, false), 4);
+    }
+
+    #[test]
+    fn a_queue_skips_recorded_points_and_drops_what_an_oom_rules_out() {
+        let memory = MemoryLevels::Bytes(vec![200, 100]);
+        let done: HashSet<CellKey> = [CellKey::new(2.0, 200, &BTreeMap::new())].into();
+        let recorded = Recorded {
+            cells: &[],
+            memory: &memory,
+            done: &done,
+        };
+        let mut queue: VecDeque<Point> =
+            vec![pt(2.0, 0), pt(2.0, 1), pt(1.0, 0), pt(1.0, 1)].into();
+        assert_eq!(queue.peek(&recorded), Some(pt(2.0, 1)));
+        queue.take();
+        assert_eq!(queue.peek(&recorded), Some(pt(1.0, 0)));
+        queue.take();
+        assert_eq!(queue.remove_ruled_out_by_oom(&pt(1.0, 0)), vec![pt(1.0, 1)]);
+        assert_eq!(queue.peek(&recorded), None);
     }
 
     #[test]

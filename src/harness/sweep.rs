@@ -3,6 +3,7 @@
 //! to the matrix file as soon as it is known.
 
 use super::cgroup::{CapsError, CgroupRoot, RunCgroup};
+use super::cpu_search::CpuSearch;
 use super::dataset::{
     DatasetError, DatasetSize, block_device_of, ensure_dataset, evict_from_page_cache,
     measure_dataset,
@@ -12,7 +13,9 @@ use super::launch::{
     Launch, LaunchError, PROGRESS_FILE_ENV, RunningJob, describe_exit, path_with_own_dir,
 };
 use super::model_fill::modelled_cells;
-use super::plan::{MemoryLevels, Point, cpu_text, group_points, label, param_combinations};
+use super::plan::{
+    MemoryLevels, Point, PointSource, Recorded, cpu_text, joins_launch, label, param_combinations,
+};
 use super::progress::{ProgressTail, Report, now_unix_s};
 use super::resident::tree_resident_bytes;
 use super::steady::RateWindows;
@@ -22,11 +25,13 @@ use crate::matrix::{
     Axes, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader,
     MatrixWriter, SCHEMA_VERSION, Telemetry,
 };
-use crate::spec::{LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
-use std::collections::{BTreeMap, HashSet};
+use crate::spec::{CpuAxis, LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+mod search;
 
 const GIB: f64 = (1u64 << 30) as f64;
 const POLL: Duration = Duration::from_millis(100);
@@ -77,6 +82,10 @@ pub struct SweepOptions {
 /// Progress and diagnostics, shown by the CLI (progress bars) or collected by tests.
 pub trait SweepObserver {
     fn planned(&mut self, _total_cells: usize, _already_done: usize) {}
+    /// Like `planned`, when a CPU search decides how many cells there will be: at most this many.
+    fn planned_at_most(&mut self, max_cells: usize, already_done: usize) {
+        self.planned(max_cells, already_done);
+    }
     fn status(&mut self, _message: &str) {}
     fn cell_done(&mut self, _cell: &Cell) {}
     fn warn(&mut self, _message: &str) {}
@@ -111,6 +120,11 @@ struct Sweep<'a> {
     log_dir: PathBuf,
     launches: u32,
     axes_cpu: Vec<f64>,
+    /// The CPU search choosing the levels, when the spec asks for one instead of a list.
+    search: Option<CpuSearch>,
+    /// What each search found, one line per parameter combination, for the header.
+    search_results: Vec<String>,
+    mode: SweepMode,
     params_axes: BTreeMap<String, Vec<String>>,
     cache_inputs: Option<CacheModelInputs>,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
@@ -146,7 +160,10 @@ pub fn run_sweep(
         .and_then(|d| d.bytes)
         .or(dataset.as_ref().map(|d| d.bytes));
 
-    let mut cpu_levels = spec.sweep.cpu.clone();
+    let mut cpu_levels = match &spec.sweep.cpu {
+        CpuAxis::Levels(levels) => levels.clone(),
+        CpuAxis::Search(_) => Vec::new(),
+    };
     cpu_levels.sort_by(|a, b| b.total_cmp(a));
     cpu_levels.dedup();
     let memory = match (&spec.sweep.memory_gib, &spec.sweep.memory_pct_of_dataset) {
@@ -176,18 +193,30 @@ pub fn run_sweep(
     })?;
 
     let root = if opts.caps {
-        let root = CgroupRoot::open(&opts.cgroup_parent)?;
-        let available = root.cpus().len() as f64;
-        if let Some(too_big) = cpu_levels.iter().find(|c| **c > available) {
-            return Err(SweepError::Plan(format!(
-                "{}: sweep.cpu level {too_big} exceeds the {available} CPUs available here",
-                opts.spec.path.display()
-            )));
-        }
-        Some(root)
+        Some(CgroupRoot::open(&opts.cgroup_parent)?)
     } else {
         None
     };
+    let available = root.as_ref().map_or_else(
+        || crate::machine::available_cpus() as f64,
+        |r| r.cpus().len() as f64,
+    );
+    let search = match &spec.sweep.cpu {
+        CpuAxis::Levels(_) => None,
+        CpuAxis::Search(s) => Some(
+            search::configure(s, spec.gpus, available)
+                .map_err(|e| SweepError::Plan(format!("{}: {e}", opts.spec.path.display())))?,
+        ),
+    };
+    let highest = search
+        .as_ref()
+        .map_or(cpu_levels.first().copied(), |s| Some(s.max));
+    if let Some(too_big) = highest.filter(|c| opts.caps && *c > available) {
+        return Err(SweepError::Plan(format!(
+            "{}: sweep.cpu level {too_big} exceeds the {available} CPUs available here",
+            opts.spec.path.display()
+        )));
+    }
 
     let storage_throttle = match (spec.sweep.storage_read_mb_s, &opts.spec.dataset_path) {
         (Some(mb), Some(path)) if opts.caps => {
@@ -233,6 +262,9 @@ pub fn run_sweep(
         log_dir,
         launches: 0,
         axes_cpu: cpu_levels.clone(),
+        search,
+        search_results: Vec::new(),
+        mode: opts.mode.unwrap_or(spec.sweep.mode),
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
         storage_throttle,
@@ -246,35 +278,51 @@ pub fn run_sweep(
     }
 
     let memory_axis = opts.memory_axis.unwrap_or(spec.sweep.memory);
-    let mode = opts.mode.unwrap_or(spec.sweep.mode);
     let combos = param_combinations(&spec.sweep.params);
     let n_mem = sweep.memory.len();
-    let total = combos.len() * cpu_levels.len() * n_mem;
-    sweep.observer.planned(total, sweep.done.len());
+    match &sweep.search {
+        Some(s) => {
+            let at_most = combos.len() * s.at_most() * n_mem;
+            sweep.observer.planned_at_most(at_most, sweep.cells.len());
+        }
+        None => {
+            let total = combos.len() * cpu_levels.len() * n_mem;
+            sweep.observer.planned(total, sweep.done.len());
+        }
+    }
 
     if memory_axis == MemoryAxis::Model && n_mem > 1 {
         sweep.prepare_cache_model();
     }
-    for params in &combos {
-        let mut points = Vec::new();
-        for &cpu in &cpu_levels {
-            let mems: Vec<usize> = match memory_axis {
-                MemoryAxis::Model => vec![0],
-                MemoryAxis::Measure => (0..n_mem).collect(),
-            };
-            points.extend(mems.into_iter().map(|mem| Point {
-                cpu,
-                mem,
-                params: params.clone(),
-            }));
-        }
-        let todo: Vec<Point> = points.into_iter().filter(|p| !sweep.is_done(p)).collect();
-        for group in group_points(todo, mode, opts.spec.depends_on_cpu_level()) {
-            sweep.run_group(group)?;
-        }
+    for (i, params) in combos.iter().enumerate() {
+        let levels = match sweep.search.clone() {
+            Some(search) => {
+                let remaining_combos = combos.len() - i - 1;
+                sweep.run_search(&search, params, memory_axis, remaining_combos)?
+            }
+            None => {
+                let mut points = VecDeque::new();
+                for &cpu in &cpu_levels {
+                    let mems: Vec<usize> = match memory_axis {
+                        MemoryAxis::Model => vec![0],
+                        MemoryAxis::Measure => (0..n_mem).collect(),
+                    };
+                    points.extend(mems.into_iter().map(|mem| Point {
+                        cpu,
+                        mem,
+                        params: params.clone(),
+                    }));
+                }
+                sweep.run_points(&mut points)?;
+                cpu_levels.clone()
+            }
+        };
         if memory_axis == MemoryAxis::Model {
-            sweep.fill_modelled(params, &cpu_levels)?;
+            sweep.fill_modelled(params, &levels)?;
         }
+    }
+    if sweep.search.is_some() {
+        sweep.record_searched_axis()?;
     }
     let matrix = Matrix {
         header: sweep.header.clone().unwrap_or_else(|| sweep.make_header()),
@@ -364,11 +412,12 @@ impl Run {
 }
 
 impl Sweep<'_> {
-    fn is_done(&self, p: &Point) -> bool {
-        self.memory.bytes().is_some_and(|b| {
-            self.done
-                .contains(&CellKey::new(p.cpu, b[p.mem], &p.params))
-        })
+    fn recorded(&self) -> Recorded<'_> {
+        Recorded {
+            cells: &self.cells,
+            memory: &self.memory,
+            done: &self.done,
+        }
     }
 
     fn cancelled(&self) -> bool {
@@ -398,6 +447,13 @@ impl Sweep<'_> {
                 format!("{provenance}; storage reads capped at {mb} MB/s (emulated slower storage)")
             }
             _ => provenance,
+        };
+        let provenance = match &self.search {
+            Some(search) => format!(
+                "{provenance}; {}",
+                search::describe(search, &self.search_results)
+            ),
+            None => provenance,
         };
         MatrixHeader {
             kind: MATRIX_KIND.to_string(),
@@ -817,10 +873,12 @@ impl Sweep<'_> {
         }))
     }
 
-    /// Runs one launch through its points; points left over when the job dies are relaunched.
-    fn run_group(&mut self, group: Vec<Point>) -> Result<(), SweepError> {
-        let mut queue: std::collections::VecDeque<Point> = group.into();
-        while let Some(first) = queue.pop_front() {
+    /// Measures the points `source` gives, one launch for as long as they can share it (live
+    /// re-capping); when the job dies, the next point is relaunched.
+    fn run_points(&mut self, source: &mut dyn PointSource) -> Result<(), SweepError> {
+        let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
+        while let Some(first) = source.peek(&self.recorded()) {
+            source.take();
             let started = Instant::now();
             self.observer
                 .status(&format!("{}: starting job", label(&first)));
@@ -829,7 +887,7 @@ impl Sweep<'_> {
             let warm = self.warm_up(&mut run, &first, started)?;
             if let Err(cell) = warm {
                 self.record(cell)?;
-                self.mark_implied_infeasible(&mut queue, &first);
+                self.record_ruled_out_by_oom(source, &first);
                 continue;
             }
             if self.memory.bytes().is_none() {
@@ -843,7 +901,6 @@ impl Sweep<'_> {
                 if let Some(cg) = &run.cgroup {
                     cg.set_memory_limit(Some(bytes))?;
                 }
-                queue.retain(|p| !self.is_done(p));
                 self.ensure_writer()?;
                 std::thread::sleep(Duration::from_secs_f64(
                     self.opts.spec.spec.measure.settle_s,
@@ -856,18 +913,18 @@ impl Sweep<'_> {
                     Outcome::Cell(cell) => self.record(cell)?,
                     Outcome::Died(cell) => {
                         self.record(cell)?;
-                        self.mark_implied_infeasible(&mut queue, &point);
+                        self.record_ruled_out_by_oom(source, &point);
                         break;
                     }
                 }
-                // Next point on the same launch, if it is in this live group.
-                let Some(next) = queue.front().cloned() else {
+                // Next point on the same launch, if it can share it.
+                let Some(next) = source.peek(&self.recorded()) else {
                     break;
                 };
-                if !(next.mem >= point.mem && next.params == point.params) {
+                if !joins_launch(&point, &next, self.mode, depends_on_cpu) {
                     break;
                 }
-                queue.pop_front();
+                source.take();
                 point_started = Instant::now();
                 self.observer
                     .status(&format!("{}: re-capping the running job", label(&next)));
@@ -882,7 +939,7 @@ impl Sweep<'_> {
                             0.0,
                         );
                         self.record(cell)?;
-                        self.mark_implied_infeasible(&mut queue, &next);
+                        self.record_ruled_out_by_oom(source, &next);
                         break;
                     }
                 }
@@ -904,11 +961,7 @@ impl Sweep<'_> {
     }
 
     /// After an OOM at `p`, smaller memory at the same CPU level and parameters cannot fit either.
-    fn mark_implied_infeasible(
-        &mut self,
-        queue: &mut std::collections::VecDeque<Point>,
-        p: &Point,
-    ) {
+    fn record_ruled_out_by_oom(&mut self, source: &mut dyn PointSource, p: &Point) {
         let oom = self
             .cells
             .last()
@@ -916,19 +969,18 @@ impl Sweep<'_> {
         if !oom {
             return;
         }
-        let (implied, rest): (Vec<Point>, Vec<Point>) = queue
-            .drain(..)
-            .partition(|q| q.cpu == p.cpu && q.params == p.params && q.mem > p.mem);
-        *queue = rest.into();
-        for q in implied {
-            let cell = self.empty_cell(
-                &q,
-                CellSource::Infeasible,
-                "not run: a larger memory limit at this CPU level was already OOM-killed".into(),
-                0.0,
-            );
-            let _ = self.record(cell);
+        for q in source.remove_ruled_out_by_oom(p) {
+            let _ = self.record(self.ruled_out_cell(&q));
         }
+    }
+
+    fn ruled_out_cell(&self, p: &Point) -> Cell {
+        self.empty_cell(
+            p,
+            CellSource::Infeasible,
+            "not run: a larger memory limit at this CPU level was already OOM-killed".into(),
+            0.0,
+        )
     }
 
     /// `--no-caps`: runs the first point once, without cgroups, to check the spec end to end.

@@ -142,6 +142,30 @@ impl MatrixWriter {
         &self.path
     }
 
+    /// Replaces the header line, keeping every cell (a CPU search learns the CPU axis as it
+    /// goes). The file is rewritten beside itself and renamed over, so a crash leaves either
+    /// the old or the new file whole.
+    pub fn replace_header(&mut self, header: &MatrixHeader) -> Result<(), MatrixError> {
+        let text = std::fs::read_to_string(&self.path).map_err(io_err(&self.path))?;
+        let cells = text.split_once('\n').map_or("", |(_, rest)| rest);
+        let mut tmp = self.path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let header = serde_json::to_string(header).expect("header serializes");
+        File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(format!("{header}\n{cells}").as_bytes())?;
+                f.sync_all()
+            })
+            .map_err(io_err(&tmp))?;
+        std::fs::rename(&tmp, &self.path).map_err(io_err(&self.path))?;
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(io_err(&self.path))?;
+        Ok(())
+    }
+
     fn write_line(&mut self, line: &str) -> Result<(), MatrixError> {
         let path = self.path.clone();
         self.file
@@ -177,6 +201,22 @@ mod tests {
             (new.header.job.name.as_str(), new.cells.len()),
             ("second", 0)
         );
+    }
+
+    #[test]
+    fn a_new_header_keeps_the_cells_and_appending_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.matrix.jsonl");
+        let (mut w, _) = MatrixWriter::create(&path, &header("a")).unwrap();
+        w.append(&cell(2.0)).unwrap();
+        let mut h = header("a");
+        h.axes.cpu = vec![2.0, 0.5];
+        w.replace_header(&h).unwrap();
+        w.append(&cell(0.5)).unwrap();
+        let m = load_matrix(&path).unwrap();
+        assert_eq!(m.header, h);
+        assert_eq!(m.cells, vec![cell(2.0), cell(0.5)]);
+        assert!(!dir.path().join("m.matrix.jsonl.tmp").exists());
     }
 
     #[test]

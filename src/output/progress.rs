@@ -5,6 +5,16 @@ use crate::matrix::Cell;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
+/// The total is known (a grid) ...
+const EXACT: &str = "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells (ETA {eta}) {msg}";
+/// ... or bounded (a CPU search decides as it goes): total and ETA are upper bounds.
+const AT_MOST: &str =
+    "{spinner} [{elapsed_precise}] {bar:30} {pos}/at most {len} cells (ETA at most {eta}) {msg}";
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).expect("valid template")
+}
+
 pub struct SweepProgress {
     bar: ProgressBar,
     interactive: bool,
@@ -21,12 +31,7 @@ impl SweepProgress {
                 ProgressDrawTarget::hidden()
             },
         );
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells (ETA {eta}) {msg}",
-            )
-            .expect("valid template"),
-        );
+        bar.set_style(style(EXACT));
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         SweepProgress { bar, interactive }
     }
@@ -44,7 +49,15 @@ impl Default for SweepProgress {
 
 impl SweepObserver for SweepProgress {
     fn planned(&mut self, total: usize, done: usize) {
+        self.bar.set_style(style(EXACT));
         self.bar.set_length(total as u64);
+        self.bar.set_position(done as u64);
+        self.bar.reset_eta();
+    }
+
+    fn planned_at_most(&mut self, max_cells: usize, done: usize) {
+        self.bar.set_style(style(AT_MOST));
+        self.bar.set_length(max_cells as u64);
         self.bar.set_position(done as u64);
         self.bar.reset_eta();
     }

@@ -139,7 +139,7 @@ pub enum SweepMode {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
-    pub cpu: Vec<f64>,
+    pub cpu: CpuAxis,
     pub memory_gib: Option<Vec<f64>>,
     pub memory_pct_of_dataset: Option<Vec<f64>>,
     #[serde(default = "default_memory_axis")]
@@ -151,6 +151,65 @@ pub struct SweepSpec {
     /// Caps the job's storage read bandwidth (MB/s, on the dataset's disk) to emulate slower
     /// storage than this machine's, such as a cluster's network storage.
     pub storage_read_mb_s: Option<f64>,
+}
+
+/// `sweep.cpu`: the CPU levels to measure, or a search that chooses them as it measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuAxis {
+    /// `cpu = [0.5, 1, 2]`: cores.
+    Levels(Vec<f64>),
+    /// `cpu = { search = "knee", min = 0.5, max = 16 }`.
+    Search(CpuSearchSpec),
+}
+
+/// A CPU search as written in the spec (see `harness::cpu_search` for the rules).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSearchSpec {
+    pub search: SearchRuleSpec,
+    /// Lowest level, cores (default 1, Synergy's lower bound).
+    pub min: Option<f64>,
+    /// Highest level, cores (default: every CPU available to the sweep).
+    pub max: Option<f64>,
+    /// Knee: accepted error and "stops rising" threshold (default 0.05). Synergy: epoch-time
+    /// change below which the level is halved (default 0.10).
+    pub tolerance: Option<f64>,
+    /// Knee only: levels between the ends are multiples of this many cores (default: quarter
+    /// cores below 2 cores, whole cores from 2 up).
+    pub step: Option<f64>,
+    /// Knee only: at most this many levels (default 12).
+    pub max_points: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SearchRuleSpec {
+    Knee,
+    Synergy,
+}
+
+impl<'de> Deserialize<'de> for CpuAxis {
+    /// A list or a table, each with the error messages of its own type (a typo in a search's
+    /// key is reported as such, not as "matches no variant").
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        struct Axis;
+        impl<'de> serde::de::Visitor<'de> for Axis {
+            type Value = CpuAxis;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a list of CPU levels in cores, e.g. [0.5, 1, 2], or a search, e.g. { search = \"knee\", min = 0.5, max = 16 }",
+                )
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<CpuAxis, A::Error> {
+                Vec::<f64>::deserialize(SeqAccessDeserializer::new(seq)).map(CpuAxis::Levels)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<CpuAxis, A::Error> {
+                CpuSearchSpec::deserialize(MapAccessDeserializer::new(map)).map(CpuAxis::Search)
+            }
+        }
+        d.deserialize_any(Axis)
+    }
 }
 
 fn default_memory_axis() -> MemoryAxis {
@@ -289,6 +348,49 @@ pub fn is_safe_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+fn validate_search(search: &CpuSearchSpec, spec: &JobSpec) -> Result<(), String> {
+    for (key, value) in [("min", search.min), ("max", search.max)] {
+        if let Some(v) = value
+            && !(v >= 0.01 && v.is_finite())
+        {
+            return Err(format!("sweep.cpu.{key} = {v}: expected cores >= 0.01"));
+        }
+    }
+    if let (Some(min), Some(max)) = (search.min, search.max)
+        && min > max
+    {
+        return Err(format!("sweep.cpu: min = {min} is above max = {max}"));
+    }
+    if let Some(t) = search.tolerance
+        && !(t > 0.0 && t < 1.0)
+    {
+        return Err(format!(
+            "sweep.cpu.tolerance = {t}: expected a fraction between 0 and 1, e.g. 0.05"
+        ));
+    }
+    match search.search {
+        SearchRuleSpec::Knee => {
+            if let Some(step) = search.step
+                && !(step >= 0.01 && step.is_finite())
+            {
+                return Err(format!("sweep.cpu.step = {step}: expected cores >= 0.01"));
+            }
+            if search.max_points.is_some_and(|n| n < 2) {
+                return Err("sweep.cpu.max_points: expected at least 2 (the two ends)".into());
+            }
+        }
+        SearchRuleSpec::Synergy => {
+            if search.step.is_some() || search.max_points.is_some() {
+                return Err(format!(
+                    "sweep.cpu: step and max_points belong to the knee search; Synergy's rule steps down by the job's GPU count ({}) and ends below min",
+                    spec.gpus.max(1)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn validate(spec: &JobSpec) -> Result<(), String> {
     if spec.schema_version != SPEC_VERSION {
         return Err(format!(
@@ -311,16 +413,18 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         }
         _ => {}
     }
-    if spec.sweep.cpu.is_empty() {
-        return Err("sweep.cpu is empty: expected CPU levels in cores, e.g. [0.5, 1, 2]".into());
-    }
-    if let Some(bad) = spec
-        .sweep
-        .cpu
-        .iter()
-        .find(|c| !(**c >= 0.01 && c.is_finite()))
-    {
-        return Err(format!("sweep.cpu has {bad}: expected cores >= 0.01"));
+    match &spec.sweep.cpu {
+        CpuAxis::Levels(levels) => {
+            if levels.is_empty() {
+                return Err(
+                    "sweep.cpu is empty: expected CPU levels in cores, e.g. [0.5, 1, 2]".into(),
+                );
+            }
+            if let Some(bad) = levels.iter().find(|c| !(**c >= 0.01 && c.is_finite())) {
+                return Err(format!("sweep.cpu has {bad}: expected cores >= 0.01"));
+            }
+        }
+        CpuAxis::Search(search) => validate_search(search, spec)?,
     }
     match (&spec.sweep.memory_gib, &spec.sweep.memory_pct_of_dataset) {
         (Some(_), Some(_)) => {
@@ -408,4 +512,65 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         return Err("measure.steady_windows: expected at least 2".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(sweep: &str) -> Result<LoadedSpec, SpecError> {
+        let text = format!(
+            "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\nprotocol = \"progress-file\"\n[sweep]\n{sweep}\n"
+        );
+        parse_spec(&text, Path::new("w/x.toml"))
+    }
+
+    fn error(sweep: &str) -> String {
+        parse(sweep).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn cpu_is_a_list_or_a_search() {
+        let list = parse("cpu = [0.5, 1, 2]").unwrap();
+        assert_eq!(list.spec.sweep.cpu, CpuAxis::Levels(vec![0.5, 1.0, 2.0]));
+        let search =
+            parse("cpu = { search = \"knee\", min = 0.5, max = 16, tolerance = 0.1, step = 0.5 }")
+                .unwrap();
+        let CpuAxis::Search(s) = search.spec.sweep.cpu else {
+            panic!("a search")
+        };
+        assert_eq!(s.search, SearchRuleSpec::Knee);
+        assert_eq!(
+            (s.min, s.max, s.tolerance, s.step),
+            (Some(0.5), Some(16.0), Some(0.1), Some(0.5))
+        );
+        let synergy = parse("[sweep.cpu]\nsearch = \"synergy\"\nmax = 24").unwrap();
+        assert!(matches!(
+            synergy.spec.sweep.cpu,
+            CpuAxis::Search(CpuSearchSpec {
+                search: SearchRuleSpec::Synergy,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_bad_search_says_what_is_wrong_with_its_line() {
+        let e = error("cpu = { search = \"knee\", mni = 0.5 }");
+        assert!(e.starts_with("w/x.toml:7:"), "{e}");
+        assert!(e.contains("unknown field `mni`"), "{e}");
+        let e = error("cpu = { search = \"bisect\" }");
+        assert!(e.contains("knee") && e.contains("synergy"), "{e}");
+        let e = error("cpu = \"all\"");
+        assert!(
+            e.contains("a list of CPU levels") && e.contains("search"),
+            "{e}"
+        );
+        assert!(error("cpu = { search = \"knee\", min = 4, max = 2 }").contains("above max"));
+        assert!(error("cpu = { search = \"knee\", min = 0 }").contains("cores >= 0.01"));
+        assert!(error("cpu = { search = \"knee\", tolerance = 1.5 }").contains("tolerance"));
+        assert!(error("cpu = { search = \"knee\", max_points = 1 }").contains("at least 2"));
+        let e = error("cpu = { search = \"synergy\", max = 24, step = 2 }");
+        assert!(e.contains("GPU count"), "{e}");
+    }
 }
