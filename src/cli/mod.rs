@@ -2,6 +2,7 @@
 //! library module that does the work.
 
 use crate::harness::sweep::SweepOptions;
+use crate::matrix::{CostWeights, DEFAULT_EPS, ServerShape};
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -30,8 +31,9 @@ pub enum Command {
 throughput matrix.\n\n\
 The job is started under a cgroup of its own (below /profiler), warmed up, and measured until \
 its throughput is steady. By default (memory = \"model\") only the CPU axis is measured, at the \
-largest memory level, and the memory axis is filled by the MinIO cache model; every cell says \
-whether it was measured or modelled. In live mode (the default where valid) a running job is \
+largest memory level, and the memory axis is filled by the spec's cache model (dataset.cache: \
+the kernel's page cache, or Synergy's MinIO cache); every cell says whether it was measured or \
+modelled (`profiler validate` checks the model against measurement). In live mode (the default where valid) a running job is \
 re-capped from one level to the next instead of being restarted.\n\n\
 Cells are appended to the matrix file as they finish: after Ctrl-C or a crash, run the same \
 command with --resume to finish the rest.\n\n\
@@ -43,8 +45,27 @@ profiler sweep --job workloads/resnet18.toml --resume\n  \
 profiler sweep --job workloads/my-job.toml --no-caps"
     )]
     Sweep(SweepArgs),
-    /// Print a matrix file as CPU x memory tables.
+    /// Print a matrix file as CPU x memory tables (and its best-case demand with --demand).
     Show(ShowArgs),
+    /// Measure every cell of a job's matrix and report how well each cache model predicts the
+    /// memory axis from the CPU axis.
+    #[command(
+        long_about = "Measure every cell of a job's matrix and report how well each cache model \
+predicts the memory axis from the CPU axis.\n\n\
+Optimistic profiling (`sweep`, memory = \"model\") measures only the top memory level of each \
+CPU level and models the rest. `validate` measures every cell instead (a sweep with \
+--memory measure, written to matrices/validation/<job>.matrix.jsonl by default), predicts the \
+same cells from the top level with each cache model (minio: Synergy's never-evicting cache; \
+page-cache: the kernel's LRU page cache under a fresh shuffle every epoch), and prints the \
+per-cell and median error. The result is recorded in the header of the validation matrix and \
+of the job's sweep matrix (matrices/<job>.matrix.jsonl, when it exists), so `show`, `export` \
+and `plot` report it.\n\n\
+The spec needs a [dataset] and at least two memory levels; a storage cap \
+(sweep.storage_read_mb_s) makes the memory axis matter on machines with fast disks.\n\n\
+Examples:\n  profiler validate --job workloads/input-pipeline.toml\n  \
+profiler validate --job workloads/input-pipeline.toml --resume"
+    )]
+    Validate(ValidateArgs),
     /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
     /// mechanisms, and report JCT, makespan and utilisation.
     // Boxed: the replay options are far larger than the other commands' (clippy
@@ -103,15 +124,68 @@ impl SweepArgs {
             output,
             resume: self.resume,
             caps: !self.no_caps,
-            mode: self.mode.map(|m| match m {
-                ModeArg::Live => SweepMode::Live,
-                ModeArg::Relaunch => SweepMode::Relaunch,
-            }),
+            mode: self.mode.map(ModeArg::into_mode),
             memory_axis: self.memory.map(|m| match m {
                 MemoryArg::Model => MemoryAxis::Model,
                 MemoryArg::Measure => MemoryAxis::Measure,
             }),
             cgroup_parent: self.cgroup_parent,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Job spec (TOML); see docs/JOB_SPEC.md and workloads/*.toml.
+    #[arg(long, short = 'j', value_name = "SPEC.toml")]
+    pub job: PathBuf,
+    /// Matrix file to write [default: matrices/validation/<job name>.matrix.jsonl].
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also record the result in this matrix of the same job [default:
+    /// matrices/<job name>.matrix.jsonl, when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub record_in: Option<PathBuf>,
+    /// Keep the cells already in the output file and measure only the missing ones.
+    #[arg(long)]
+    pub resume: bool,
+    /// Override the spec's sweep.mode.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Parent cgroup the runs are created under (one path component).
+    #[arg(long, default_value = "profiler", value_name = "NAME")]
+    pub cgroup_parent: String,
+}
+
+impl ValidateArgs {
+    /// The sweep that measures every cell, and the matrices to record the result in.
+    pub fn into_options(self, spec: LoadedSpec) -> (SweepOptions, Vec<PathBuf>) {
+        let name = spec.spec.name.clone();
+        let output = self
+            .output
+            .unwrap_or_else(|| PathBuf::from(format!("matrices/validation/{name}.matrix.jsonl")));
+        let record_in = vec![
+            self.record_in
+                .unwrap_or_else(|| PathBuf::from(format!("matrices/{name}.matrix.jsonl"))),
+        ];
+        let opts = SweepOptions {
+            spec,
+            output,
+            resume: self.resume,
+            caps: true,
+            mode: self.mode.map(ModeArg::into_mode),
+            memory_axis: Some(MemoryAxis::Measure),
+            cgroup_parent: self.cgroup_parent,
+        };
+        (opts, record_in)
+    }
+}
+
+impl ModeArg {
+    fn into_mode(self) -> SweepMode {
+        match self {
+            ModeArg::Live => SweepMode::Live,
+            ModeArg::Relaunch => SweepMode::Relaunch,
         }
     }
 }
@@ -127,4 +201,52 @@ pub struct ShowArgs {
     /// used, throttling, resident memory, page cache, storage reads, GPU telemetry.
     #[arg(long)]
     pub cells: bool,
+    /// After the table, print the best-case demand: the least CPU and memory per GPU that reach
+    /// (1 - eps) of the best throughput, and its speed-up over the server's proportional share.
+    #[arg(long, conflicts_with = "json")]
+    pub demand: bool,
+    #[command(flatten)]
+    pub demand_args: DemandArgs,
+}
+
+/// How a best-case demand is chosen (`show --demand`, `export`, `plot`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemandArgs {
+    /// Server shape whose GPU-proportional share is the baseline (Synergy's default server:
+    /// 24 CPUs, 8 GPUs, 500 GB, a share of 3 CPUs and 62.5 GB per GPU).
+    #[arg(long, default_value = "24:8:500", value_name = "CPUS:GPUS:GB")]
+    pub server: ServerShape,
+    /// A grid point within this fraction of the best throughput counts as best (0 = only the
+    /// best itself).
+    #[arg(long, default_value_t = DEFAULT_EPS, value_name = "FRACTION", value_parser = parse_eps)]
+    pub eps: f64,
+    /// Price of one proportional share of CPU in the demand's cost.
+    #[arg(long, default_value_t = 1.0, value_name = "W", value_parser = parse_weight)]
+    pub cpu_weight: f64,
+    /// Price of one proportional share of memory in the demand's cost.
+    #[arg(long, default_value_t = 1.0, value_name = "W", value_parser = parse_weight)]
+    pub mem_weight: f64,
+}
+
+impl DemandArgs {
+    pub fn weights(&self) -> CostWeights {
+        CostWeights {
+            cpu: self.cpu_weight,
+            mem: self.mem_weight,
+        }
+    }
+}
+
+fn parse_eps(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|e| (0.0..1.0).contains(e))
+        .ok_or_else(|| format!("{s:?}: expected a fraction in [0, 1), e.g. 0.02"))
+}
+
+fn parse_weight(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| format!("{s:?}: expected a weight >= 0, e.g. 1 or 0.5"))
 }

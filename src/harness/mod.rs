@@ -12,3 +12,4 @@ pub mod resident;
 pub mod signals;
 pub mod steady;
 pub mod sweep;
+pub mod validate;

@@ -19,8 +19,8 @@ use super::steady::RateWindows;
 use crate::cache_model;
 use crate::matrix::MatrixError;
 use crate::matrix::{
-    Axes, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader,
-    MatrixWriter, SCHEMA_VERSION, Telemetry,
+    Axes, CacheKind, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix,
+    MatrixHeader, MatrixWriter, SCHEMA_VERSION, Telemetry,
 };
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
 use std::collections::{BTreeMap, HashSet};
@@ -252,7 +252,9 @@ pub fn run_sweep(
     let total = combos.len() * cpu_levels.len() * n_mem;
     sweep.observer.planned(total, sweep.done.len());
 
-    if memory_axis == MemoryAxis::Model && n_mem > 1 {
+    if n_mem > 1 {
+        // Also when every cell is measured: the header then holds what `profiler validate`
+        // needs to compare the cache models with the measurement.
         sweep.prepare_cache_model();
     }
     for params in &combos {
@@ -427,6 +429,7 @@ impl Sweep<'_> {
             created_unix_s: now_unix_s() as u64,
             provenance: Some(provenance),
             cache_model: self.cache_inputs.clone(),
+            validation: None,
         }
     }
 
@@ -513,7 +516,15 @@ impl Sweep<'_> {
             Some((_, cap)) => storage.min(cap as f64),
             None => storage,
         };
+        let kind = self
+            .opts
+            .spec
+            .spec
+            .dataset
+            .as_ref()
+            .map_or(CacheKind::PageCache, |d| d.cache);
         self.cache_inputs = Some(CacheModelInputs {
+            kind,
             dataset_bytes: ds.bytes,
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),

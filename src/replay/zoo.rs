@@ -111,6 +111,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
             created_unix_s: 0,
             provenance: Some(provenance),
             cache_model: None,
+            validation: None,
         };
         let cells = pts
             .iter()

@@ -5,6 +5,7 @@ mod template;
 
 pub use template::{TemplateError, Vars, render};
 
+use crate::matrix::CacheKind;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -66,6 +67,15 @@ pub struct DatasetSpec {
     pub samples: Option<u64>,
     /// Command (argv, no shell) that creates the dataset when `path` does not exist.
     pub generate: Option<Vec<String>>,
+    /// How the job caches its dataset, which decides the cache model that fills the memory
+    /// axis: `page-cache` (the default: files read through the kernel, shuffled every epoch,
+    /// as PyTorch's DataLoader does) or `minio` (a cache that never evicts, as Synergy assumes).
+    #[serde(default = "reads_through_page_cache")]
+    pub cache: CacheKind,
+}
+
+fn reads_through_page_cache() -> CacheKind {
+    CacheKind::PageCache
 }
 
 /// How the job's throughput is read.
