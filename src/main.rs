@@ -77,6 +77,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Err(e) => Err(e.into()),
             }
         }
+        Command::Plot(args) => {
+            let written =
+                profiler::plot::sensitivity::plot_files(&args.matrices, &args.to_options())?;
+            for p in &written {
+                println!("wrote {}", p.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay(args) => {
             let progress = ReplayProgress::new();
             let summary = profiler::replay::run_observed(&args.to_options()?, &progress);

@@ -66,6 +66,21 @@ Examples:\n  profiler validate --job workloads/input-pipeline.toml\n  \
 profiler validate --job workloads/input-pipeline.toml --resume"
     )]
     Validate(ValidateArgs),
+    /// Draw a matrix's sensitivity curves (throughput vs CPUs, vs memory, heat map) as PNG and
+    /// SVG, and one chart of every model's CPU curve when given several.
+    #[command(
+        long_about = "Draw a matrix's sensitivity curves, as the Synergy paper shows them, into PNG and SVG files.
+
+For each matrix (and each combination of its swept parameters): throughput against CPUs, one line per memory level (<name>.cpu); against memory, one line per CPU level (<name>.memory); and a CPU x memory heat map with each cell's value (<name>.heatmap). Measured cells are filled symbols on solid lines, modelled cells hollow symbols on dashed lines (~ in the heat map), failed and infeasible cells a red x (hatched grey). The best-case demand (as `show --demand` chooses it) is a star, the server's proportional share a dashed line. Given several matrices, overview.png has one line per model: throughput against CPUs per GPU at the share's memory.
+
+By default values are the matrix's own: samples/s, cores, GiB. --normalize proportional gives Synergy's view: throughput divided by the throughput at the proportional share of --server, levels per GPU (CPU-only matrices count as one accelerator); those files end in .normalized. When the matrix records a cache-model validation (`profiler validate`), the charts say how accurate it was.
+
+Examples:
+  profiler plot matrices/zoo/*.matrix.jsonl --normalize proportional
+  profiler plot matrices/input-pipeline.matrix.jsonl -o plots/input-pipeline
+  profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --server 32:8:1000"
+    )]
+    Plot(PlotArgs),
     /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
     /// mechanisms, and report JCT, makespan and utilisation.
     // Boxed: the replay options are far larger than the other commands' (clippy
@@ -249,4 +264,38 @@ fn parse_weight(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|w| w.is_finite() && *w >= 0.0)
         .ok_or_else(|| format!("{s:?}: expected a weight >= 0, e.g. 1 or 0.5"))
+}
+
+/// Baseline of `plot --normalize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NormalizeArg {
+    /// Throughput at the server's GPU-proportional share = 1; levels per GPU.
+    Proportional,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PlotArgs {
+    /// Matrix files (`*.matrix.jsonl`).
+    #[arg(required = true, value_name = "MATRIX")]
+    pub matrices: Vec<PathBuf>,
+    /// Folder the charts are written into (created when missing).
+    #[arg(long, short = 'o', default_value = "plots", value_name = "DIR")]
+    pub output: PathBuf,
+    /// Draw throughput relative to a baseline, and levels per GPU (Synergy's view).
+    #[arg(long, value_enum, value_name = "BASELINE")]
+    pub normalize: Option<NormalizeArg>,
+    #[command(flatten)]
+    pub demand_args: DemandArgs,
+}
+
+impl PlotArgs {
+    pub fn to_options(&self) -> crate::plot::sensitivity::PlotOptions {
+        crate::plot::sensitivity::PlotOptions {
+            out_dir: self.output.clone(),
+            normalize: self.normalize == Some(NormalizeArg::Proportional),
+            server: self.demand_args.server,
+            eps: self.demand_args.eps,
+            weights: self.demand_args.weights(),
+        }
+    }
 }

@@ -95,9 +95,13 @@ pub fn viridis(t: f64) -> RGBColor {
 
 const FAILED_FILL: RGBColor = RGBColor(0xd9, 0xd9, 0xd9);
 const HATCH: RGBColor = RGBColor(0xa6, 0xa6, 0xa6);
-pub(crate) const FAILED_RED: RGBColor = RGBColor(0xd6, 0x27, 0x28);
-pub(crate) const STAR_GOLD: RGBColor = RGBColor(0xff, 0xc1, 0x07);
-pub(crate) const REFERENCE_COLOR: RGBColor = RGBColor(0xe3, 0x1a, 0x8c);
+/// Failure marks: a brighter red than the series palette's, so a mark is never taken for a
+/// series' symbol.
+pub const FAILED_RED: RGBColor = RGBColor(0xe8, 0x00, 0x0b);
+/// The best case's star.
+pub const STAR_GOLD: RGBColor = RGBColor(0xff, 0xc1, 0x07);
+/// The proportional share's line and pointers.
+pub const REFERENCE_COLOR: RGBColor = RGBColor(0xe3, 0x1a, 0x8c);
 const GREY_TEXT: RGBColor = RGBColor(0x55, 0x55, 0x55);
 
 impl Heatmap {

@@ -143,3 +143,19 @@ fn polygon(shape: MarkerShape, c: BackendCoord, r: i32) -> Vec<BackendCoord> {
         MarkerShape::Circle | MarkerShape::Cross => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::COLORS;
+
+    #[test]
+    fn series_sharing_a_colour_differ_in_symbol() {
+        let style = |k: usize| (COLORS[k % COLORS.len()], MarkerShape::for_series(k));
+        for a in 0..40 {
+            for b in 0..a {
+                assert_ne!(style(a), style(b), "series {a} and {b}");
+            }
+        }
+    }
+}

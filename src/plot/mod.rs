@@ -20,9 +20,11 @@
 mod heatmap;
 mod label;
 mod marker;
-//SENS
+pub mod sensitivity;
 
-pub use heatmap::{HeatCell, HeatCellKind, Heatmap, Reference};
+pub use heatmap::{
+    FAILED_RED, HeatCell, HeatCellKind, Heatmap, REFERENCE_COLOR, Reference, STAR_GOLD,
+};
 pub use marker::{MarkerElement, MarkerShape};
 
 use label::LabelPlacer;
@@ -384,7 +386,8 @@ impl Chart {
             // A log axis keeps a label at its start even with none asked for.
             mesh.x_labels(0)
                 .disable_x_mesh()
-                .x_label_formatter(&no_label);
+                .x_label_formatter(&no_label)
+                .set_tick_mark_size(LabelAreaPosition::Bottom, 0);
         }
         mesh.draw().map_err(e)?;
         let log = self.x_scale == Scale::Log;
@@ -413,7 +416,7 @@ impl Chart {
                     .map_err(e)?;
                 // A label that would touch the one before is left out.
                 if x - w as i32 / 2 > right_of_last + 6 {
-                    area.draw(&Text::new(label, (x, y + 8), label_style.clone()))
+                    area.draw(&Text::new(label, (x, y + 10), label_style.clone()))
                         .map_err(e)?;
                     right_of_last = x + w as i32 / 2;
                 }
@@ -490,10 +493,18 @@ impl Chart {
                 )))
                 .map_err(e)?;
         }
+        // A label on a light backing, so a line it crosses does not strike it through.
         let text_at = |text: &str, (x, y): (i32, i32), color: &RGBColor| {
+            let (w, h) = area.estimate_text_size(text, &text_style).map_err(e)?;
+            let (x, y) = (x - base.0, y - base.1);
+            area.draw(&Rectangle::new(
+                [(x - 2, y - 1), (x + w as i32 + 2, y + h as i32 + 1)],
+                WHITE.mix(0.8).filled(),
+            ))
+            .map_err(e)?;
             area.draw(&Text::new(
                 text,
-                (x - base.0, y - base.1),
+                (x, y),
                 text_style.color(color).pos(Pos::new(HPos::Left, VPos::Top)),
             ))
             .map_err(e)
