@@ -237,7 +237,12 @@ pub fn views(
                 unique = format!("{name}-{k}");
                 k += 1;
             }
-            out.push(view(path, m, params, unique, opts)?);
+            let mut v = view(path, m, params, unique, opts)?;
+            if shared {
+                // Legends and titles must tell the files apart too.
+                v.title = v.title.replacen(&m.header.job.model, &base, 1);
+            }
+            out.push(v);
         }
     }
     Ok(out)
@@ -518,11 +523,18 @@ fn curves(
             label: None,
         });
     }
-    let best_label = format!(
-        "{} ({}x the share)",
-        v.best.label,
-        trim(format!("{:.2}", v.best.speedup_over_proportional))
-    );
+    // The speed-up over the share, where the share lies on the grid (beyond it the surface
+    // only extrapolates what the share would give).
+    let inside = |levels: &[f64], x: f64| levels[0] <= x && x <= levels[levels.len() - 1];
+    let best_label = if inside(&v.cpu, v.share_cpu) && inside(&v.mem, v.share_mem) {
+        format!(
+            "{} ({}x the share)",
+            v.best.label,
+            trim(format!("{:.2}", v.best.speedup_over_proportional))
+        )
+    } else {
+        v.best.label.clone()
+    };
     chart = chart.mark(Mark {
         at: best,
         shape: MarkerShape::Star,
@@ -588,17 +600,19 @@ fn curves(
     })
 }
 
-/// The x axis over `lo..hi`: logarithmic, or linear from 0 (with a tick there) with room on
-/// the right for the last symbols.
+/// The x axis over `lo..hi`: logarithmic, or linear with room at the ends for the symbols, from
+/// 0 (with a tick there) when that is near.
 fn x_axis(chart: Chart, log: bool, lo: f64, hi: f64, ticks: &mut Vec<f64>) -> Chart {
     if log {
         chart.x_range(lo, hi).x_scale(Scale::Log)
-    } else {
+    } else if lo <= 0.3 * hi {
+        // From 0, where 0 is not far from the data.
+        ticks.push(0.0);
         let lo = lo.min(0.0);
-        if lo == 0.0 {
-            ticks.push(0.0);
-        }
         chart.x_range(lo, hi + (hi - lo) * 0.04)
+    } else {
+        let pad = (hi - lo) * 0.06;
+        chart.x_range(lo - pad, hi + pad)
     }
 }
 
@@ -748,7 +762,7 @@ pub fn overview_chart(views: &[View], opts: &PlotOptions) -> Chart {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
             (a.min(x), b.max(x))
         });
-    let log = lo > 0.0 && hi / lo >= LOG_SPREAD;
+    let log = lo > 0.0 && hi.max(share_cpus) / lo.min(share_cpus) >= LOG_SPREAD;
     let y_max = views
         .iter()
         .flat_map(|v| v.overview.iter().map(|p| p.1))
@@ -792,19 +806,20 @@ pub fn overview_chart(views: &[View], opts: &PlotOptions) -> Chart {
     }
     let mut ticks = levels.clone();
     ticks.push(share_cpus);
+    chart = x_axis(
+        chart,
+        log,
+        lo.min(share_cpus),
+        hi.max(share_cpus),
+        &mut ticks,
+    );
     ticks.sort_by(f64::total_cmp);
     ticks.dedup_by(|a, b| same(*a, *b));
-    chart = chart.x_ticks(ticks);
-    chart = chart.vline(
+    chart.x_ticks(ticks).vline(
         share_cpus,
-        format!("{SHARE_LABEL}: {} CPUs", num(share_cpus)),
+        format!("{SHARE_LABEL}: {}", amount(share_cpus, "CPUs")),
         REFERENCE_COLOR,
-    );
-    if log {
-        chart.x_scale(Scale::Log)
-    } else {
-        chart.x_range(0.0, hi.max(share_cpus))
-    }
+    )
 }
 
 /// `x` as a fractional index into ascending `levels` for the heat map (`i + 0.5` at level `i`,
