@@ -1,4 +1,6 @@
-//! Line charts through `plotters`, rendered to PNG and SVG by the same drawing code.
+//! Line charts (with point symbols, marks and reference lines) and heat maps through
+//! `plotters`, rendered to PNG and SVG by the same drawing code ([`Figure`]);
+//! [`sensitivity`] draws matrices with them.
 //!
 //! Text is drawn with DejaVu Sans, embedded in the binary (`assets/fonts/`, licence beside it)
 //! and registered with plotters' `ab_glyph` font table under the family name `sans-serif`: no

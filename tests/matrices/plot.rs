@@ -461,3 +461,32 @@ fn command_line_plots_the_zoo_and_lists_the_files() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such.matrix.jsonl"));
 }
+
+#[test]
+fn each_parameter_combination_gets_its_own_charts() {
+    let (p, mut m) = example("input-pipeline.measured");
+    let mut doubled = m.cells.clone();
+    for c in &mut m.cells {
+        c.params.insert("batch".into(), "16".into());
+    }
+    for c in &mut doubled {
+        c.params.insert("batch".into(), "32".into());
+        if let Some(t) = c.throughput.as_mut() {
+            t.samples_per_s *= 2.0;
+        }
+    }
+    m.cells.extend(doubled);
+    let all = views(&[(p, m)], &PlotOptions::default()).unwrap();
+    let names: Vec<(&str, &str)> = all
+        .iter()
+        .map(|v| (v.name.as_str(), v.title.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("input-pipeline.batch=16", "input-pipeline [batch=16]"),
+            ("input-pipeline.batch=32", "input-pipeline [batch=32]"),
+        ]
+    );
+    assert!((all[1].best.value - 2.0 * all[0].best.value).abs() < 1e-6);
+}
