@@ -85,6 +85,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", profiler::replay::report::render(&summary));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Export(args) => {
+            let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
+            for note in &report.notes {
+                eprintln!("note: {note}");
+            }
+            for path in &report.written {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Show(args) => {
             let matrix = load_matrix(&args.file)?;
             if args.json {

@@ -71,6 +71,10 @@ profiler validate --job workloads/input-pipeline.toml --resume"
     // Boxed: the replay options are far larger than the other commands' (clippy
     // `large_enum_variant`).
     Replay(Box<crate::replay::cli::ReplayArgs>),
+    /// Write matrices in formats other tools read: tables (CSV, Parquet, JSON), Synergy, Blox
+    /// and Gavel simulator inputs, Slurm and Kubernetes resource requests.
+    #[command(long_about = crate::export::cli::LONG_ABOUT)]
+    Export(crate::export::cli::ExportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
