@@ -2,3 +2,4 @@
 //! One test binary (polars makes each large to link), one module per concern.
 
 mod demand;
+mod export;
