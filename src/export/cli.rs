@@ -7,9 +7,9 @@ use std::path::PathBuf;
 pub const LONG_ABOUT: &str = "\
 Write matrices in formats other tools read.
 
-Each matrix gives its per-GPU throughput surface and its best-case demand: the cheapest grid \
-point (cost = cpu-weight x CPUs / proportional CPUs + mem-weight x GB / proportional GB) whose \
-throughput is within --eps of the best, and its speed-up over the GPU-proportional share of \
+Each matrix gives its per-GPU throughput surface and its best-case demand: the cheapest grid
+point (cost = cpu-weight x CPUs / proportional CPUs + mem-weight x GB / proportional GB) whose
+throughput is within --eps of the best, and its speed-up over the GPU-proportional share of
 --server. Several matrices can be exported at once.
 
 Formats and what -o is:
@@ -31,7 +31,7 @@ Examples:
   profiler export matrices/*.matrix.jsonl --format parquet -o cells.parquet
   profiler export matrices/zoo/resnet18.matrix.jsonl --format gavel --cell proportional
   profiler export matrices/zoo/*.matrix.jsonl --format slurm -o slurm/ \\
-      --slurm-table /etc/slurm/profiler_demands.csv
+      --slurm-table /shared/slurm/profiler_demands.csv
   profiler export matrices/zoo/resnet18.matrix.jsonl --format kubernetes --cell 6,62.5
   profiler export m.matrix.jsonl --format synergy -o out/ --server 32:8:500 --eps 0.05
 

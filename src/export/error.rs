@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error(transparent)]
-    Load(#[from] crate::matrix::MatrixError),
-    #[error("{path}: {source}")]
+    /// Reading a matrix failed (its message names the file and line).
+    #[error("{0}")]
+    Load(crate::matrix::MatrixError),
+    #[error("{path}: {error}")]
     Surface {
         path: PathBuf,
-        source: crate::matrix::SurfaceError,
+        error: crate::matrix::SurfaceError,
     },
     #[error(
         "{path}: no cell with a positive throughput (every cell failed, is infeasible or \
@@ -19,10 +20,12 @@ pub enum ExportError {
     /// The format needs something the matrix does not record.
     #[error("{path}: {message}")]
     Unsupported { path: PathBuf, message: String },
-    #[error("{path}: {source}")]
+    // The underlying error is part of the message, not a `source`, so `{:#}` does not print
+    // it twice.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Building or writing a table (CSV, Parquet) failed.
     #[error("{path}: {message}")]
@@ -36,7 +39,8 @@ pub enum ExportError {
     },
     #[error("--cell {given:?}: {message}")]
     Cell { given: String, message: String },
-    #[error("options: {0}")]
+    /// Options that do not fit together (or with the format).
+    #[error("{0}")]
     Options(String),
     /// A number that would have gone into a file is NaN or infinite: a bug, never written.
     #[error("internal error (bug): {what} of {path} is not a finite number ({value})")]
@@ -47,11 +51,17 @@ pub enum ExportError {
     },
 }
 
+impl From<crate::matrix::MatrixError> for ExportError {
+    fn from(e: crate::matrix::MatrixError) -> Self {
+        ExportError::Load(e)
+    }
+}
+
 impl ExportError {
     pub fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
-        move |source| ExportError::Io {
+        move |error| ExportError::Io {
             path: path.to_owned(),
-            source,
+            error,
         }
     }
 

@@ -37,17 +37,20 @@ impl Exporter for Kubernetes {
             .max(1);
             let key = serde_json::to_string(p.model())
                 .map_err(|e| ExportError::unsupported(&p.path, format!("model name: {e}")))?;
-            let _ = writeln!(
-                text,
-                "# {}: --cell {} = {} CPUs, {} GB per GPU, x {} GPU{} ({})",
+            let jobs_gpus = match gpus {
+                0 => "CPU-only job".to_owned(),
+                1 => "x 1 GPU".to_owned(),
+                g => format!("x {g} GPUs"),
+            };
+            let comment = format!(
+                "# {}: --cell {} = {} CPUs, {} GB per GPU, {jobs_gpus} ({})",
                 p.model(),
                 opts.cell,
                 fmt_sig6(cell.cpus_per_gpu),
                 fmt_sig6(cell.mem_gb_per_gpu),
-                gpus,
-                if gpus == 1 { "" } else { "s" },
                 p.path.display()
             );
+            let _ = writeln!(text, "{}", comment.replace(['\n', '\r'], " "));
             let _ = writeln!(text, "{key}:\n  resources:");
             for side in ["requests", "limits"] {
                 let _ = writeln!(

@@ -178,9 +178,9 @@ impl Prepared {
             SurfaceError::NoPositiveCell(_) => ExportError::NoPositiveCell {
                 path: path.to_owned(),
             },
-            source => ExportError::Surface {
+            error => ExportError::Surface {
                 path: path.to_owned(),
-                source,
+                error,
             },
         })?;
         let demand = best_case(&surface, &opts.server, opts.eps, opts.weights);
