@@ -1,9 +1,11 @@
 -- Slurm job_submit/lua plugin written by `profiler export --format slurm`.
 --
--- A job whose comment (sbatch --comment=MODEL) names a model of the demand table gets that
--- model's best-case demand per GPU: cpus_per_tres (--cpus-per-gpu) and mem_per_tres
--- (--mem-per-gpu, MB). A job without a comment is not touched. A comment that names no model of
--- the table is reported to the user and the job is left as submitted (never rejected).
+-- A job whose comment (sbatch --comment=MODEL) names a model of the demand table and that asks
+-- for GPUs gets that model's best-case demand per GPU: cpus_per_tres (--cpus-per-gpu) and
+-- mem_per_tres (--mem-per-gpu, MB), written in the TRES syntax of the job's own GPU request
+-- ("gres:gpu:N" up to Slurm 22.05, "gres/gpu:N" in later releases). A job without a comment is
+-- not touched. A comment that names no model of the table, or a job that asks for no GPU, is
+-- reported to the user and the job is left as submitted (never rejected).
 -- A job that set --cpus-per-task (or --mem / --mem-per-cpu), which Slurm does not combine with
 -- --cpus-per-gpu (--mem-per-gpu), keeps its own CPU (memory) request, and the user is told.
 -- The table (model,cpus_per_gpu,mem_mb_per_gpu) is read at each submission, so a new table takes
@@ -17,6 +19,21 @@ local NO_VAL64 = slurm.NO_VAL64 or 18446744073709551614
 
 local function is_set(v)
   return v ~= nil and v ~= NO_VAL and v ~= NO_VAL16 and v ~= NO_VAL64
+end
+
+-- The prefix the job's own GPU request uses ("gres:gpu:" or "gres/gpu:"), nil if it asks for
+-- no GPU.
+local function gpu_tres_prefix(job_desc)
+  for _, field in ipairs({ "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task" }) do
+    local v = job_desc[field]
+    if type(v) == "string" then
+      local sep = v:match("gres([:/])gpu")
+      if sep then
+        return "gres" .. sep .. "gpu:"
+      end
+    end
+  end
+  return nil
 end
 
 local function read_demands(path)
@@ -56,12 +73,18 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       "' (the job comment); the job keeps its own CPU and memory request")
     return slurm.SUCCESS
   end
+  local prefix = gpu_tres_prefix(job_desc)
+  if prefix == nil then
+    slurm.log_user("%s", "profiler demands: " .. model .. ": the job asks for no GPU " ..
+      "(--gpus, --gres=gpu:N, ...); its per-GPU demand is not applied")
+    return slurm.SUCCESS
+  end
   local applied = {}
   if is_set(job_desc.cpus_per_task) then
     slurm.log_user("%s", "profiler demands: " .. model .. ": the job sets --cpus-per-task, " ..
       "which Slurm does not combine with --cpus-per-gpu=" .. d.cpus .. "; CPUs left as requested")
   else
-    job_desc.cpus_per_tres = "gres/gpu:" .. d.cpus
+    job_desc.cpus_per_tres = prefix .. d.cpus
     table.insert(applied, "--cpus-per-gpu=" .. d.cpus)
   end
   if is_set(job_desc.min_mem_per_node) or is_set(job_desc.min_mem_per_cpu) then
@@ -69,7 +92,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       "--mem-per-cpu, which Slurm does not combine with --mem-per-gpu=" .. d.mb ..
       "; memory left as requested")
   else
-    job_desc.mem_per_tres = "gres/gpu:" .. d.mb
+    job_desc.mem_per_tres = prefix .. d.mb
     table.insert(applied, "--mem-per-gpu=" .. d.mb)
   end
   if #applied > 0 then

@@ -1,9 +1,10 @@
 //! `--format slurm`: per model the exported cell (`--cell`, the best-case demand by default) as
 //! Slurm per-GPU requests, whole cores (`--cpus-per-gpu`, rounded up) and MB (`--mem-per-gpu`,
 //! Slurm's MB = 2^20 bytes, rounded up): `profiler_demands.csv` (`model,cpus_per_gpu,
-//! mem_mb_per_gpu`) and `job_submit.lua`, a job_submit/lua plugin that applies the table to jobs
-//! whose comment names a model. CPU-only matrices (0 GPUs) have no per-GPU request and are left
-//! out of the table, with a note.
+//! mem_mb_per_gpu`) and `job_submit.lua`, a job_submit/lua plugin that applies the table to GPU
+//! jobs whose comment names a model (`cpus_per_tres`, `mem_per_tres`, in the TRES syntax of the
+//! job's own GPU request: `gres:gpu:N` up to Slurm 22.05, `gres/gpu:N` later). CPU-only matrices
+//! (0 GPUs) have no per-GPU request and are left out of the table, with a note.
 
 use super::{
     Artifact, ExportError, ExportOptions, Exporter, Layout, Prepared, Rendered, ceil_whole,

@@ -820,13 +820,16 @@ local function show(name, job)
     "|mem_per_tres=" .. tostring(job.mem_per_tres) .. "|cpus_per_task=" ..
     tostring(job.cpus_per_task) .. "|msgs=" .. table.concat(msgs, " / "))
 end
-show("named", { comment = "resnet18", cpus_per_task = slurm.NO_VAL16 })
-show("padded", { comment = " alexnet " })
-show("none", { cpus_per_task = slurm.NO_VAL16 })
-show("empty", { comment = "" })
-show("unknown", { comment = "gpt-17" })
-show("own-cpus", { comment = "resnet18", cpus_per_task = 4 })
-show("own-mem", { comment = "resnet18", min_mem_per_node = 8192 })
+-- Slurm 22.05 writes TRES as "gres:gpu:N", later releases as "gres/gpu:N".
+show("named", { comment = "resnet18", tres_per_job = "gres:gpu:2", cpus_per_task = slurm.NO_VAL16 })
+show("newer", { comment = "resnet18", tres_per_node = "gres/gpu:1" })
+show("padded", { comment = " alexnet ", tres_per_node = "gres:gpu:2" })
+show("none", { tres_per_job = "gres:gpu:1", cpus_per_task = slurm.NO_VAL16 })
+show("empty", { comment = "", tres_per_job = "gres:gpu:1" })
+show("unknown", { comment = "gpt-17", tres_per_job = "gres:gpu:1" })
+show("no-gpu", { comment = "resnet18" })
+show("own-cpus", { comment = "resnet18", tres_per_job = "gres:gpu:1", cpus_per_task = 4 })
+show("own-mem", { comment = "resnet18", tres_per_job = "gres:gpu:1", min_mem_per_node = 8192 })
 print("modify|rc=" .. tostring(slurm_job_modify({}, {}, {}, 1000)))
 "#;
 
@@ -871,10 +874,11 @@ fn slurm_plugin_applies_the_table_to_jobs_whose_comment_names_a_model() {
     };
     assert_eq!(
         line("named"),
-        "named|rc=0|cpus_per_tres=gres/gpu:9|mem_per_tres=gres/gpu:59605|cpus_per_task=65534|\
+        "named|rc=0|cpus_per_tres=gres:gpu:9|mem_per_tres=gres:gpu:59605|cpus_per_task=65534|\
          msgs=user: profiler demands: resnet18: --cpus-per-gpu=9 --mem-per-gpu=59605"
     );
-    assert!(line("padded").contains("cpus_per_tres=gres/gpu:12|mem_per_tres=gres/gpu:119210"));
+    assert!(line("newer").contains("cpus_per_tres=gres/gpu:9|mem_per_tres=gres/gpu:59605"));
+    assert!(line("padded").contains("cpus_per_tres=gres:gpu:12|mem_per_tres=gres:gpu:119210"));
     assert_eq!(
         line("none"),
         "none|rc=0|cpus_per_tres=nil|mem_per_tres=nil|cpus_per_task=65534|msgs="
@@ -892,15 +896,21 @@ fn slurm_plugin_applies_the_table_to_jobs_whose_comment_names_a_model() {
         unknown.contains("user: profiler demands: no profile for model 'gpt-17'"),
         "{unknown}"
     );
+    let no_gpu = line("no-gpu");
+    assert!(
+        no_gpu.starts_with("no-gpu|rc=0|cpus_per_tres=nil|mem_per_tres=nil|"),
+        "{no_gpu}"
+    );
+    assert!(no_gpu.contains("the job asks for no GPU"), "{no_gpu}");
     let own = line("own-cpus");
     assert!(
-        own.contains("cpus_per_tres=nil|mem_per_tres=gres/gpu:59605|cpus_per_task=4"),
+        own.contains("cpus_per_tres=nil|mem_per_tres=gres:gpu:59605|cpus_per_task=4"),
         "{own}"
     );
     assert!(own.contains("sets --cpus-per-task"), "{own}");
     let own = line("own-mem");
     assert!(
-        own.contains("cpus_per_tres=gres/gpu:9|mem_per_tres=nil"),
+        own.contains("cpus_per_tres=gres:gpu:9|mem_per_tres=nil"),
         "{own}"
     );
     assert_eq!(line("modify"), "modify|rc=0");
