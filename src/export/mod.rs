@@ -353,13 +353,16 @@ pub fn export(opts: &ExportOptions, stdout: &mut dyn Write) -> Result<ExportRepo
     };
     match (exporter.layout(), opts.output.as_deref()) {
         (Layout::File { .. }, _) if to_stdout => {
-            let stdout_path = Path::new("<stdout>");
-            for a in &rendered.artifacts {
-                stdout
-                    .write_all(&a.bytes)
-                    .map_err(ExportError::io(stdout_path))?;
+            let written = rendered
+                .artifacts
+                .iter()
+                .try_for_each(|a| stdout.write_all(&a.bytes))
+                .and_then(|()| stdout.flush());
+            match written {
+                // The reader stopped early (`| head`): what it read is all it wanted.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                r => r.map_err(ExportError::io(Path::new("<stdout>")))?,
             }
-            stdout.flush().map_err(ExportError::io(stdout_path))?;
         }
         (Layout::File { .. }, Some(path)) => {
             let bytes: Vec<u8> = rendered
