@@ -30,12 +30,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(outcome) => {
                     print!("{}", render_summary(&outcome.matrix));
                     if opts.caps {
+                        let path = outcome.path.display();
                         println!(
-                            "wrote {} ({} launch{}, {:.1} s)",
-                            outcome.path.display(),
+                            "wrote {path} ({} launch{}, {:.1} s)",
                             outcome.launches,
                             if outcome.launches == 1 { "" } else { "es" },
                             outcome.wall_s
+                        );
+                        println!(
+                            "next: profiler show {path} --demand    (best-case CPU and memory)\n      \
+                             profiler plot {path}             (sensitivity curves into plots/)\n      \
+                             profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
                         );
                     } else {
                         println!(
