@@ -389,7 +389,7 @@ fn rich_matrix() -> Matrix {
 /// Writes `m` as a matrix file in `dir`.
 fn write_matrix(dir: &Path, name: &str, m: &Matrix) -> PathBuf {
     let p = dir.join(format!("{name}.matrix.jsonl"));
-    std::fs::write(&p, profiler::replay::zoo::to_jsonl(m)).unwrap();
+    std::fs::write(&p, m.to_jsonl()).unwrap();
     p
 }
 
