@@ -30,12 +30,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(outcome) => {
                     print!("{}", render_summary(&outcome.matrix));
                     if opts.caps {
+                        let path = outcome.path.display();
                         println!(
-                            "wrote {} ({} launch{}, {:.1} s)",
-                            outcome.path.display(),
+                            "wrote {path} ({} launch{}, {:.1} s)",
                             outcome.launches,
                             if outcome.launches == 1 { "" } else { "es" },
                             outcome.wall_s
+                        );
+                        println!(
+                            "next: profiler show {path} --demand    (best-case CPU and memory)\n      \
+                             profiler plot {path}             (sensitivity curves into plots/)\n      \
+                             profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
                         );
                     } else {
                         println!(
@@ -91,6 +96,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             progress.finish();
             let summary = summary?;
             print!("{}", profiler::replay::report::render(&summary));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(args) => {
+            let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
+            for note in &report.notes {
+                eprintln!("note: {note}");
+            }
+            for path in &report.written {
+                eprintln!("wrote {}", path.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Show(args) => {

@@ -69,16 +69,24 @@ profiler validate --job workloads/input-pipeline.toml --resume"
     /// Draw a matrix's sensitivity curves (throughput vs CPUs, vs memory, heat map) as PNG and
     /// SVG, and one chart of every model's CPU curve when given several.
     #[command(
-        long_about = "Draw a matrix's sensitivity curves, as the Synergy paper shows them, into PNG and SVG files.
-
-For each matrix (and each combination of its swept parameters): throughput against CPUs, one line per memory level (<name>.cpu); against memory, one line per CPU level (<name>.memory); and a CPU x memory heat map with each cell's value (<name>.heatmap). Measured cells are filled symbols on solid lines, modelled cells hollow symbols on dashed lines (~ in the heat map), failed and infeasible cells a red x (hatched grey). The best-case demand (as `show --demand` chooses it) is a star, the server's proportional share a dashed line. Given several matrices, overview.png has one line per model: throughput against CPUs per GPU at the share's memory.
-
-By default values are the matrix's own: samples/s, cores, GiB. --normalize proportional gives Synergy's view: throughput divided by the throughput at the proportional share of --server, levels per GPU (CPU-only matrices count as one accelerator); those files end in .normalized. When the matrix records a cache-model validation (`profiler validate`), the charts say how accurate it was.
-
-Examples:
-  profiler plot matrices/zoo/*.matrix.jsonl --normalize proportional
-  profiler plot matrices/input-pipeline.matrix.jsonl -o plots/input-pipeline
-  profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --server 32:8:1000"
+        long_about = "Draw a matrix's sensitivity curves, as the Synergy paper shows them, into \
+PNG and SVG files.\n\n\
+For each matrix (and each combination of its swept parameters): throughput against CPUs, one \
+line per memory level (<name>.cpu); against memory, one line per CPU level (<name>.memory); and \
+a CPU x memory heat map with each cell's value (<name>.heatmap). Measured cells are filled \
+symbols on solid lines, modelled cells hollow symbols on dashed lines (~ in the heat map), \
+failed and infeasible cells a red x (hatched grey). The best-case demand (as `show --demand` \
+chooses it) is a star, the server's proportional share a dashed line. Given several matrices, \
+overview.png has one line per model: throughput against CPUs per GPU at the share's memory. \
+The files written are listed at the end.\n\n\
+By default values are the matrix's own: samples/s, cores, GiB. --normalize proportional gives \
+Synergy's view: throughput divided by the throughput at the proportional share of --server, \
+levels per GPU (CPU-only matrices count as one accelerator); those files end in .normalized. \
+When the matrix records a cache-model validation (`profiler validate`), the charts say how \
+accurate it was.\n\n\
+Examples:\n  profiler plot matrices/zoo/*.matrix.jsonl --normalize proportional\n  \
+profiler plot matrices/examples/*.matrix.jsonl -o plots/examples\n  \
+profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --server 32:8:1000"
     )]
     Plot(PlotArgs),
     /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
@@ -86,6 +94,10 @@ Examples:
     // Boxed: the replay options are far larger than the other commands' (clippy
     // `large_enum_variant`).
     Replay(Box<crate::replay::cli::ReplayArgs>),
+    /// Write matrices in formats other tools read: tables (CSV, Parquet, JSON), Synergy, Blox
+    /// and Gavel simulator inputs, Slurm and Kubernetes resource requests.
+    #[command(long_about = crate::export::cli::LONG_ABOUT)]
+    Export(crate::export::cli::ExportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

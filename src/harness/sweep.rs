@@ -690,14 +690,31 @@ impl Sweep<'_> {
         started: Instant,
     ) -> Result<Result<(), Cell>, SweepError> {
         let m = self.opts.spec.spec.measure.clone();
-        let mut first: Option<Instant> = None;
+        // One pass over the dataset, so a launch's first cell sees a warm page cache.
+        let pass_samples = match (&self.dataset, m.warmup_pass) {
+            (Some(ds), true) => self
+                .opts
+                .spec
+                .spec
+                .dataset
+                .as_ref()
+                .and_then(|d| d.samples)
+                .unwrap_or(ds.files) as f64,
+            _ => 0.0,
+        };
+        let mut first: Option<(Instant, f64)> = None;
+        let mut read = 0.0;
         loop {
             if self.cancelled() {
                 return Err(self.interrupted());
             }
-            if !run.poll().is_empty() && first.is_none() {
-                first = Some(Instant::now());
+            let reports = run.poll();
+            if let (Some(r), None) = (reports.first(), first) {
+                first = Some((Instant::now(), r.samples));
                 self.observer.status(&format!("{}: warming up", label(p)));
+            }
+            if let (Some(last), Some((_, base))) = (reports.last(), first) {
+                read = last.samples - base;
             }
             if run.job.try_status().is_some() {
                 return Ok(Err(self.death_cell(
@@ -708,7 +725,13 @@ impl Sweep<'_> {
                 )));
             }
             match first {
-                Some(f) if f.elapsed().as_secs_f64() >= m.warmup_s => return Ok(Ok(())),
+                Some((f, _))
+                    if f.elapsed().as_secs_f64() >= m.warmup_s
+                        && (read >= pass_samples
+                            || f.elapsed().as_secs_f64() >= m.startup_timeout_s) =>
+                {
+                    return Ok(Ok(()));
+                }
                 None if started.elapsed().as_secs_f64() > m.startup_timeout_s => {
                     let mut note = format!(
                         "no progress within startup_timeout_s = {} s; expected {}",

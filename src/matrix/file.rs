@@ -77,6 +77,19 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, MatrixError> {
     Ok(Matrix { header, cells })
 }
 
+impl Matrix {
+    /// The matrix as JSON lines, exactly as [`MatrixWriter`] writes it.
+    pub fn to_jsonl(&self) -> String {
+        let mut s = serde_json::to_string(&self.header).expect("header serializes");
+        s.push('\n');
+        for c in &self.cells {
+            s.push_str(&serde_json::to_string(c).expect("cell serializes"));
+            s.push('\n');
+        }
+        s
+    }
+}
+
 /// Replaces the header line of the matrix at `path`, keeping every cell line byte for byte.
 /// The new file is written beside the old one and renamed over it, so a crash leaves either.
 pub fn rewrite_header(path: &Path, header: &MatrixHeader) -> Result<(), MatrixError> {

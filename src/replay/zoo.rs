@@ -145,17 +145,6 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
     Ok(out)
 }
 
-/// Renders a matrix as JSON lines, exactly as [`crate::matrix::MatrixWriter`] writes it.
-pub fn to_jsonl(m: &Matrix) -> String {
-    let mut s = serde_json::to_string(&m.header).expect("header serializes");
-    s.push('\n');
-    for c in &m.cells {
-        s.push_str(&serde_json::to_string(c).expect("cell serializes"));
-        s.push('\n');
-    }
-    s
-}
-
 /// Relative directory of a shape's matrices (`matrices/zoo` for the default 3 CPUs per GPU).
 pub fn shape_dir(shape: u32) -> String {
     if shape == 3 {

@@ -112,6 +112,10 @@ pub struct MeasureSpec {
     pub max_s: f64,
     /// Seconds to wait for the first progress report before the cell fails.
     pub startup_timeout_s: f64,
+    /// Also warm up until the job has read its whole dataset once (`dataset.samples` samples
+    /// after its first report), so the page cache holds what it holds in steady state before
+    /// the first cell of a launch is measured. Bounded by `startup_timeout_s`.
+    pub warmup_pass: bool,
 }
 
 impl Default for MeasureSpec {
@@ -124,6 +128,7 @@ impl Default for MeasureSpec {
             steady_cv: 0.05,
             max_s: 60.0,
             startup_timeout_s: 300.0,
+            warmup_pass: true,
         }
     }
 }

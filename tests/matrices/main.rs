@@ -2,4 +2,5 @@
 //! One test binary (polars makes each large to link), one module per concern.
 
 mod demand;
+mod export;
 mod plot;
