@@ -490,3 +490,19 @@ fn each_parameter_combination_gets_its_own_charts() {
     );
     assert!((all[1].best.value - 2.0 * all[0].best.value).abs() < 1e-6);
 }
+
+#[test]
+fn shipped_validated_example_says_how_good_its_model_is() {
+    let v = view_of(
+        &[example("input-pipeline.validated")],
+        &PlotOptions::default(),
+        "input-pipeline",
+    );
+    let line = v.validation.clone().unwrap();
+    assert!(
+        line.starts_with("validated: page-cache model median |error| 3.1%"),
+        "{line}"
+    );
+    let svg = memory_chart(&v).to_svg_string().unwrap();
+    assert!(svg.contains(&line));
+}
