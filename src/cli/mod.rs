@@ -15,7 +15,11 @@ use std::path::PathBuf;
     long_about = "Profile deep-learning training jobs under real cgroup CPU and memory caps into \
 CPU x memory throughput matrices (Synergy-style optimistic profiling), inspect them, and replay \
 cluster schedules with them offline.\n\n\
-Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  profiler show matrices/input-pipeline.matrix.jsonl\n  \
+Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  \
+profiler show matrices/input-pipeline.matrix.jsonl --demand\n  \
+profiler plot matrices/input-pipeline.matrix.jsonl\n  \
+profiler export matrices/input-pipeline.matrix.jsonl --format csv -o input-pipeline.csv\n  \
+profiler validate --job workloads/input-pipeline.toml\n  \
 profiler replay --compare fifo+proportional,fifo+tune,fifo+opt"
 )]
 pub struct Cli {
