@@ -397,6 +397,20 @@ mod tests {
 
     proptest! {
         #[test]
+        fn server_shapes_parse_without_panics_and_round_trip(
+            text in "\\PC{0,24}",
+            cpus in 1u32..100_000,
+            gpus in 1u32..1000,
+            mem in 1u32..1_000_000,
+        ) {
+            if let Ok(s) = text.parse::<ServerShape>() {
+                prop_assert!(s.share_cpus() > 0.0 && s.share_mem_gb().is_finite());
+            }
+            let s: ServerShape = format!("{cpus}:{gpus}:{mem}").parse().unwrap();
+            prop_assert_eq!(s.to_string().parse::<ServerShape>().unwrap(), s);
+        }
+
+        #[test]
         fn interpolation_is_monotone_and_bounded(
             rates in proptest::collection::vec(0.0f64..1e4, 9),
             c1 in 0.0f64..10.0, c2 in 0.0f64..10.0,
