@@ -32,6 +32,7 @@ fn report_bandwidths() {
 fn bench_predict(c: &mut Criterion) {
     report_bandwidths();
     let model = CacheModel::new(CacheModelInputs {
+        kind: profiler::matrix::CacheKind::Minio,
         dataset_bytes: 150 << 30,
         storage_bytes_per_s: 500e6,
         memory_bytes_per_s_per_core: 10e9,

@@ -1,15 +1,24 @@
-//! MinIO cache model used by optimistic profiling to fill the memory axis.
+//! Cache models used by optimistic profiling to fill the memory axis.
 //!
 //! Synergy (OSDI'22) measures a job along the CPU axis only, with all memory available (so the
 //! whole dataset sits in the page cache), and *models* the memory axis:
 //!
 //! ```text
-//! epoch_time(c, x) = max(T_cpu(c), x * D / B_mem(c) + (1 - x) * D / B_disk)
+//! epoch_time(c, x) = max(T_cpu(c), h(x) * D / B_mem(c) + (1 - h(x)) * D / B_disk)
 //! ```
 //!
 //! * `D`: dataset size in bytes ([`CacheModelInputs::dataset_bytes`]);
-//! * `x`: fraction of the dataset that stays cached, `min(1, cache / D)`, where the page cache
+//! * `x`: the part of the dataset the cache can hold, `min(1, cache / D)`, where the page cache
 //!   available to the job is `memory_limit - job_resident` (clamped at 0);
+//! * `h(x)`: the hit ratio, the part of each epoch's reads served from the cache, which depends
+//!   on how the job's data loader caches ([`CacheKind`]):
+//!   * [`CacheKind::Minio`] (Synergy's assumption, its MinIO cache): a fixed subset stays
+//!     cached and is never evicted, so `h(x) = x`;
+//!   * [`CacheKind::PageCache`]: the job reads files through the kernel's page cache, which
+//!     evicts the least recently used pages, and visits the dataset in a fresh random order every
+//!     epoch (PyTorch's `DataLoader(shuffle=True)`). Then `h(x) = x + (1 - x) ln(1 - x)`, far
+//!     below `x` (25% of the dataset cached gives 3.4% hits, 50% gives 15%); see
+//!     [`page_cache_hit_ratio`] for the derivation;
 //! * `B_disk`: storage read bandwidth ([`measure_storage_read_bandwidth`]);
 //! * `B_mem(c)`: memory read bandwidth with `c` cores, `c` times the single-core bandwidth
 //!   ([`measure_memory_read_bandwidth_per_core`]);
@@ -18,11 +27,6 @@
 //!
 //! # Assumptions (why the model is *optimistic*)
 //!
-//! * MinIO caching: a fixed subset (`x` of the data) stays cached for the whole run and is never
-//!   evicted, so every epoch reads exactly `(1 - x) * D` bytes from storage. Linux's LRU page
-//!   cache under a cyclic or shuffled access pattern can thrash and do much worse (in the worst
-//!   case, a cyclic scan over a dataset slightly larger than the cache misses on every read), so
-//!   real throughput under a memory cap may be *below* the model's figure.
 //! * Reading from storage overlaps perfectly with computation (hence the `max`).
 //! * The measured full-memory rate is the truth when the whole dataset fits: the model never
 //!   predicts more than it, and returns it exactly when `x = 1`.
@@ -31,8 +35,9 @@
 //! * `B_mem(c)` is per-core bandwidth times `c` with no machine-wide cap, because
 //!   [`CacheModelInputs`] records no machine total; at the core counts where the cap would bind,
 //!   the memory term is far below `T_cpu` for realistic jobs, so the omission rarely matters.
+//! * Samples are of similar size, so a fraction of the bytes is the same fraction of the reads.
 
-use crate::matrix::CacheModelInputs;
+use crate::matrix::{CacheKind, CacheModelInputs};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::AsFd;
@@ -64,10 +69,12 @@ pub enum CacheModelError {
 /// What the model predicts for one cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Prediction {
-    /// The job fits; `cached_fraction` is the `x` the model used (1.0 = whole dataset cached).
+    /// The job fits; `cached_fraction` is the `x` the model used (1.0 = whole dataset cached),
+    /// `hit_ratio` the `h(x)` it implies.
     Feasible {
         samples_per_s: f64,
         cached_fraction: f64,
+        hit_ratio: f64,
     },
     /// The memory limit is below the job's own resident memory: it would be OOM-killed.
     Infeasible,
@@ -82,7 +89,30 @@ impl Prediction {
     }
 }
 
-/// The MinIO cache model; see the module documentation for the formula and its assumptions.
+/// Hit ratio of an LRU cache that holds a fraction `x` of a dataset read once per epoch in a
+/// fresh uniformly random order: `h(x) = x + (1 - x) ln(1 - x)` (0 at 0, 1 at 1, increasing).
+///
+/// Derivation: take an item read at relative position `u` of one epoch and `v` of the next
+/// (independent, uniform). Between the two reads the job reads the `1 - u` tail of the first
+/// permutation and the `v` head of the second; being independent random sets, their union
+/// covers `1 - (1 - (1 - u))(1 - v) = 1 - u(1 - v)` of the dataset (in expectation, and sharply
+/// so for many items). LRU still holds the item iff fewer than `x` of the dataset was read in
+/// between, i.e. iff `u(1 - v) > 1 - x`. With `a = u`, `b = 1 - v` uniform,
+/// `P(ab > t) = 1 - t + t ln t` for `t = 1 - x`, which is the formula. The kernel's page cache
+/// approximates LRU with an active and an inactive list; how close it comes on a given kernel
+/// and job is what `profiler validate` measures.
+pub fn page_cache_hit_ratio(x: f64) -> f64 {
+    if x.is_nan() || x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let t = 1.0 - x;
+    (x + t * t.ln()).clamp(0.0, x)
+}
+
+/// A cache model; see the module documentation for the formula and its assumptions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CacheModel {
     pub inputs: CacheModelInputs,
@@ -91,6 +121,21 @@ pub struct CacheModel {
 impl CacheModel {
     pub fn new(inputs: CacheModelInputs) -> Self {
         CacheModel { inputs }
+    }
+
+    /// The same inputs under another cache model (to compare models on the same cells).
+    pub fn with_kind(&self, kind: CacheKind) -> Self {
+        let mut inputs = self.inputs.clone();
+        inputs.kind = kind;
+        CacheModel { inputs }
+    }
+
+    /// Part of each epoch's reads served from the cache when it holds `x` of the dataset.
+    pub fn hit_ratio(&self, x: f64) -> f64 {
+        match self.inputs.kind {
+            CacheKind::Minio => x.clamp(0.0, 1.0),
+            CacheKind::PageCache => page_cache_hit_ratio(x),
+        }
     }
 
     /// Predicted throughput at `cpu` cores under `memory_limit_bytes`, from the rate measured at
@@ -126,9 +171,11 @@ impl CacheModel {
             return Prediction::Feasible {
                 samples_per_s: measured,
                 cached_fraction: 1.0,
+                hit_ratio: 1.0,
             };
         }
         let x = cache_bytes as f64 / dataset_bytes as f64;
+        let hit = self.hit_ratio(x);
 
         let mem_bw = self.inputs.memory_bytes_per_s_per_core * cpu;
         let mem_bw = if mem_bw.is_finite() && mem_bw > 0.0 {
@@ -147,13 +194,15 @@ impl CacheModel {
             return Prediction::Feasible {
                 samples_per_s: 0.0,
                 cached_fraction: x,
+                hit_ratio: hit,
             };
         }
-        // io_time = D * (1/B_disk + x * (1/B_mem - 1/B_disk)); the coefficient of x is <= 0 and
-        // every float operation is monotone, so io_time is non-increasing in x even after rounding.
+        // io_time = D * (1/B_disk + h * (1/B_mem - 1/B_disk)); the coefficient of h is <= 0, h is
+        // non-decreasing in x and every float operation is monotone, so io_time is
+        // non-increasing in x even after rounding.
         let inv_disk = 1.0 / disk_bw;
         let inv_mem = 1.0 / mem_bw;
-        let io_time_s = dataset_bytes as f64 * (inv_disk + x * (inv_mem - inv_disk));
+        let io_time_s = dataset_bytes as f64 * (inv_disk + hit * (inv_mem - inv_disk));
         let io_rate = dataset_samples as f64 / io_time_s;
         let samples_per_s = if io_rate.is_nan() {
             measured
@@ -163,6 +212,7 @@ impl CacheModel {
         Prediction::Feasible {
             samples_per_s,
             cached_fraction: x,
+            hit_ratio: hit,
         }
     }
 }
@@ -257,6 +307,7 @@ mod tests {
 
     fn model(dataset_bytes: u64, storage: f64, mem_per_core: f64) -> CacheModel {
         CacheModel::new(CacheModelInputs {
+            kind: CacheKind::Minio,
             dataset_bytes,
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: mem_per_core,
@@ -275,7 +326,8 @@ mod tests {
             p,
             Prediction::Feasible {
                 samples_per_s: 1234.5,
-                cached_fraction: 1.0
+                cached_fraction: 1.0,
+                hit_ratio: 1.0
             }
         );
     }
@@ -308,6 +360,7 @@ mod tests {
             Prediction::Feasible {
                 samples_per_s,
                 cached_fraction,
+                ..
             } => {
                 assert!((cached_fraction - 0.5).abs() < 1e-12);
                 assert!((samples_per_s - expected).abs() / expected < 1e-9);
@@ -393,7 +446,82 @@ mod tests {
     }
 
     fn arb_model() -> impl Strategy<Value = CacheModel> {
-        (1u64..(1 << 42), 1e3f64..1e11, 1e6f64..1e11).prop_map(|(d, disk, mem)| model(d, disk, mem))
+        (1u64..(1 << 42), 1e3f64..1e11, 1e6f64..1e11, any::<bool>()).prop_map(
+            |(d, disk, mem, lru)| {
+                let kind = if lru {
+                    CacheKind::PageCache
+                } else {
+                    CacheKind::Minio
+                };
+                model(d, disk, mem).with_kind(kind)
+            },
+        )
+    }
+
+    /// Hit ratio of a real LRU cache of `cache` items over `n` items read in a fresh seeded
+    /// random order every epoch, over `epochs` epochs after a warm-up epoch.
+    fn simulated_lru_hit_ratio(n: usize, cache: usize, epochs: usize) -> f64 {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::{Rng, SeedableRng};
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut last_use = vec![0u64; n]; // 0 = never read
+        let mut cached = std::collections::BTreeSet::new(); // (last use, item)
+        let (mut clock, mut hits, mut reads) = (0u64, 0u64, 0u64);
+        for epoch in 0..=epochs {
+            let mut order: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            for item in order {
+                clock += 1;
+                let hit = cached.remove(&(last_use[item], item));
+                if epoch > 0 {
+                    reads += 1;
+                    hits += hit as u64;
+                }
+                if !hit && cached.len() == cache {
+                    let oldest = *cached.iter().next().expect("cache is full");
+                    cached.remove(&oldest);
+                }
+                last_use[item] = clock;
+                cached.insert((clock, item));
+            }
+        }
+        hits as f64 / reads as f64
+    }
+
+    #[test]
+    fn page_cache_hit_ratio_matches_a_simulated_lru() {
+        for pct in [10, 25, 50, 75, 90] {
+            let n = 4000;
+            let simulated = simulated_lru_hit_ratio(n, n * pct / 100, 20);
+            let formula = page_cache_hit_ratio(pct as f64 / 100.0);
+            assert!(
+                (simulated - formula).abs() < 0.01,
+                "{pct}% cached: simulated {simulated:.4}, formula {formula:.4}"
+            );
+            // And far below what a never-evicting cache of the same size would give.
+            assert!(formula < pct as f64 / 100.0);
+        }
+        assert_eq!(page_cache_hit_ratio(0.0), 0.0);
+        assert_eq!(page_cache_hit_ratio(1.0), 1.0);
+        assert_eq!(page_cache_hit_ratio(f64::NAN), 0.0);
+    }
+
+    #[test]
+    fn page_cache_model_predicts_less_than_minio_for_a_storage_bound_job() {
+        // 100 MB dataset, 30 MB/s storage, a quarter cached, CPU allows 10x what storage does.
+        let d = 100_000_000u64;
+        let minio = model(d, 30e6, 1e10);
+        let lru = minio.with_kind(CacheKind::PageCache);
+        let args = (3000.0, 2.0, d / 4 + 1000, 1000, 2000);
+        let r_minio = rate(minio.predict_samples_per_s(args.0, args.1, args.2, args.3, args.4));
+        let r_lru = rate(lru.predict_samples_per_s(args.0, args.1, args.2, args.3, args.4));
+        // Storage-bound: 2000 samples need (1 - h) x 100 MB at 30 MB/s.
+        let expect = |h: f64| 2000.0 / ((1.0 - h) * d as f64 / 30e6 + h * d as f64 / 2e10);
+        assert!((r_minio - expect(0.25)).abs() / r_minio < 1e-9);
+        assert!((r_lru - expect(page_cache_hit_ratio(0.25))).abs() / r_lru < 1e-9);
+        assert!(r_lru < 0.8 * r_minio, "{r_lru} vs {r_minio}");
     }
 
     proptest! {
@@ -406,7 +534,7 @@ mod tests {
             resident in 0u64..(1 << 36),
             samples in 0u64..1_000_000_000,
         ) {
-            if let Prediction::Feasible { samples_per_s, cached_fraction } =
+            if let Prediction::Feasible { samples_per_s, cached_fraction, .. } =
                 m.predict_samples_per_s(measured, cpu, limit, resident, samples)
             {
                 prop_assert!(samples_per_s <= measured);
@@ -447,7 +575,7 @@ mod tests {
             let limit = resident + m.inputs.dataset_bytes + extra;
             prop_assert_eq!(
                 m.predict_samples_per_s(measured, cpu, limit, resident, samples),
-                Prediction::Feasible { samples_per_s: measured, cached_fraction: 1.0 }
+                Prediction::Feasible { samples_per_s: measured, cached_fraction: 1.0, hit_ratio: 1.0 }
             );
         }
 

@@ -1,8 +1,8 @@
 use anyhow::Context;
 use clap::Parser;
 use profiler::cli::{Cli, Command};
-use profiler::harness::{signals, sweep};
-use profiler::matrix::{load_matrix, render_cells, render_summary};
+use profiler::harness::{signals, sweep, validate};
+use profiler::matrix::{load_matrix, render_cells, render_demands, render_summary};
 use profiler::output::progress::SweepProgress;
 use profiler::output::replay_progress::ReplayProgress;
 use std::process::ExitCode;
@@ -30,12 +30,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(outcome) => {
                     print!("{}", render_summary(&outcome.matrix));
                     if opts.caps {
+                        let path = outcome.path.display();
                         println!(
-                            "wrote {} ({} launch{}, {:.1} s)",
-                            outcome.path.display(),
+                            "wrote {path} ({} launch{}, {:.1} s)",
                             outcome.launches,
                             if outcome.launches == 1 { "" } else { "es" },
                             outcome.wall_s
+                        );
+                        println!(
+                            "next: profiler show {path} --demand    (best-case CPU and memory)\n      \
+                             profiler plot {path}             (sensitivity curves into plots/)\n      \
+                             profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
                         );
                     } else {
                         println!(
@@ -51,12 +56,56 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Err(e) => Err(e.into()),
             }
         }
+        Command::Validate(args) => {
+            let spec = profiler::spec::load_spec(&args.job)?;
+            let (opts, record_in) = args.into_options(spec);
+            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+            let mut progress = SweepProgress::new();
+            let result = validate::run_validate(&opts, &record_in, &mut progress, &cancel);
+            progress.finish();
+            match result {
+                Ok(outcome) => {
+                    let h = &outcome.matrix.header;
+                    let validation = h.validation.as_ref().context("validation recorded")?;
+                    let chosen = h.cache_model.as_ref().map(|c| c.kind);
+                    print!("{}", validate::render(validation, chosen));
+                    println!("recorded in {}", outcome.path.display());
+                    for p in &outcome.also_recorded_in {
+                        println!("recorded in {}", p.display());
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(validate::ValidateError::Sweep(e @ sweep::SweepError::Interrupted { .. })) => {
+                    eprintln!("{e}");
+                    Ok(ExitCode::from(130))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+        Command::Plot(args) => {
+            let written =
+                profiler::plot::sensitivity::plot_files(&args.matrices, &args.to_options())?;
+            for p in &written {
+                println!("wrote {}", p.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay(args) => {
             let progress = ReplayProgress::new();
             let summary = profiler::replay::run_observed(&args.to_options()?, &progress);
             progress.finish();
             let summary = summary?;
             print!("{}", profiler::replay::report::render(&summary));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(args) => {
+            let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
+            for note in &report.notes {
+                eprintln!("note: {note}");
+            }
+            for path in &report.written {
+                eprintln!("wrote {}", path.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Show(args) => {
@@ -69,6 +118,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print!("{}", render_cells(&matrix));
             } else {
                 print!("{}", render_summary(&matrix));
+            }
+            if args.demand {
+                let d = &args.demand_args;
+                print!(
+                    "{}",
+                    render_demands(&matrix, &d.server, d.eps, d.weights())
+                        .with_context(|| args.file.display().to_string())?
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -6,7 +6,8 @@
 
 use profiler::harness::cgroup::{CapsError, CgroupRoot};
 use profiler::harness::sweep::{Silent, SweepError, SweepOptions, run_sweep};
-use profiler::matrix::{Cell, CellSource, load_matrix};
+use profiler::harness::validate::{self, run_validate};
+use profiler::matrix::{CacheKind, Cell, CellSource, load_matrix};
 use profiler::spec::{LoadedSpec, SpecError, parse_spec};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -211,6 +212,61 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
     assert!(
         cache(small) <= small.memory_bytes,
         "page cache bounded by the cap"
+    );
+}
+
+#[test]
+fn validate_finds_the_page_cache_model_closer_than_minio_on_a_shuffled_job() {
+    require_caps!();
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // The job reads its files in a fresh random order every epoch through the page cache. At
+    // 40% of the dataset an LRU cache hits 9% of reads where a never-evicting (MinIO) cache
+    // would hit 40%: storage-bound, MinIO predicts ~50% more than the page-cache model.
+    let spec = pipeline_spec(
+        dir.path(),
+        "validate",
+        2.0,
+        // 4 MB/s keeps the job storage-bound below the top level even on a loaded machine.
+        "cpu = [2]\nmemory_pct_of_dataset = [40, 150]\nstorage_read_mb_s = 4",
+    );
+    let out = dir.path().join("v.matrix.jsonl");
+    let sweep_matrix = dir.path().join("sweep.matrix.jsonl");
+    // A matrix of the same job where the result must be recorded too.
+    let mut other = profiler::matrix::load_matrix(Path::new(
+        "matrices/examples/input-pipeline.modelled.matrix.jsonl",
+    ))
+    .unwrap();
+    other.header.job.name = "validate".into();
+    std::fs::write(&sweep_matrix, other.to_jsonl()).unwrap();
+    let outcome = run_validate(
+        &options(spec, out.clone(), "profiler-test-validate"),
+        std::slice::from_ref(&sweep_matrix),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("validate runs");
+    let v = outcome.matrix.header.validation.clone().expect("recorded");
+    eprint!("{}", validate::render(&v, None));
+    assert_eq!(v.cells.len(), 1, "one cell below the top memory level");
+    let err = |k| validate::error_pct(&v.cells[0], k).abs();
+    assert!(
+        err(CacheKind::PageCache) < err(CacheKind::Minio),
+        "page cache {:.1}% vs MinIO {:.1}%",
+        err(CacheKind::PageCache),
+        err(CacheKind::Minio)
+    );
+    assert!(err(CacheKind::PageCache) < 20.0, "{v:?}");
+    assert!(err(CacheKind::Minio) > 20.0, "{v:?}");
+    // On disk, in both matrices.
+    assert_eq!(
+        load_matrix(&out).unwrap().header.validation,
+        Some(v.clone())
+    );
+    assert_eq!(outcome.also_recorded_in, vec![sweep_matrix.clone()]);
+    assert_eq!(
+        load_matrix(&sweep_matrix).unwrap().header.validation,
+        Some(v)
     );
 }
 

@@ -24,7 +24,7 @@ fn zoo_generate() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(zoo::shape_dir(shape));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{}.matrix.jsonl", matrix.header.job.model));
-        std::fs::write(path, zoo::to_jsonl(&matrix)).unwrap();
+        std::fs::write(path, matrix.to_jsonl()).unwrap();
     }
 }
 
@@ -38,7 +38,7 @@ fn zoo_files_match_converter_and_best_cases() {
         let committed = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             committed,
-            zoo::to_jsonl(&matrix),
+            matrix.to_jsonl(),
             "{} is stale; rerun zoo_generate",
             path.display()
         );

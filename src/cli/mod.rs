@@ -2,6 +2,7 @@
 //! library module that does the work.
 
 use crate::harness::sweep::SweepOptions;
+use crate::matrix::{CostWeights, DEFAULT_EPS, ServerShape};
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -14,7 +15,11 @@ use std::path::PathBuf;
     long_about = "Profile deep-learning training jobs under real cgroup CPU and memory caps into \
 CPU x memory throughput matrices (Synergy-style optimistic profiling), inspect them, and replay \
 cluster schedules with them offline.\n\n\
-Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  profiler show matrices/input-pipeline.matrix.jsonl\n  \
+Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  \
+profiler show matrices/input-pipeline.matrix.jsonl --demand\n  \
+profiler plot matrices/input-pipeline.matrix.jsonl\n  \
+profiler export matrices/input-pipeline.matrix.jsonl --format csv -o input-pipeline.csv\n  \
+profiler validate --job workloads/input-pipeline.toml\n  \
 profiler replay --compare fifo+proportional,fifo+tune,fifo+opt"
 )]
 pub struct Cli {
@@ -30,8 +35,9 @@ pub enum Command {
 throughput matrix.\n\n\
 The job is started under a cgroup of its own (below /profiler), warmed up, and measured until \
 its throughput is steady. By default (memory = \"model\") only the CPU axis is measured, at the \
-largest memory level, and the memory axis is filled by the MinIO cache model; every cell says \
-whether it was measured or modelled. In live mode (the default where valid) a running job is \
+largest memory level, and the memory axis is filled by the spec's cache model (dataset.cache: \
+the kernel's page cache, or Synergy's MinIO cache); every cell says whether it was measured or \
+modelled (`profiler validate` checks the model against measurement). In live mode (the default where valid) a running job is \
 re-capped from one level to the next instead of being restarted.\n\n\
 Cells are appended to the matrix file as they finish: after Ctrl-C or a crash, run the same \
 command with --resume to finish the rest.\n\n\
@@ -43,13 +49,59 @@ profiler sweep --job workloads/resnet18.toml --resume\n  \
 profiler sweep --job workloads/my-job.toml --no-caps"
     )]
     Sweep(SweepArgs),
-    /// Print a matrix file as CPU x memory tables.
+    /// Print a matrix file as CPU x memory tables (and its best-case demand with --demand).
     Show(ShowArgs),
+    /// Measure every cell of a job's matrix and report how well each cache model predicts the
+    /// memory axis from the CPU axis.
+    #[command(
+        long_about = "Measure every cell of a job's matrix and report how well each cache model \
+predicts the memory axis from the CPU axis.\n\n\
+Optimistic profiling (`sweep`, memory = \"model\") measures only the top memory level of each \
+CPU level and models the rest. `validate` measures every cell instead (a sweep with \
+--memory measure, written to matrices/validation/<job>.matrix.jsonl by default), predicts the \
+same cells from the top level with each cache model (minio: Synergy's never-evicting cache; \
+page-cache: the kernel's LRU page cache under a fresh shuffle every epoch), and prints the \
+per-cell and median error. The result is recorded in the header of the validation matrix and \
+of the job's sweep matrix (matrices/<job>.matrix.jsonl, when it exists), so `show`, `export` \
+and `plot` report it.\n\n\
+The spec needs a [dataset] and at least two memory levels; a storage cap \
+(sweep.storage_read_mb_s) makes the memory axis matter on machines with fast disks.\n\n\
+Examples:\n  profiler validate --job workloads/input-pipeline.toml\n  \
+profiler validate --job workloads/input-pipeline.toml --resume"
+    )]
+    Validate(ValidateArgs),
+    /// Draw a matrix's sensitivity curves (throughput vs CPUs, vs memory, heat map) as PNG and
+    /// SVG, and one chart of every model's CPU curve when given several.
+    #[command(
+        long_about = "Draw a matrix's sensitivity curves, as the Synergy paper shows them, into \
+PNG and SVG files.\n\n\
+For each matrix (and each combination of its swept parameters): throughput against CPUs, one \
+line per memory level (<name>.cpu); against memory, one line per CPU level (<name>.memory); and \
+a CPU x memory heat map with each cell's value (<name>.heatmap). Measured cells are filled \
+symbols on solid lines, modelled cells hollow symbols on dashed lines (~ in the heat map), \
+failed and infeasible cells a red x (hatched grey). The best-case demand (as `show --demand` \
+chooses it) is a star, the server's proportional share a dashed line. Given several matrices, \
+overview.png has one line per model: throughput against CPUs per GPU at the share's memory. \
+The files written are listed at the end.\n\n\
+By default values are the matrix's own: samples/s, cores, GiB. --normalize proportional gives \
+Synergy's view: throughput divided by the throughput at the proportional share of --server, \
+levels per GPU (CPU-only matrices count as one accelerator); those files end in .normalized. \
+When the matrix records a cache-model validation (`profiler validate`), the charts say how \
+accurate it was.\n\n\
+Examples:\n  profiler plot matrices/zoo/*.matrix.jsonl --normalize proportional\n  \
+profiler plot matrices/examples/*.matrix.jsonl -o plots/examples\n  \
+profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --server 32:8:1000"
+    )]
+    Plot(PlotArgs),
     /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
     /// mechanisms, and report JCT, makespan and utilisation.
     // Boxed: the replay options are far larger than the other commands' (clippy
     // `large_enum_variant`).
     Replay(Box<crate::replay::cli::ReplayArgs>),
+    /// Write matrices in formats other tools read: tables (CSV, Parquet, JSON), Synergy, Blox
+    /// and Gavel simulator inputs, Slurm and Kubernetes resource requests.
+    #[command(long_about = crate::export::cli::LONG_ABOUT)]
+    Export(crate::export::cli::ExportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -103,15 +155,68 @@ impl SweepArgs {
             output,
             resume: self.resume,
             caps: !self.no_caps,
-            mode: self.mode.map(|m| match m {
-                ModeArg::Live => SweepMode::Live,
-                ModeArg::Relaunch => SweepMode::Relaunch,
-            }),
+            mode: self.mode.map(ModeArg::into_mode),
             memory_axis: self.memory.map(|m| match m {
                 MemoryArg::Model => MemoryAxis::Model,
                 MemoryArg::Measure => MemoryAxis::Measure,
             }),
             cgroup_parent: self.cgroup_parent,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Job spec (TOML); see docs/JOB_SPEC.md and workloads/*.toml.
+    #[arg(long, short = 'j', value_name = "SPEC.toml")]
+    pub job: PathBuf,
+    /// Matrix file to write [default: matrices/validation/<job name>.matrix.jsonl].
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also record the result in this matrix of the same job [default:
+    /// matrices/<job name>.matrix.jsonl, when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub record_in: Option<PathBuf>,
+    /// Keep the cells already in the output file and measure only the missing ones.
+    #[arg(long)]
+    pub resume: bool,
+    /// Override the spec's sweep.mode.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Parent cgroup the runs are created under (one path component).
+    #[arg(long, default_value = "profiler", value_name = "NAME")]
+    pub cgroup_parent: String,
+}
+
+impl ValidateArgs {
+    /// The sweep that measures every cell, and the matrices to record the result in.
+    pub fn into_options(self, spec: LoadedSpec) -> (SweepOptions, Vec<PathBuf>) {
+        let name = spec.spec.name.clone();
+        let output = self
+            .output
+            .unwrap_or_else(|| PathBuf::from(format!("matrices/validation/{name}.matrix.jsonl")));
+        let record_in = vec![
+            self.record_in
+                .unwrap_or_else(|| PathBuf::from(format!("matrices/{name}.matrix.jsonl"))),
+        ];
+        let opts = SweepOptions {
+            spec,
+            output,
+            resume: self.resume,
+            caps: true,
+            mode: self.mode.map(ModeArg::into_mode),
+            memory_axis: Some(MemoryAxis::Measure),
+            cgroup_parent: self.cgroup_parent,
+        };
+        (opts, record_in)
+    }
+}
+
+impl ModeArg {
+    fn into_mode(self) -> SweepMode {
+        match self {
+            ModeArg::Live => SweepMode::Live,
+            ModeArg::Relaunch => SweepMode::Relaunch,
         }
     }
 }
@@ -127,4 +232,86 @@ pub struct ShowArgs {
     /// used, throttling, resident memory, page cache, storage reads, GPU telemetry.
     #[arg(long)]
     pub cells: bool,
+    /// After the table, print the best-case demand: the least CPU and memory per GPU that reach
+    /// (1 - eps) of the best throughput, and its speed-up over the server's proportional share.
+    #[arg(long, conflicts_with = "json")]
+    pub demand: bool,
+    #[command(flatten)]
+    pub demand_args: DemandArgs,
+}
+
+/// How a best-case demand is chosen (`show --demand`, `export`, `plot`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemandArgs {
+    /// Server shape whose GPU-proportional share is the baseline (Synergy's default server:
+    /// 24 CPUs, 8 GPUs, 500 GB, a share of 3 CPUs and 62.5 GB per GPU).
+    #[arg(long, default_value = "24:8:500", value_name = "CPUS:GPUS:GB")]
+    pub server: ServerShape,
+    /// A grid point within this fraction of the best throughput counts as best (0 = only the
+    /// best itself).
+    #[arg(long, default_value_t = DEFAULT_EPS, value_name = "FRACTION", value_parser = parse_eps)]
+    pub eps: f64,
+    /// Price of one proportional share of CPU in the demand's cost.
+    #[arg(long, default_value_t = 1.0, value_name = "W", value_parser = parse_weight)]
+    pub cpu_weight: f64,
+    /// Price of one proportional share of memory in the demand's cost.
+    #[arg(long, default_value_t = 1.0, value_name = "W", value_parser = parse_weight)]
+    pub mem_weight: f64,
+}
+
+impl DemandArgs {
+    pub fn weights(&self) -> CostWeights {
+        CostWeights {
+            cpu: self.cpu_weight,
+            mem: self.mem_weight,
+        }
+    }
+}
+
+fn parse_eps(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|e| (0.0..1.0).contains(e))
+        .ok_or_else(|| format!("{s:?}: expected a fraction in [0, 1), e.g. 0.02"))
+}
+
+fn parse_weight(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| format!("{s:?}: expected a weight >= 0, e.g. 1 or 0.5"))
+}
+
+/// Baseline of `plot --normalize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NormalizeArg {
+    /// Throughput at the server's GPU-proportional share = 1; levels per GPU.
+    Proportional,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PlotArgs {
+    /// Matrix files (`*.matrix.jsonl`).
+    #[arg(required = true, value_name = "MATRIX")]
+    pub matrices: Vec<PathBuf>,
+    /// Folder the charts are written into (created when missing).
+    #[arg(long, short = 'o', default_value = "plots", value_name = "DIR")]
+    pub output: PathBuf,
+    /// Draw throughput relative to a baseline, and levels per GPU (Synergy's view).
+    #[arg(long, value_enum, value_name = "BASELINE")]
+    pub normalize: Option<NormalizeArg>,
+    #[command(flatten)]
+    pub demand_args: DemandArgs,
+}
+
+impl PlotArgs {
+    pub fn to_options(&self) -> crate::plot::sensitivity::PlotOptions {
+        crate::plot::sensitivity::PlotOptions {
+            out_dir: self.output.clone(),
+            normalize: self.normalize == Some(NormalizeArg::Proportional),
+            server: self.demand_args.server,
+            eps: self.demand_args.eps,
+            weights: self.demand_args.weights(),
+        }
+    }
 }

@@ -13,3 +13,4 @@ pub mod resident;
 pub mod signals;
 pub mod steady;
 pub mod sweep;
+pub mod validate;

@@ -17,6 +17,7 @@ pub fn modelled_cells(
 ) -> Vec<Cell> {
     let resident = measured.telemetry.as_ref().map_or(0, |t| t.rss_peak_bytes);
     let no_dataset = CacheModelInputs {
+        kind: crate::matrix::CacheKind::Minio,
         dataset_bytes: 0,
         storage_bytes_per_s: 0.0,
         memory_bytes_per_s_per_core: 0.0,
@@ -60,6 +61,7 @@ pub fn modelled_cells(
                 Prediction::Feasible {
                     samples_per_s,
                     cached_fraction,
+                    hit_ratio,
                 } => {
                     let scale = samples_per_s / rate;
                     let mut tp = measured.throughput.clone().expect("measured has throughput");
@@ -68,10 +70,12 @@ pub fn modelled_cells(
                     tp.ci95_high *= scale;
                     cell.throughput = Some(tp);
                     cell.note = Some(match inputs {
-                        Some(_) => format!(
-                            "MinIO cache model from the cell measured at {:.2} GiB: {:.0}% of the dataset cached",
+                        Some(i) => format!(
+                            "{} cache model from the cell measured at {:.2} GiB: cache holds {:.0}% of the dataset, {:.0}% of reads hit",
+                            i.kind.as_str(),
                             measured.memory_bytes as f64 / GIB,
-                            cached_fraction * 100.0
+                            cached_fraction * 100.0,
+                            hit_ratio * 100.0
                         ),
                         None => "no dataset: memory above the job's resident size does not change its rate".into(),
                     });
@@ -125,6 +129,7 @@ mod tests {
         // 1000 samples of 1 MiB each, 10 MiB/s storage: with nothing cached an epoch takes
         // 100 s (10 samples/s), far below the measured 500 samples/s.
         let inputs = CacheModelInputs {
+            kind: crate::matrix::CacheKind::Minio,
             dataset_bytes: 1000 * MIB,
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,

@@ -22,8 +22,8 @@ use super::steady::RateWindows;
 use crate::cache_model;
 use crate::matrix::MatrixError;
 use crate::matrix::{
-    Axes, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader,
-    MatrixWriter, SCHEMA_VERSION, Telemetry,
+    Axes, CacheKind, CacheModelInputs, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix,
+    MatrixHeader, MatrixWriter, SCHEMA_VERSION, Telemetry,
 };
 use crate::spec::{CpuAxis, LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -291,7 +291,9 @@ pub fn run_sweep(
         }
     }
 
-    if memory_axis == MemoryAxis::Model && n_mem > 1 {
+    if n_mem > 1 {
+        // Also when every cell is measured: the header then holds what `profiler validate`
+        // needs to compare the cache models with the measurement.
         sweep.prepare_cache_model();
     }
     for (i, params) in combos.iter().enumerate() {
@@ -483,6 +485,7 @@ impl Sweep<'_> {
             created_unix_s: now_unix_s() as u64,
             provenance: Some(provenance),
             cache_model: self.cache_inputs.clone(),
+            validation: None,
         }
     }
 
@@ -569,7 +572,15 @@ impl Sweep<'_> {
             Some((_, cap)) => storage.min(cap as f64),
             None => storage,
         };
+        let kind = self
+            .opts
+            .spec
+            .spec
+            .dataset
+            .as_ref()
+            .map_or(CacheKind::PageCache, |d| d.cache);
         self.cache_inputs = Some(CacheModelInputs {
+            kind,
             dataset_bytes: ds.bytes,
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
@@ -735,14 +746,31 @@ impl Sweep<'_> {
         started: Instant,
     ) -> Result<Result<(), Cell>, SweepError> {
         let m = self.opts.spec.spec.measure.clone();
-        let mut first: Option<Instant> = None;
+        // One pass over the dataset, so a launch's first cell sees a warm page cache.
+        let pass_samples = match (&self.dataset, m.warmup_pass) {
+            (Some(ds), true) => self
+                .opts
+                .spec
+                .spec
+                .dataset
+                .as_ref()
+                .and_then(|d| d.samples)
+                .unwrap_or(ds.files) as f64,
+            _ => 0.0,
+        };
+        let mut first: Option<(Instant, f64)> = None;
+        let mut read = 0.0;
         loop {
             if self.cancelled() {
                 return Err(self.interrupted());
             }
-            if !run.poll().is_empty() && first.is_none() {
-                first = Some(Instant::now());
+            let reports = run.poll();
+            if let (Some(r), None) = (reports.first(), first) {
+                first = Some((Instant::now(), r.samples));
                 self.observer.status(&format!("{}: warming up", label(p)));
+            }
+            if let (Some(last), Some((_, base))) = (reports.last(), first) {
+                read = last.samples - base;
             }
             if run.job.try_status().is_some() {
                 return Ok(Err(self.death_cell(
@@ -753,7 +781,13 @@ impl Sweep<'_> {
                 )));
             }
             match first {
-                Some(f) if f.elapsed().as_secs_f64() >= m.warmup_s => return Ok(Ok(())),
+                Some((f, _))
+                    if f.elapsed().as_secs_f64() >= m.warmup_s
+                        && (read >= pass_samples
+                            || f.elapsed().as_secs_f64() >= m.startup_timeout_s) =>
+                {
+                    return Ok(Ok(()));
+                }
                 None if started.elapsed().as_secs_f64() > m.startup_timeout_s => {
                     let mut note = format!(
                         "no progress within startup_timeout_s = {} s; expected {}",

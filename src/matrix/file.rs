@@ -77,6 +77,39 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, MatrixError> {
     Ok(Matrix { header, cells })
 }
 
+impl Matrix {
+    /// The matrix as JSON lines, exactly as [`MatrixWriter`] writes it.
+    pub fn to_jsonl(&self) -> String {
+        let mut s = serde_json::to_string(&self.header).expect("header serializes");
+        s.push('\n');
+        for c in &self.cells {
+            s.push_str(&serde_json::to_string(c).expect("cell serializes"));
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Replaces the header line of the matrix at `path`, keeping every cell line byte for byte.
+/// The new file is written beside the old one and renamed over it, so a crash leaves either.
+pub fn rewrite_header(path: &Path, header: &MatrixHeader) -> Result<(), MatrixError> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    let cells = text.split_once('\n').map_or("", |(_, rest)| rest);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let line = serde_json::to_string(header).expect("header serializes");
+    let write = || -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(line.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.write_all(cells.as_bytes())?;
+        f.sync_all()
+    };
+    write().map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
 /// Appends cells to a matrix file, each flushed and synced before `append` returns.
 pub struct MatrixWriter {
     file: File,
@@ -143,22 +176,9 @@ impl MatrixWriter {
     }
 
     /// Replaces the header line, keeping every cell (a CPU search learns the CPU axis as it
-    /// goes). The file is rewritten beside itself and renamed over, so a crash leaves either
-    /// the old or the new file whole.
+    /// goes), and goes on appending to the new file ([`rewrite_header`]).
     pub fn replace_header(&mut self, header: &MatrixHeader) -> Result<(), MatrixError> {
-        let text = std::fs::read_to_string(&self.path).map_err(io_err(&self.path))?;
-        let cells = text.split_once('\n').map_or("", |(_, rest)| rest);
-        let mut tmp = self.path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let header = serde_json::to_string(header).expect("header serializes");
-        File::create(&tmp)
-            .and_then(|mut f| {
-                f.write_all(format!("{header}\n{cells}").as_bytes())?;
-                f.sync_all()
-            })
-            .map_err(io_err(&tmp))?;
-        std::fs::rename(&tmp, &self.path).map_err(io_err(&self.path))?;
+        rewrite_header(&self.path, header)?;
         self.file = OpenOptions::new()
             .append(true)
             .open(&self.path)
@@ -217,6 +237,23 @@ mod tests {
         assert_eq!(m.header, h);
         assert_eq!(m.cells, vec![cell(2.0), cell(0.5)]);
         assert!(!dir.path().join("m.matrix.jsonl.tmp").exists());
+    }
+
+    #[test]
+    fn rewriting_the_header_keeps_every_cell() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.matrix.jsonl");
+        let (mut w, _) = MatrixWriter::create(&path, &header("j")).unwrap();
+        w.append(&cell(1.0)).unwrap();
+        w.append(&cell(2.0)).unwrap();
+        drop(w);
+        let mut h = header("j");
+        h.provenance = Some("rewritten".into());
+        rewrite_header(&path, &h).unwrap();
+        let m = load_matrix(&path).unwrap();
+        assert_eq!(m.header, h);
+        assert_eq!(m.cells, vec![cell(1.0), cell(2.0)]);
+        assert!(!dir.path().join("job.matrix.jsonl.tmp").exists());
     }
 
     #[test]

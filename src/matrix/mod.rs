@@ -5,11 +5,15 @@
 //! On disk a matrix is JSON lines (`*.matrix.jsonl`): one header line, then one line per cell,
 //! appended and flushed as each cell finishes so an interrupted sweep keeps every finished cell.
 
+pub mod demand;
 mod file;
 mod summary;
+pub mod surface;
 
-pub use file::{MatrixError, MatrixWriter, load_matrix};
+pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
+pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header};
 pub use summary::{render_cells, render_summary};
+pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,6 +50,9 @@ pub struct MatrixHeader {
     /// Inputs of the cache model used for `modelled` cells, when there are any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<CacheModelInputs>,
+    /// How well the cache models predicted cells that were also measured (`profiler validate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<Validation>,
 }
 
 /// What was profiled.
@@ -93,15 +100,111 @@ pub struct Axes {
     pub params: BTreeMap<String, Vec<String>>,
 }
 
-/// Inputs of the MinIO cache model (see `cache_model`), recorded so modelled cells can be audited.
+/// Which cache model fills the memory axis (see `cache_model`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheKind {
+    /// Synergy's assumption: a fixed part of the dataset stays cached, never evicted.
+    #[default]
+    Minio,
+    /// The kernel's LRU-like page cache under a fresh random order every epoch.
+    PageCache,
+}
+
+impl CacheKind {
+    pub const ALL: [CacheKind; 2] = [CacheKind::Minio, CacheKind::PageCache];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheKind::Minio => "minio",
+            CacheKind::PageCache => "page-cache",
+        }
+    }
+}
+
+/// Inputs of the cache model (see `cache_model`), recorded so modelled cells can be audited.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheModelInputs {
+    /// The model the modelled cells come from (`minio` in files written before there was a
+    /// choice).
+    #[serde(default)]
+    pub kind: CacheKind,
     pub dataset_bytes: u64,
     /// Storage read bandwidth, bytes/s.
     pub storage_bytes_per_s: f64,
     /// Memory read bandwidth per core, bytes/s.
     pub memory_bytes_per_s_per_core: f64,
+}
+
+/// Measured cells compared with what each cache model predicts for them from the cell measured
+/// at the top memory level of the same CPU level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    /// Seconds since the Unix epoch when the validation finished.
+    pub created_unix_s: u64,
+    /// Per model: error over the compared cells.
+    pub models: Vec<ModelAccuracy>,
+    pub cells: Vec<ValidationCell>,
+}
+
+/// How close one cache model came.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelAccuracy {
+    pub model: CacheKind,
+    /// Median over the compared cells of |predicted - measured| / measured, percent.
+    pub median_abs_error_pct: f64,
+    pub max_abs_error_pct: f64,
+    pub cells: u32,
+}
+
+/// One measured cell and the models' predictions for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationCell {
+    pub cpu: f64,
+    pub memory_bytes: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+    pub measured_samples_per_s: f64,
+    /// Predicted samples/s by model name (`minio`, `page-cache`).
+    pub predicted: BTreeMap<CacheKind, f64>,
+}
+
+impl Validation {
+    /// The accuracy of `model`, when it was validated.
+    pub fn accuracy(&self, model: CacheKind) -> Option<&ModelAccuracy> {
+        self.models.iter().find(|m| m.model == model)
+    }
+
+    /// One line for charts and exported files, e.g.
+    /// `validated: page-cache model median |error| 3.1% (max 6.0%) over 6 cells; minio 24.0%`.
+    pub fn summary(&self, chosen: Option<CacheKind>) -> String {
+        let mut models: Vec<&ModelAccuracy> = self.models.iter().collect();
+        models.sort_by_key(|m| Some(m.model) != chosen);
+        let parts: Vec<String> = models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                if i == 0 {
+                    format!(
+                        "{} model median |error| {:.1}% (max {:.1}%) over {} cells",
+                        m.model.as_str(),
+                        m.median_abs_error_pct,
+                        m.max_abs_error_pct,
+                        m.cells
+                    )
+                } else {
+                    format!("{} {:.1}%", m.model.as_str(), m.median_abs_error_pct)
+                }
+            })
+            .collect();
+        format!("validated: {}", parts.join("; "))
+    }
 }
 
 /// How a cell's throughput was obtained.
@@ -258,6 +361,7 @@ pub(crate) mod fixtures {
             created_unix_s: 0,
             provenance: None,
             cache_model: None,
+            validation: None,
         }
     }
 

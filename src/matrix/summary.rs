@@ -29,6 +29,9 @@ pub fn render_summary(matrix: &Matrix) -> String {
     if let Some(p) = &h.provenance {
         let _ = writeln!(out, "provenance: {p}");
     }
+    if let Some(v) = &h.validation {
+        let _ = writeln!(out, "{}", v.summary(h.cache_model.as_ref().map(|c| c.kind)));
+    }
     let by_key: BTreeMap<CellKey, &super::Cell> =
         matrix.cells.iter().map(|c| (c.key(), c)).collect();
     let mut cpus: BTreeSet<u64> = h

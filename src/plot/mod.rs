@@ -1,4 +1,6 @@
-//! Line charts through `plotters`, rendered to PNG and SVG by the same drawing code.
+//! Line charts (with point symbols, marks and reference lines) and heat maps through
+//! `plotters`, rendered to PNG and SVG by the same drawing code ([`Figure`]);
+//! [`sensitivity`] draws matrices with them.
 //!
 //! Text is drawn with DejaVu Sans, embedded in the binary (`assets/fonts/`, licence beside it)
 //! and registered with plotters' `ab_glyph` font table under the family name `sans-serif`: no
@@ -17,6 +19,17 @@
 //! # Ok::<(), profiler::plot::PlotError>(())
 //! ```
 
+mod heatmap;
+mod label;
+mod marker;
+pub mod sensitivity;
+
+pub use heatmap::{
+    FAILED_RED, HeatCell, HeatCellKind, Heatmap, REFERENCE_COLOR, Reference, STAR_GOLD,
+};
+pub use marker::{MarkerElement, MarkerShape};
+
+use label::LabelPlacer;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
@@ -86,6 +99,42 @@ pub struct Series {
     pub dashed: bool,
     /// Stroke width in pixels (2 unless set with [`Chart::width`]).
     pub width: u32,
+    /// Symbol drawn at each point, if any (set with [`Chart::markers`]).
+    pub marker: Option<MarkerShape>,
+    /// Per point: an estimate rather than a measurement, drawn with a hollow symbol and dashed
+    /// segments to its neighbours. Empty: every point is a measurement.
+    pub estimated: Vec<bool>,
+}
+
+/// A symbol at one point of the plot, outside any series (a failure, an optimum), with an
+/// optional text label placed beside it where it overlaps nothing else drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub at: (f64, f64),
+    pub shape: MarkerShape,
+    pub color: RGBColor,
+    pub filled: bool,
+    /// Radius in pixels.
+    pub radius: i32,
+    pub label: Option<String>,
+}
+
+/// A dashed vertical line across the plot at `x`, labelled near its top.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VLine {
+    pub x: f64,
+    pub label: String,
+    pub color: RGBColor,
+}
+
+/// A legend entry that belongs to no series: explains a symbol or a line style.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegendKey {
+    pub label: String,
+    /// Symbol: shape, colour, filled.
+    pub marker: Option<(MarkerShape, RGBColor, bool)>,
+    /// Line: colour, dashed.
+    pub line: Option<(RGBColor, bool)>,
 }
 
 /// A line chart: title, axis labels, one line per series and a legend on the right of the plot.
@@ -97,10 +146,18 @@ pub struct Chart {
     pub y_label: String,
     pub x_scale: Scale,
     pub x_range: Option<(f64, f64)>,
+    /// Tick positions on the x axis, each with a grid line (instead of plotters' own).
+    pub x_ticks: Option<Vec<f64>>,
     pub y_range: Option<(f64, f64)>,
     /// Pixels (PNG) or user units (SVG).
     pub size: (u32, u32),
     pub series: Vec<Series>,
+    /// Under the title, smaller and grey; may have several lines.
+    pub subtitle: Option<String>,
+    pub marks: Vec<Mark>,
+    pub vlines: Vec<VLine>,
+    /// Legend entries after the series'.
+    pub keys: Vec<LegendKey>,
 }
 
 impl Chart {
@@ -111,10 +168,20 @@ impl Chart {
             y_label: String::new(),
             x_scale: Scale::Linear,
             x_range: None,
+            x_ticks: None,
             y_range: None,
             size: (900, 500),
             series: Vec::new(),
+            subtitle: None,
+            marks: Vec::new(),
+            vlines: Vec::new(),
+            keys: Vec::new(),
         }
+    }
+
+    pub fn subtitle(mut self, text: impl Into<String>) -> Self {
+        self.subtitle = Some(text.into());
+        self
     }
 
     pub fn x_label(mut self, label: impl Into<String>) -> Self {
@@ -137,6 +204,12 @@ impl Chart {
         self
     }
 
+    /// Ticks and grid lines at these x values only (e.g. the levels of a grid).
+    pub fn x_ticks(mut self, ticks: Vec<f64>) -> Self {
+        self.x_ticks = Some(ticks);
+        self
+    }
+
     pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
         self.y_range = Some((lo, hi));
         self
@@ -147,13 +220,16 @@ impl Chart {
         self
     }
 
-    /// Adds a line; points are joined in the order given.
+    /// Adds a line; points are joined in the order given. A point whose y is NaN is a gap: the
+    /// line stops before it and starts again after it.
     pub fn line(mut self, label: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
         self.series.push(Series {
             label: label.into(),
             points,
             dashed: false,
             width: 2,
+            marker: None,
+            estimated: Vec::new(),
         });
         self
     }
@@ -165,6 +241,8 @@ impl Chart {
             points,
             dashed: true,
             width: 2,
+            marker: None,
+            estimated: Vec::new(),
         });
         self
     }
@@ -178,74 +256,77 @@ impl Chart {
         self
     }
 
-    /// Writes `path` as PNG. Drawn into an RGB buffer and encoded with our own `image` crate,
-    /// so plotters needs no PNG encoder of its own (that would pull in a second `image`).
-    pub fn save_png(&self, path: &Path) -> Result<(), PlotError> {
-        register_font()?;
-        let (w, h) = self.size;
-        let mut buf = vec![0u8; w as usize * h as usize * 3];
-        let draw_err = |message: String| PlotError::Draw {
-            path: path.to_owned(),
-            message,
-        };
-        {
-            let root = BitMapBackend::with_buffer(&mut buf, self.size).into_drawing_area();
-            self.draw(&root)
-                .and_then(|()| root.present().map_err(|e| e.to_string()))
-                .map_err(draw_err)?;
+    /// Draws a symbol at each point of the last line added.
+    pub fn markers(mut self, shape: MarkerShape) -> Self {
+        if let Some(s) = self.series.last_mut() {
+            s.marker = Some(shape);
         }
-        image::save_buffer(path, &buf, w, h, image::ExtendedColorType::Rgb8)
-            .map_err(|e| draw_err(e.to_string()))
+        self
+    }
+
+    /// Marks points of the last line added as estimates (one flag per point): hollow symbols,
+    /// dashed segments to them.
+    pub fn estimated(mut self, flags: Vec<bool>) -> Self {
+        if let Some(s) = self.series.last_mut() {
+            s.estimated = flags;
+        }
+        self
+    }
+
+    pub fn mark(mut self, mark: Mark) -> Self {
+        self.marks.push(mark);
+        self
+    }
+
+    pub fn vline(mut self, x: f64, label: impl Into<String>, color: RGBColor) -> Self {
+        self.vlines.push(VLine {
+            x,
+            label: label.into(),
+            color,
+        });
+        self
+    }
+
+    pub fn key(mut self, key: LegendKey) -> Self {
+        self.keys.push(key);
+        self
+    }
+
+    /// Writes `path` as PNG.
+    pub fn save_png(&self, path: &Path) -> Result<(), PlotError> {
+        Figure::save_png(self, path)
     }
 
     /// The chart as an SVG document.
     pub fn to_svg_string(&self) -> Result<String, PlotError> {
-        register_font()?;
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
-            self.draw(&root)
-                .and_then(|()| root.present().map_err(|e| e.to_string()))
-                .map_err(|message| PlotError::Draw {
-                    path: PathBuf::from("<svg>"),
-                    message,
-                })?;
-        }
-        Ok(svg)
+        Figure::to_svg_string(self)
     }
 
     /// Writes `path` as SVG.
     pub fn save_svg(&self, path: &Path) -> Result<(), PlotError> {
-        let svg = self.to_svg_string()?;
-        std::fs::write(path, svg).map_err(|source| PlotError::Io {
-            path: path.to_owned(),
-            source,
-        })
+        Figure::save_svg(self, path)
     }
 
     /// Writes `dir/name.png` and `dir/name.svg`; returns both paths.
     pub fn save_png_and_svg(&self, dir: &Path, name: &str) -> Result<[PathBuf; 2], PlotError> {
-        let png = dir.join(format!("{name}.png"));
-        let svg = dir.join(format!("{name}.svg"));
-        self.save_png(&png)?;
-        self.save_svg(&svg)?;
-        Ok([png, svg])
+        Figure::save_png_and_svg(self, dir, name)
     }
 
     /// Draws the chart on any plotters backend.
     pub fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         root.fill(&WHITE).map_err(e)?;
-        let root = root
-            .titled(&self.title, (FONT_FAMILY, TITLE_SIZE))
-            .map_err(e)?;
+        let root = titled(root, &self.title, self.subtitle.as_deref())?;
         let label_style = TextStyle::from((FONT_FAMILY, TEXT_SIZE).into_font());
         let mut legend_w = 0;
-        for s in &self.series {
-            let (w, _) = root.estimate_text_size(&s.label, &label_style).map_err(e)?;
-            legend_w = legend_w.max(w);
+        let labels = self.series.iter().map(|s| &s.label);
+        for label in labels.chain(self.keys.iter().map(|k| &k.label)) {
+            for line in label.lines() {
+                let (w, _) = root.estimate_text_size(line, &label_style).map_err(e)?;
+                legend_w = legend_w.max(w);
+            }
         }
-        let legend_w = if self.series.is_empty() {
+        let legend_w = if self.series.is_empty() && self.keys.is_empty() {
             10
         } else {
             legend_w as i32 + LEGEND_SWATCH + 30
@@ -256,33 +337,23 @@ impl Chart {
             Scale::Linear => self.draw_plot(&plot, x0..x1)?,
             Scale::Log => self.draw_plot(&plot, (x0..x1).log_scale())?,
         }
+        let mut y = 20;
         for (k, s) in self.series.iter().enumerate() {
-            let y = 20 + k as i32 * (TEXT_SIZE as i32 + 6);
-            let style = color(k).stroke_width(s.width.clamp(3, 6));
-            if s.dashed {
-                for x in [4, 4 + LEGEND_SWATCH * 5 / 8] {
-                    legend
-                        .draw(&PathElement::new(
-                            vec![(x, y), (x + LEGEND_SWATCH * 3 / 8, y)],
-                            style,
-                        ))
-                        .map_err(e)?;
-                }
-            } else {
-                legend
-                    .draw(&PathElement::new(
-                        vec![(4, y), (4 + LEGEND_SWATCH, y)],
-                        style,
-                    ))
-                    .map_err(e)?;
-            }
-            legend
-                .draw(&Text::new(
-                    s.label.as_str(),
-                    (10 + LEGEND_SWATCH, y),
-                    label_style.pos(Pos::new(HPos::Left, VPos::Center)),
-                ))
-                .map_err(e)?;
+            let key = LegendKey {
+                label: s.label.clone(),
+                marker: s.marker.map(|m| (m, color(k), true)),
+                line: Some((color(k), s.dashed)),
+            };
+            draw_key(&legend, y, &key, s.width.clamp(3, 6))?;
+            y += key_rows(&s.label) as i32 * LEGEND_ROW;
+        }
+        // A gap between the series and the keys that explain symbols.
+        if !self.series.is_empty() {
+            y += LEGEND_ROW;
+        }
+        for key in &self.keys {
+            draw_key(&legend, y, key, 2)?;
+            y += key_rows(&key.label) as i32 * LEGEND_ROW;
         }
         Ok(())
     }
@@ -302,9 +373,8 @@ impl Chart {
             .build_cartesian_2d(x, y0..y1)
             .map_err(e)?;
         let fmt = |v: &f64| tick(*v);
-        chart
-            .configure_mesh()
-            .x_desc(self.x_label.as_str())
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
             .label_style((FONT_FAMILY, TEXT_SIZE - 1))
             .axis_desc_style((FONT_FAMILY, TEXT_SIZE))
@@ -312,38 +382,148 @@ impl Chart {
             .y_label_formatter(&fmt)
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
-            .max_light_lines(4)
-            .draw()
-            .map_err(e)?;
+            .max_light_lines(4);
+        let no_label = |_: &f64| String::new();
+        if self.x_ticks.is_some() {
+            // A log axis keeps a label at its start even with none asked for.
+            mesh.x_labels(0)
+                .disable_x_mesh()
+                .x_label_formatter(&no_label)
+                .set_tick_mark_size(LabelAreaPosition::Bottom, 0);
+        }
+        mesh.draw().map_err(e)?;
         let log = self.x_scale == Scale::Log;
-        for (k, s) in self.series.iter().enumerate() {
-            let pts = s
-                .points
+        let visible = |(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!log || *x > 0.0);
+        let (px, py) = chart.plotting_area().get_pixel_range();
+        let base = area.get_base_pixel();
+        let mut placer = LabelPlacer::new((px.start, py.start, px.end, py.end));
+        let text_style = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 1).into_font());
+        if let Some(ticks) = &self.x_ticks {
+            let (lo, hi) = self.x_extent();
+            let grid = RGBColor(0xdd, 0xdd, 0xdd);
+            let label_style = text_style.pos(Pos::new(HPos::Center, VPos::Top));
+            let mut right_of_last = i32::MIN;
+            for &t in ticks
                 .iter()
-                .copied()
-                .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0))
-                .map(|p| (p, chart.backend_coord(&p)));
-            let style = color(k).stroke_width(s.width);
-            let (pieces, joints) = split_sharp_turns(pts);
-            for piece in pieces {
-                if s.dashed {
-                    chart
-                        .draw_series(DashedLineSeries::new(piece, 8, 5, style))
+                .filter(|&&t| visible(&(t, y0)) && t >= lo && t <= hi)
+            {
+                chart
+                    .draw_series(LineSeries::new([(t, y0), (t, y1)], grid))
+                    .map_err(e)?;
+                let (x, _) = chart.backend_coord(&(t, y0));
+                let label = tick(t);
+                let (w, _) = area.estimate_text_size(&label, &text_style).map_err(e)?;
+                let (x, y) = (x - base.0, py.end - base.1);
+                area.draw(&PathElement::new(vec![(x, y), (x, y + 5)], BLACK))
+                    .map_err(e)?;
+                // A label that would touch the one before is left out.
+                if x - w as i32 / 2 > right_of_last + 6 {
+                    area.draw(&Text::new(label, (x, y + 10), label_style.clone()))
                         .map_err(e)?;
-                } else {
-                    chart
-                        .draw_series(LineSeries::new(piece, style))
-                        .map_err(e)?;
+                    right_of_last = x + w as i32 / 2;
                 }
             }
-            if !s.dashed && s.width > 2 {
-                // Round joins where the line was split.
-                let dot = color(k).filled();
-                let r = s.width / 2;
-                chart
-                    .draw_series(joints.into_iter().map(|p| Circle::new(p, r, dot)))
-                    .map_err(e)?;
+        }
+        for v in self.vlines.iter().filter(|v| visible(&(v.x, y0))) {
+            let style = v.color.stroke_width(2);
+            chart
+                .draw_series(DashedLineSeries::new([(v.x, y0), (v.x, y1)], 6, 5, style))
+                .map_err(e)?;
+            let top = chart.backend_coord(&(v.x, y1));
+            let bottom = chart.backend_coord(&(v.x, y0));
+            placer.occupy_polyline(&[top, bottom], 3);
+        }
+        for (k, s) in self.series.iter().enumerate() {
+            let estimated = |i: usize| s.estimated.get(i).copied().unwrap_or(false);
+            let all: Vec<((f64, f64), bool)> = (0..s.points.len())
+                .map(|i| (s.points[i], estimated(i)))
+                .collect();
+            // A NaN y is a gap: the line stops there and starts again after it.
+            let pieces: Vec<Vec<((f64, f64), bool)>> = all
+                .split(|(p, _)| p.1.is_nan())
+                .map(|piece| piece.iter().copied().filter(|(p, _)| visible(p)).collect())
+                .collect();
+            let style = color(k).stroke_width(s.width);
+            for pts in &pieces {
+                let pixels: Vec<(i32, i32)> =
+                    pts.iter().map(|(p, _)| chart.backend_coord(p)).collect();
+                placer.occupy_polyline(&pixels, s.width as i32 / 2 + 2);
+                for (dashed, run) in dash_runs(pts, s.dashed) {
+                    let run = run.into_iter().map(|p| (p, chart.backend_coord(&p)));
+                    let (turns, joints) = split_sharp_turns(run);
+                    for piece in turns {
+                        if dashed {
+                            chart
+                                .draw_series(DashedLineSeries::new(piece, 8, 5, style))
+                                .map_err(e)?;
+                        } else {
+                            chart
+                                .draw_series(LineSeries::new(piece, style))
+                                .map_err(e)?;
+                        }
+                    }
+                    if !dashed && s.width > 2 {
+                        // Round joins where the line was split.
+                        let dot = color(k).filled();
+                        let r = s.width / 2;
+                        chart
+                            .draw_series(joints.into_iter().map(|p| Circle::new(p, r, dot)))
+                            .map_err(e)?;
+                    }
+                }
             }
+            let pts: Vec<((f64, f64), bool)> = pieces.into_iter().flatten().collect();
+            if let Some(shape) = s.marker {
+                chart
+                    .draw_series(pts.iter().map(|&(p, est)| {
+                        MarkerElement::new(p, shape, MARKER_RADIUS, color(k), !est)
+                    }))
+                    .map_err(e)?;
+                for (p, _) in &pts {
+                    placer.occupy_point(chart.backend_coord(p), MARKER_RADIUS + 2);
+                }
+            }
+        }
+        let marks: Vec<&Mark> = self.marks.iter().filter(|m| visible(&m.at)).collect();
+        for m in &marks {
+            placer.occupy_point(chart.backend_coord(&m.at), m.radius + 2);
+        }
+        for m in &marks {
+            chart
+                .draw_series(std::iter::once(MarkerElement::new(
+                    m.at, m.shape, m.radius, m.color, m.filled,
+                )))
+                .map_err(e)?;
+        }
+        // A label on a light backing, so a line it crosses does not strike it through.
+        let text_at = |text: &str, (x, y): (i32, i32), color: &RGBColor| {
+            let (w, h) = area.estimate_text_size(text, &text_style).map_err(e)?;
+            let (x, y) = (x - base.0, y - base.1);
+            area.draw(&Rectangle::new(
+                [(x - 2, y - 1), (x + w as i32 + 2, y + h as i32 + 1)],
+                WHITE.mix(0.8).filled(),
+            ))
+            .map_err(e)?;
+            area.draw(&Text::new(
+                text,
+                (x, y),
+                text_style.color(color).pos(Pos::new(HPos::Left, VPos::Top)),
+            ))
+            .map_err(e)
+        };
+        for v in self.vlines.iter().filter(|v| visible(&(v.x, y0))) {
+            let (w, h) = area.estimate_text_size(&v.label, &text_style).map_err(e)?;
+            let (x, _) = chart.backend_coord(&(v.x, y1));
+            if let Some(at) = placer.place_beside_line(x, (w as i32, h as i32)) {
+                text_at(&v.label, at, &v.color)?;
+            }
+        }
+        for m in &marks {
+            let Some(label) = &m.label else { continue };
+            let (w, h) = area.estimate_text_size(label, &text_style).map_err(e)?;
+            let c = chart.backend_coord(&m.at);
+            let at = placer.place_beside_point(c, m.radius + 3, (w as i32, h as i32));
+            text_at(label, at, &BLACK)?;
         }
         Ok(())
     }
@@ -353,6 +533,7 @@ impl Chart {
         self.series
             .iter()
             .flat_map(|s| s.points.iter().copied())
+            .chain(self.marks.iter().map(|m| m.at))
             .filter(move |(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0))
     }
 
@@ -378,6 +559,166 @@ impl Chart {
             .unwrap_or_else(|| extent(self.points().map(|p| p.1)));
         widen(lo, hi)
     }
+}
+
+/// Height of a legend row, pixels.
+const LEGEND_ROW: i32 = TEXT_SIZE as i32 + 6;
+
+/// Radius of series symbols, pixels.
+const MARKER_RADIUS: i32 = 5;
+
+/// Something drawn once to PNG and SVG by the same code.
+pub trait Figure {
+    /// Pixels (PNG) or user units (SVG).
+    fn size(&self) -> (u32, u32);
+
+    /// Draws the figure on any plotters backend.
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+
+    /// Writes `path` as PNG. Drawn into an RGB buffer and encoded with our own `image` crate,
+    /// so plotters needs no PNG encoder of its own (that would pull in a second `image`).
+    fn save_png(&self, path: &Path) -> Result<(), PlotError> {
+        register_font()?;
+        let (w, h) = self.size();
+        let mut buf = vec![0u8; w as usize * h as usize * 3];
+        let draw_err = |message: String| PlotError::Draw {
+            path: path.to_owned(),
+            message,
+        };
+        {
+            let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+            self.draw_on(&root)
+                .and_then(|()| root.present().map_err(|e| e.to_string()))
+                .map_err(draw_err)?;
+        }
+        image::save_buffer(path, &buf, w, h, image::ExtendedColorType::Rgb8)
+            .map_err(|e| draw_err(e.to_string()))
+    }
+
+    /// The figure as an SVG document.
+    fn to_svg_string(&self) -> Result<String, PlotError> {
+        register_font()?;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, self.size()).into_drawing_area();
+            self.draw_on(&root)
+                .and_then(|()| root.present().map_err(|e| e.to_string()))
+                .map_err(|message| PlotError::Draw {
+                    path: PathBuf::from("<svg>"),
+                    message,
+                })?;
+        }
+        Ok(svg)
+    }
+
+    /// Writes `path` as SVG.
+    fn save_svg(&self, path: &Path) -> Result<(), PlotError> {
+        let svg = self.to_svg_string()?;
+        std::fs::write(path, svg).map_err(|source| PlotError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Writes `dir/name.png` and `dir/name.svg`; returns both paths.
+    fn save_png_and_svg(&self, dir: &Path, name: &str) -> Result<[PathBuf; 2], PlotError> {
+        let png = dir.join(format!("{name}.png"));
+        let svg = dir.join(format!("{name}.svg"));
+        self.save_png(&png)?;
+        self.save_svg(&svg)?;
+        Ok([png, svg])
+    }
+}
+
+impl Figure for Chart {
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        self.draw(root)
+    }
+}
+
+/// Title, and a smaller grey subtitle under it (one line per line of text); returns the area
+/// below them.
+fn titled<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    subtitle: Option<&str>,
+) -> Result<DrawingArea<DB, Shift>, String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let root = root.titled(title, (FONT_FAMILY, TITLE_SIZE)).map_err(e)?;
+    let style = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 1).into_font())
+        .color(&RGBColor(0x55, 0x55, 0x55));
+    let mut root = root;
+    for line in subtitle.into_iter().flat_map(str::lines) {
+        root = root.titled(line, style.clone()).map_err(e)?;
+    }
+    Ok(root)
+}
+
+/// One legend row at height `y`: a line swatch (solid or dashed) and/or a symbol, then the text.
+fn draw_key<DB: DrawingBackend>(
+    legend: &DrawingArea<DB, Shift>,
+    y: i32,
+    key: &LegendKey,
+    line_width: u32,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    if let Some((c, dashed)) = key.line {
+        let style = c.stroke_width(line_width);
+        let pieces: &[(i32, i32)] = if dashed {
+            &[
+                (4, LEGEND_SWATCH * 3 / 8),
+                (4 + LEGEND_SWATCH * 5 / 8, LEGEND_SWATCH * 3 / 8),
+            ]
+        } else {
+            &[(4, LEGEND_SWATCH)]
+        };
+        for &(x, len) in pieces {
+            legend
+                .draw(&PathElement::new(vec![(x, y), (x + len, y)], style))
+                .map_err(e)?;
+        }
+    }
+    if let Some((shape, c, filled)) = key.marker {
+        let at = (4 + LEGEND_SWATCH / 2, y);
+        legend
+            .draw(&MarkerElement::new(at, shape, MARKER_RADIUS, c, filled))
+            .map_err(e)?;
+    }
+    let style = TextStyle::from((FONT_FAMILY, TEXT_SIZE).into_font());
+    for (i, line) in key.label.lines().enumerate() {
+        legend
+            .draw(&Text::new(
+                line,
+                (10 + LEGEND_SWATCH, y + i as i32 * LEGEND_ROW),
+                style.pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Rows a legend label takes (one per line of text).
+fn key_rows(label: &str) -> usize {
+    label.lines().count().max(1)
+}
+
+/// Splits a line into runs drawn alike: a segment is dashed when the whole line is, or when
+/// either end is an estimate. Consecutive runs share their joining point.
+#[allow(clippy::type_complexity)]
+fn dash_runs(points: &[((f64, f64), bool)], all_dashed: bool) -> Vec<(bool, Vec<(f64, f64)>)> {
+    let mut runs: Vec<(bool, Vec<(f64, f64)>)> = Vec::new();
+    for w in points.windows(2) {
+        let dashed = all_dashed || w[0].1 || w[1].1;
+        match runs.last_mut() {
+            Some((d, run)) if *d == dashed => run.push(w[1].0),
+            _ => runs.push((dashed, vec![w[0].0, w[1].0])),
+        }
+    }
+    runs
 }
 
 fn color(k: usize) -> RGBColor {
@@ -415,6 +756,28 @@ fn tick(v: f64) -> String {
     } else {
         format!("{v:.0e}")
     }
+}
+
+/// "Nice" tick values (1, 2 or 5 times a power of ten apart) inside [lo, hi], at most about
+/// `max` of them.
+pub fn nice_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo {
+        return vec![lo];
+    }
+    let rough = (hi - lo) / max.max(1) as f64;
+    let pow = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * pow)
+        .find(|s| (hi - lo) / s <= max.max(1) as f64)
+        .unwrap_or(10.0 * pow);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last)
+        .map(|k| k as f64 * step)
+        // No float noise (0.30000000000000004).
+        .map(|v| (v / step).round() * step)
+        .collect()
 }
 
 fn trim(s: String) -> String {
@@ -490,6 +853,11 @@ mod tests {
         assert_eq!(tick(12.5), "12.5");
         assert_eq!(tick(100.0), "100");
         assert_eq!(widen(1.0, 1.0), (0.5, 1.5));
+        assert_eq!(nice_ticks(0.1, 2.4, 5), vec![0.5, 1.0, 1.5, 2.0]);
+        assert_eq!(
+            nice_ticks(0.0, 1000.0, 5),
+            vec![0.0, 200.0, 400.0, 600.0, 800.0, 1000.0]
+        );
         assert_eq!(widen(f64::INFINITY, f64::NEG_INFINITY), (0.0, 1.0));
         let t = thin((0..1000).map(|i| (i as f64, 0.0)).collect(), 100);
         assert!(t.len() <= 101 && t[0].0 == 0.0 && t.last().unwrap().0 == 999.0);

@@ -2,8 +2,8 @@
 //!
 //! A matrix gives samples/s of a job that used `header.job.gpus` GPUs at a grid of CPU x memory
 //! allocations. The replay works per GPU: a job with `g` GPUs given `c` cores and `m` GB runs at
-//! `g * T(c/g, m/g)` where `T` is the matrix's per-GPU throughput (linear scaling in GPUs, as
-//! Synergy's simulator assumes).
+//! `g * T(c/g, m/g)` where `T` is the matrix's per-GPU throughput ([`Surface`]: linear scaling
+//! in GPUs, as Synergy's simulator assumes; a CPU-only matrix counts as one GPU).
 //!
 //! Between grid points:
 //! * [`Semantics::Exact`] (default): bilinear interpolation in (cores per GPU, GB per GPU) over
@@ -18,7 +18,8 @@
 //! missing cells are filled from the dominated cells.
 
 use super::error::ReplayError;
-use crate::matrix::{CellSource, Matrix, MatrixHeader};
+use crate::matrix::demand::{self, CostWeights};
+use crate::matrix::{Interp, Matrix, MatrixHeader, ServerShape, Surface};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -68,19 +69,15 @@ pub fn builtin_class(model: &str) -> Option<JobClass> {
 /// Names traces use for zoo models, mapped explicitly (Synergy's traces say `res18`).
 pub const ALIASES: &[(&str, &str)] = &[("res18", "resnet18"), ("res50", "resnet50")];
 
-/// One model's per-GPU throughput surface.
+/// One model's per-GPU throughput surface, with what the replay derives from it once.
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub model: String,
     pub class: Option<JobClass>,
     pub batch_size_per_gpu: Option<u64>,
     pub provenance: Option<String>,
-    /// CPU levels, cores per GPU, ascending.
-    pub cpu: Vec<f64>,
-    /// Memory levels, GB per GPU, ascending.
-    pub mem: Vec<f64>,
-    /// Per-GPU samples/s, row-major `[ci * mem.len() + mi]`, monotone.
-    pub tput: Vec<f64>,
+    /// Levels in cores and GB per GPU, per-GPU samples/s, monotone.
+    pub surface: Surface,
     /// Best case: the least (CPU + memory, each relative to its largest level) grid point that
     /// reaches the maximum throughput; cores per GPU, GB per GPU, samples/s per GPU.
     pub best_cpu: f64,
@@ -90,132 +87,37 @@ pub struct Profile {
 
 impl Profile {
     pub fn from_matrix(m: &Matrix, origin: &str) -> Result<Profile, ReplayError> {
-        let bad = |msg: String| ReplayError::Profile(format!("{origin}: {msg}"));
-        let h = &m.header;
-        if h.job.gpus == 0 {
-            return Err(bad("header says the job used 0 GPUs".into()));
-        }
-        let g = h.job.gpus as f64;
-        // Only one parameter combination can be used: the cells without parameters, or else
-        // the first combination in sorted order.
-        let params = m
-            .cells
-            .iter()
-            .map(|c| &c.params)
-            .min()
-            .cloned()
-            .unwrap_or_default();
-        let cells: Vec<_> = m.cells.iter().filter(|c| c.params == params).collect();
-        if cells.is_empty() {
-            return Err(bad("has no cells".into()));
-        }
-        let mut cpu: Vec<f64> = cells.iter().map(|c| c.cpu / g).collect();
-        let mut mem: Vec<f64> = cells
-            .iter()
-            .map(|c| c.memory_bytes as f64 / 1e9 / g)
-            .collect();
-        for v in [&mut cpu, &mut mem] {
-            if v.iter().any(|x| !x.is_finite() || *x <= 0.0) {
-                return Err(bad("a cell has a non-positive CPU or memory level".into()));
-            }
-            v.sort_by(f64::total_cmp);
-            v.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs().max(1.0));
-        }
-        let nm = mem.len();
-        let mut tput = vec![f64::NAN; cpu.len() * nm];
-        let index = |levels: &[f64], x: f64| {
-            levels
-                .iter()
-                .position(|l| (l - x).abs() <= 1e-9 * x.abs().max(1.0))
+        let surface =
+            Surface::from_matrix(m).map_err(|e| ReplayError::Profile(format!("{origin}: {e}")))?;
+        // Cost relative to the largest level of each axis: the replay's best case does not
+        // depend on a server shape (the cluster may mix shapes).
+        let largest = ServerShape {
+            cpus: surface.cpu[surface.cpu.len() - 1],
+            gpus: 1,
+            mem_gb: surface.mem[surface.mem.len() - 1],
         };
-        for c in &cells {
-            let (Some(ci), Some(mi)) = (
-                index(&cpu, c.cpu / g),
-                index(&mem, c.memory_bytes as f64 / 1e9 / g),
-            ) else {
-                return Err(bad("internal: cell level not found".into()));
-            };
-            let v = match c.source {
-                CellSource::Failed | CellSource::Infeasible => 0.0,
-                _ => c.samples_per_s().unwrap_or(0.0) / g,
-            };
-            if !v.is_finite() || v < 0.0 {
-                return Err(bad(format!(
-                    "cell at {} cores, {} bytes has throughput {v}",
-                    c.cpu, c.memory_bytes
-                )));
-            }
-            let slot = &mut tput[ci * nm + mi];
-            *slot = if slot.is_nan() { v } else { slot.max(v) };
-        }
-        // Monotone fill: missing cells take the best dominated cell (0 if none).
-        for ci in 0..cpu.len() {
-            for mi in 0..nm {
-                let mut v = tput[ci * nm + mi];
-                if v.is_nan() {
-                    v = 0.0;
-                }
-                if ci > 0 {
-                    v = v.max(tput[(ci - 1) * nm + mi]);
-                }
-                if mi > 0 {
-                    v = v.max(tput[ci * nm + mi - 1]);
-                }
-                tput[ci * nm + mi] = v;
-            }
-        }
-        let max = tput.iter().copied().fold(0.0, f64::max);
-        if max <= 0.0 {
-            return Err(bad("no cell has a positive throughput".into()));
-        }
-        let (cmax, mmax) = (cpu[cpu.len() - 1], mem[nm - 1]);
-        let mut best = (f64::INFINITY, 0.0, 0.0, 0.0);
-        for (ci, &c) in cpu.iter().enumerate() {
-            for (mi, &mm) in mem.iter().enumerate() {
-                let v = tput[ci * nm + mi];
-                let cost = c / cmax + mm / mmax;
-                if v >= max * (1.0 - 1e-9) && cost < best.0 {
-                    best = (cost, c, mm, v);
-                }
-            }
-        }
+        let best = demand::best_case(&surface, &largest, 0.0, CostWeights::default());
+        let h = &m.header;
         let model = h.job.model.clone();
         Ok(Profile {
             class: builtin_class(&model),
             model,
             batch_size_per_gpu: h.job.batch_size_per_gpu,
             provenance: h.provenance.clone(),
-            cpu,
-            mem,
-            tput,
-            best_cpu: best.1,
-            best_mem: best.2,
-            best_tput: best.3,
+            best_cpu: best.cpus_per_gpu,
+            best_mem: best.mem_gb_per_gpu,
+            best_tput: best.samples_per_s_per_gpu,
+            surface,
         })
     }
 
     /// Per-GPU samples/s at `c` cores and `m` GB per GPU.
     pub fn per_gpu(&self, c: f64, m: f64, sem: Semantics) -> f64 {
-        let nm = self.mem.len();
-        let at = |ci: usize, mi: usize| self.tput[ci * nm + mi];
-        match sem {
-            Semantics::Synergy => {
-                // Largest grid point at or below (c, m); below the grid, scale linearly.
-                let eps = 1e-9;
-                let (ci, cf) = floor_level(&self.cpu, c, eps);
-                let (mi, mf) = floor_level(&self.mem, m, eps);
-                at(ci, mi) * cf * mf
-            }
-            Semantics::Exact => {
-                let (c0, c1, wc, cf) = bracket(&self.cpu, c);
-                let (m0, m1, wm, mf) = bracket(&self.mem, m);
-                let v = at(c0, m0) * (1.0 - wc) * (1.0 - wm)
-                    + at(c1, m0) * wc * (1.0 - wm)
-                    + at(c0, m1) * (1.0 - wc) * wm
-                    + at(c1, m1) * wc * wm;
-                v * cf * mf
-            }
-        }
+        let interp = match sem {
+            Semantics::Synergy => Interp::Step,
+            Semantics::Exact => Interp::Bilinear,
+        };
+        self.surface.at(c, m, interp)
     }
 
     /// Samples/s of a job with `gpus` GPUs given `cpus` cores and `mem_gb` GB in all.
@@ -223,29 +125,6 @@ impl Profile {
         let g = gpus.max(1) as f64;
         g * self.per_gpu(cpus / g, mem_gb / g, sem)
     }
-}
-
-/// Index of the largest level <= x, and a factor < 1 when x is below the smallest level.
-fn floor_level(levels: &[f64], x: f64, eps: f64) -> (usize, f64) {
-    match levels.iter().rposition(|&l| l <= x * (1.0 + eps) + eps) {
-        Some(i) => (i, 1.0),
-        None => (0, (x / levels[0]).clamp(0.0, 1.0)),
-    }
-}
-
-/// Bracketing levels, the weight of the upper one, and a factor < 1 below the smallest level.
-fn bracket(levels: &[f64], x: f64) -> (usize, usize, f64, f64) {
-    let n = levels.len();
-    if x <= levels[0] {
-        return (0, 0, 0.0, (x / levels[0]).clamp(0.0, 1.0));
-    }
-    if x >= levels[n - 1] {
-        return (n - 1, n - 1, 0.0, 1.0);
-    }
-    let hi = levels.partition_point(|&l| l <= x);
-    let lo = hi - 1;
-    let w = (x - levels[lo]) / (levels[hi] - levels[lo]);
-    (lo, hi, w, 1.0)
 }
 
 /// The profiles a replay can use, by model name.

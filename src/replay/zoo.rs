@@ -111,6 +111,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
             created_unix_s: 0,
             provenance: Some(provenance),
             cache_model: None,
+            validation: None,
         };
         let cells = pts
             .iter()
@@ -142,17 +143,6 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
         out.push((shape, Matrix { header, cells }));
     }
     Ok(out)
-}
-
-/// Renders a matrix as JSON lines, exactly as [`crate::matrix::MatrixWriter`] writes it.
-pub fn to_jsonl(m: &Matrix) -> String {
-    let mut s = serde_json::to_string(&m.header).expect("header serializes");
-    s.push('\n');
-    for c in &m.cells {
-        s.push_str(&serde_json::to_string(c).expect("cell serializes"));
-        s.push('\n');
-    }
-    s
 }
 
 /// Relative directory of a shape's matrices (`matrices/zoo` for the default 3 CPUs per GPU).

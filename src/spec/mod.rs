@@ -5,6 +5,7 @@ mod template;
 
 pub use template::{TemplateError, Vars, render};
 
+use crate::matrix::CacheKind;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -66,6 +67,15 @@ pub struct DatasetSpec {
     pub samples: Option<u64>,
     /// Command (argv, no shell) that creates the dataset when `path` does not exist.
     pub generate: Option<Vec<String>>,
+    /// How the job caches its dataset, which decides the cache model that fills the memory
+    /// axis: `page-cache` (the default: files read through the kernel, shuffled every epoch,
+    /// as PyTorch's DataLoader does) or `minio` (a cache that never evicts, as Synergy assumes).
+    #[serde(default = "reads_through_page_cache")]
+    pub cache: CacheKind,
+}
+
+fn reads_through_page_cache() -> CacheKind {
+    CacheKind::PageCache
 }
 
 /// How the job's throughput is read.
@@ -102,6 +112,10 @@ pub struct MeasureSpec {
     pub max_s: f64,
     /// Seconds to wait for the first progress report before the cell fails.
     pub startup_timeout_s: f64,
+    /// Also warm up until the job has read its whole dataset once (`dataset.samples` samples
+    /// after its first report), so the page cache holds what it holds in steady state before
+    /// the first cell of a launch is measured. Bounded by `startup_timeout_s`.
+    pub warmup_pass: bool,
 }
 
 impl Default for MeasureSpec {
@@ -114,6 +128,7 @@ impl Default for MeasureSpec {
             steady_cv: 0.05,
             max_s: 60.0,
             startup_timeout_s: 300.0,
+            warmup_pass: true,
         }
     }
 }

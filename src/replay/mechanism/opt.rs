@@ -74,15 +74,15 @@ impl Mechanism for Opt {
             let gf = g as f64;
             let prop = prof.per_gpu(ref_c, ref_m, ctx.semantics).max(EPS);
             let mut pts: Vec<Point> = Vec::new();
-            for (ci, &c) in prof.cpu.iter().enumerate() {
-                for (mi, &m) in prof.mem.iter().enumerate() {
+            for (ci, &c) in prof.surface.cpu.iter().enumerate() {
+                for (mi, &m) in prof.surface.mem.iter().enumerate() {
                     if c * gf > max_c + EPS || m * gf > max_m + EPS {
                         continue;
                     }
                     pts.push(Point {
                         cpu: c,
                         mem: m,
-                        tput: prof.tput[ci * prof.mem.len() + mi],
+                        tput: prof.surface.on_grid(ci, mi),
                     });
                 }
             }

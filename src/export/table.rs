@@ -1,0 +1,236 @@
+//! The long-form table behind the `csv` and `parquet` formats: one row per cell of every input
+//! matrix, every field of the header and the cell as its own column, and the matrix's best-case
+//! demand repeated on each of its rows, so tables of many matrices concatenate.
+//!
+//! Absent values (no machine for an imported matrix, no throughput for a failed cell, no GPU
+//! telemetry, a parameter another matrix has) are nulls. A float that is not finite is written
+//! as null too, never as NaN.
+
+use super::{ExportError, ExportOptions, Prepared};
+use crate::matrix::Cell;
+use polars::prelude::{Column, DataFrame, NamedFrom, Series};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn col<T, V>(name: &str, values: V) -> Column
+where
+    Series: NamedFrom<V, T>,
+    T: ?Sized,
+{
+    Series::new(name.into(), values).into()
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+/// Columns, in order (units in the name: `_bytes`, `_s`, `_pct`, `_w`, `_mhz`, `_gb`):
+///
+/// * the matrix: `matrix_file`, `job_name`, `job_model`, `job_gpus`, `job_batch_size_per_gpu`,
+///   `job_dataset_bytes`, `job_dataset_samples`, `machine_hostname`, `machine_cpus`,
+///   `machine_memory_bytes`, `machine_kernel`, `machine_cgroup`, `machine_gpus` (names joined
+///   by `; `), `matrix_validation` (the header's `profiler validate` result in one line);
+/// * the cell: `cpu` (cores), `memory_bytes`, `param_<name>` for every parameter of any input,
+///   `source`, `samples_per_s`, `ci95_low`, `ci95_high`, `windows`, `measured_s`,
+///   `iteration_p50_s`, `iteration_p95_s`, `cpu_cores_used`, `throttled_s_per_s`,
+///   `rss_peak_bytes`, `page_cache_bytes`, `storage_read_bytes_per_s`, `gpu_utilization_pct`,
+///   `gpu_sm_clock_mhz`, `gpu_memory_used_bytes`, `gpu_power_w`, `gpu_sm_activity_pct`, `note`,
+///   `wall_s`;
+/// * the matrix's best-case demand (per GPU, first parameter combination): `demand_server`,
+///   `demand_eps`, `demand_params`, `demand_cpus_per_gpu`, `demand_mem_gb_per_gpu`,
+///   `demand_samples_per_s_per_gpu`, `demand_best_samples_per_s_per_gpu`,
+///   `demand_proportional_samples_per_s_per_gpu`, `demand_speedup_over_proportional`.
+pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFrame, ExportError> {
+    let rows: Vec<(&Prepared, &Cell)> = matrices
+        .iter()
+        .flat_map(|p| p.matrix.cells.iter().map(move |c| (p, c)))
+        .collect();
+    let param_names: BTreeSet<&str> = rows
+        .iter()
+        .flat_map(|(p, c)| {
+            c.params
+                .keys()
+                .chain(p.matrix.header.axes.params.keys())
+                .map(String::as_str)
+        })
+        .collect();
+
+    let s = |get: &dyn Fn(&Prepared, &Cell) -> Option<String>| -> Vec<Option<String>> {
+        rows.iter().map(|(p, c)| get(p, c)).collect()
+    };
+    let f = |get: &dyn Fn(&Prepared, &Cell) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter()
+            .map(|(p, c)| get(p, c).and_then(finite))
+            .collect()
+    };
+    let u = |get: &dyn Fn(&Prepared, &Cell) -> Option<u64>| -> Vec<Option<u64>> {
+        rows.iter().map(|(p, c)| get(p, c)).collect()
+    };
+    let w = |get: &dyn Fn(&Prepared, &Cell) -> Option<u32>| -> Vec<Option<u32>> {
+        rows.iter().map(|(p, c)| get(p, c)).collect()
+    };
+
+    let mut columns = vec![
+        col("matrix_file", s(&|p, _| Some(p.path.display().to_string()))),
+        col(
+            "job_name",
+            s(&|p, _| Some(p.matrix.header.job.name.clone())),
+        ),
+        col(
+            "job_model",
+            s(&|p, _| Some(p.matrix.header.job.model.clone())),
+        ),
+        col("job_gpus", w(&|p, _| Some(p.matrix.header.job.gpus))),
+        col(
+            "job_batch_size_per_gpu",
+            u(&|p, _| p.matrix.header.job.batch_size_per_gpu),
+        ),
+        col(
+            "job_dataset_bytes",
+            u(&|p, _| p.matrix.header.job.dataset_bytes),
+        ),
+        col(
+            "job_dataset_samples",
+            u(&|p, _| p.matrix.header.job.dataset_samples),
+        ),
+        col(
+            "machine_hostname",
+            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.hostname.clone())),
+        ),
+        col(
+            "machine_cpus",
+            w(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.cpus)),
+        ),
+        col(
+            "machine_memory_bytes",
+            u(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.memory_bytes)),
+        ),
+        col(
+            "machine_kernel",
+            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.kernel.clone())),
+        ),
+        col(
+            "machine_cgroup",
+            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.cgroup.clone())),
+        ),
+        col(
+            "machine_gpus",
+            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.gpus.join("; "))),
+        ),
+        col("matrix_validation", s(&|p, _| p.validation_summary())),
+        col("cpu", f(&|_, c| Some(c.cpu))),
+        col("memory_bytes", u(&|_, c| Some(c.memory_bytes))),
+    ];
+    for name in &param_names {
+        columns.push(col(
+            &format!("param_{name}"),
+            s(&|_, c| c.params.get(*name).cloned()),
+        ));
+    }
+    let tp = |c: &Cell| c.throughput.clone();
+    let tel = |c: &Cell| c.telemetry.clone();
+    let gpu = |c: &Cell| c.gpu.clone();
+    columns.extend([
+        col("source", s(&|_, c| Some(c.source.as_str().to_owned()))),
+        col("samples_per_s", f(&|_, c| tp(c).map(|t| t.samples_per_s))),
+        col("ci95_low", f(&|_, c| tp(c).map(|t| t.ci95_low))),
+        col("ci95_high", f(&|_, c| tp(c).map(|t| t.ci95_high))),
+        col("windows", w(&|_, c| tp(c).map(|t| t.windows))),
+        col("measured_s", f(&|_, c| tp(c).map(|t| t.measured_s))),
+        col(
+            "iteration_p50_s",
+            f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p50)),
+        ),
+        col(
+            "iteration_p95_s",
+            f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p95)),
+        ),
+        col(
+            "cpu_cores_used",
+            f(&|_, c| tel(c).map(|t| t.cpu_cores_used)),
+        ),
+        col(
+            "throttled_s_per_s",
+            f(&|_, c| tel(c).map(|t| t.throttled_s_per_s)),
+        ),
+        col(
+            "rss_peak_bytes",
+            u(&|_, c| tel(c).map(|t| t.rss_peak_bytes)),
+        ),
+        col(
+            "page_cache_bytes",
+            u(&|_, c| tel(c).map(|t| t.page_cache_bytes)),
+        ),
+        col(
+            "storage_read_bytes_per_s",
+            f(&|_, c| tel(c).map(|t| t.storage_read_bytes_per_s)),
+        ),
+        col(
+            "gpu_utilization_pct",
+            f(&|_, c| gpu(c).map(|g| g.utilization_pct)),
+        ),
+        col(
+            "gpu_sm_clock_mhz",
+            f(&|_, c| gpu(c).map(|g| g.sm_clock_mhz)),
+        ),
+        col(
+            "gpu_memory_used_bytes",
+            u(&|_, c| gpu(c).map(|g| g.memory_used_bytes)),
+        ),
+        col("gpu_power_w", f(&|_, c| gpu(c).map(|g| g.power_w))),
+        col(
+            "gpu_sm_activity_pct",
+            f(&|_, c| gpu(c).and_then(|g| g.sm_activity_pct)),
+        ),
+        col("note", s(&|_, c| c.note.clone())),
+        col("wall_s", f(&|_, c| Some(c.wall_s))),
+        col("demand_server", s(&|_, _| Some(opts.server.to_string()))),
+        col("demand_eps", f(&|p, _| Some(p.demand.eps))),
+        col(
+            "demand_params",
+            s(&|p, _| {
+                (!p.surface.params.is_empty()).then(|| {
+                    p.surface
+                        .params
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(";")
+                })
+            }),
+        ),
+        col(
+            "demand_cpus_per_gpu",
+            f(&|p, _| Some(p.demand.cpus_per_gpu)),
+        ),
+        col(
+            "demand_mem_gb_per_gpu",
+            f(&|p, _| Some(p.demand.mem_gb_per_gpu)),
+        ),
+        col(
+            "demand_samples_per_s_per_gpu",
+            f(&|p, _| Some(p.demand.samples_per_s_per_gpu)),
+        ),
+        col(
+            "demand_best_samples_per_s_per_gpu",
+            f(&|p, _| Some(p.demand.best_samples_per_s_per_gpu)),
+        ),
+        col(
+            "demand_proportional_samples_per_s_per_gpu",
+            f(&|p, _| Some(p.demand.proportional_samples_per_s_per_gpu)),
+        ),
+        col(
+            "demand_speedup_over_proportional",
+            f(&|p, _| {
+                (p.demand.proportional_samples_per_s_per_gpu > 0.0)
+                    .then_some(p.demand.speedup_over_proportional)
+            }),
+        ),
+    ]);
+    DataFrame::new(rows.len(), columns).map_err(|e| ExportError::Table {
+        path: matrices
+            .first()
+            .map_or_else(|| Path::new("<no matrix>").to_owned(), |p| p.path.clone()),
+        message: format!("building the cell table: {e}"),
+    })
+}

@@ -1,0 +1,288 @@
+//! `profiler validate`: measure every cell of a job's matrix, model the same cells from the CPU
+//! axis (the cell measured at the top memory level of each CPU level) with every cache model,
+//! and report how far each model is from the measurement. The result goes into the matrix
+//! header (`validation`), so later exports and plots can show how far to trust modelled cells.
+
+use super::model_fill::modelled_cells;
+use super::sweep::{SweepError, SweepObserver, SweepOptions, run_sweep};
+use crate::matrix::{
+    CacheKind, Cell, CellKey, CellSource, Matrix, MatrixError, ModelAccuracy, Validation,
+    ValidationCell, load_matrix, rewrite_header,
+};
+use crate::spec::MemoryAxis;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+    #[error(transparent)]
+    Matrix(#[from] MatrixError),
+    #[error(
+        "{0}: no cache-model inputs in the header: validation needs a spec with a [dataset] and \
+         at least two memory levels"
+    )]
+    NoCacheInputs(PathBuf),
+    #[error(
+        "{0}: no cell below the top memory level was measured with a positive rate (failed or \
+         infeasible cells cannot be compared); see `profiler show {0}`"
+    )]
+    NothingToCompare(PathBuf),
+}
+
+/// Compares every measured cell below the top memory level with what each cache model predicts
+/// for it from the measured top cell at the same CPU level and parameters.
+pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
+    let inputs = m
+        .header
+        .cache_model
+        .clone()
+        .ok_or_else(|| ValidateError::NoCacheInputs(path.to_owned()))?;
+    let samples = m.header.job.dataset_samples.unwrap_or(0);
+    let top_memory = m.cells.iter().map(|c| c.memory_bytes).max().unwrap_or(0);
+    let by_key: BTreeMap<CellKey, &Cell> = m.cells.iter().map(|c| (c.key(), c)).collect();
+    let mut cells = Vec::new();
+    for cell in by_key.values() {
+        let (CellSource::Measured, Some(measured)) = (cell.source, cell.samples_per_s()) else {
+            continue;
+        };
+        if cell.memory_bytes == top_memory || measured <= 0.0 {
+            continue;
+        }
+        let Some(top) = by_key
+            .get(&CellKey::new(cell.cpu, top_memory, &cell.params))
+            .filter(|t| t.source == CellSource::Measured)
+        else {
+            continue;
+        };
+        let mut predicted = BTreeMap::new();
+        for kind in CacheKind::ALL {
+            let mut model = inputs.clone();
+            model.kind = kind;
+            let modelled = modelled_cells(top, &[cell.memory_bytes], Some(&model), samples);
+            // An infeasible prediction (limit below the job's resident size) predicts 0.
+            let rate = modelled[0].samples_per_s().unwrap_or(0.0);
+            predicted.insert(kind, rate);
+        }
+        cells.push(ValidationCell {
+            cpu: cell.cpu,
+            memory_bytes: cell.memory_bytes,
+            params: cell.params.clone(),
+            measured_samples_per_s: measured,
+            predicted,
+        });
+    }
+    if cells.is_empty() {
+        return Err(ValidateError::NothingToCompare(path.to_owned()));
+    }
+    let models = CacheKind::ALL
+        .iter()
+        .map(|&kind| {
+            let mut errors: Vec<f64> = cells.iter().map(|c| error_pct(c, kind).abs()).collect();
+            errors.sort_by(f64::total_cmp);
+            ModelAccuracy {
+                model: kind,
+                median_abs_error_pct: median(&errors),
+                max_abs_error_pct: errors.last().copied().unwrap_or(0.0),
+                cells: errors.len() as u32,
+            }
+        })
+        .collect();
+    Ok(Validation {
+        created_unix_s: super::progress::now_unix_s() as u64,
+        models,
+        cells,
+    })
+}
+
+/// Signed error of `kind`'s prediction for a cell, percent of the measured rate.
+pub fn error_pct(c: &ValidationCell, kind: CacheKind) -> f64 {
+    let p = c.predicted.get(&kind).copied().unwrap_or(0.0);
+    100.0 * (p - c.measured_samples_per_s) / c.measured_samples_per_s
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// The comparison as a table, one line per cell, then one line per model.
+pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let mut out = String::new();
+    let _ = write!(out, "{:>6} {:>9} {:>10}", "CPU", "memory", "measured");
+    for kind in CacheKind::ALL {
+        let _ = write!(out, " {:>20}", format!("{} (error)", kind.as_str()));
+    }
+    out.push('\n');
+    for c in &v.cells {
+        let params: Vec<String> = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = write!(
+            out,
+            "{:>6} {:>9} {:>10.1}",
+            c.cpu,
+            format!("{:.3}G", c.memory_bytes as f64 / GIB),
+            c.measured_samples_per_s
+        );
+        for kind in CacheKind::ALL {
+            let p = c.predicted.get(&kind).copied().unwrap_or(0.0);
+            let _ = write!(
+                out,
+                " {:>20}",
+                format!("{p:.1} ({:+.1}%)", error_pct(c, kind))
+            );
+        }
+        if !params.is_empty() {
+            let _ = write!(out, "  [{}]", params.join(", "));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{}", v.summary(chosen));
+    out
+}
+
+/// What `profiler validate` did.
+#[derive(Debug, Clone)]
+pub struct ValidateOutcome {
+    pub matrix: Matrix,
+    pub path: PathBuf,
+    /// Other matrices of the same job whose header now records the validation too.
+    pub also_recorded_in: Vec<PathBuf>,
+}
+
+/// Measures every cell (a sweep with `memory = "measure"` into `opts.output`), compares the
+/// cache models with it and records the result in the output's header and in the header of
+/// each of `record_in` that holds a matrix of the same job.
+pub fn run_validate(
+    opts: &SweepOptions,
+    record_in: &[PathBuf],
+    observer: &mut dyn SweepObserver,
+    cancel: &AtomicBool,
+) -> Result<ValidateOutcome, ValidateError> {
+    let mut opts = opts.clone();
+    opts.memory_axis = Some(MemoryAxis::Measure);
+    let outcome = run_sweep(&opts, observer, cancel)?;
+    let mut matrix = load_matrix(&outcome.path)?;
+    let validation = compare(&matrix, &outcome.path)?;
+    matrix.header.validation = Some(validation.clone());
+    rewrite_header(&outcome.path, &matrix.header)?;
+    let mut also = Vec::new();
+    for path in record_in {
+        if !path.exists() || path == &outcome.path {
+            continue;
+        }
+        let mut other = load_matrix(path)?;
+        if other.header.job.name != matrix.header.job.name {
+            continue;
+        }
+        other.header.validation = Some(validation.clone());
+        rewrite_header(path, &other.header)?;
+        also.push(path.clone());
+    }
+    Ok(ValidateOutcome {
+        matrix,
+        path: outcome.path,
+        also_recorded_in: also,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::fixtures::header;
+    use crate::matrix::{CacheModelInputs, Telemetry, Throughput};
+
+    const MIB: u64 = 1 << 20;
+
+    fn cell(cpu: f64, mem_mib: u64, rate: Option<f64>) -> Cell {
+        Cell {
+            cpu,
+            memory_bytes: mem_mib * MIB,
+            params: Default::default(),
+            source: if rate.is_some() {
+                CellSource::Measured
+            } else {
+                CellSource::Infeasible
+            },
+            throughput: rate.map(|r| Throughput {
+                samples_per_s: r,
+                ci95_low: r,
+                ci95_high: r,
+                windows: 4,
+                measured_s: 4.0,
+            }),
+            iteration_time_s: None,
+            telemetry: Some(Telemetry {
+                rss_peak_bytes: 10 * MIB,
+                ..Telemetry::default()
+            }),
+            gpu: None,
+            note: None,
+            wall_s: 5.0,
+        }
+    }
+
+    /// A storage-bound job: 100 MiB dataset of 2000 samples at 20 MiB/s.
+    fn matrix(cells: Vec<Cell>) -> Matrix {
+        let mut h = header("job");
+        h.job.dataset_samples = Some(2000);
+        h.cache_model = Some(CacheModelInputs {
+            kind: CacheKind::PageCache,
+            dataset_bytes: 100 * MIB,
+            storage_bytes_per_s: 20.0 * MIB as f64,
+            memory_bytes_per_s_per_core: 1e13,
+        });
+        Matrix { header: h, cells }
+    }
+
+    #[test]
+    fn compares_each_model_with_the_measured_cells() {
+        // Half the dataset fits at 60 MiB (10 MiB resident): MinIO predicts 2000 / 2.5 s = 800,
+        // the page-cache model (15.3% hits) 2000 / (0.847 x 5 s) = 472.5 samples/s.
+        let m = matrix(vec![
+            cell(1.0, 200, Some(1000.0)),
+            cell(1.0, 60, Some(480.0)),
+            cell(1.0, 5, None),
+        ]);
+        let v = compare(&m, Path::new("m.jsonl")).unwrap();
+        assert_eq!(v.cells.len(), 1, "the infeasible cell is not compared");
+        let c = &v.cells[0];
+        assert!(
+            (c.predicted[&CacheKind::Minio] - 800.0).abs() < 1.0,
+            "{c:?}"
+        );
+        let lru = c.predicted[&CacheKind::PageCache];
+        assert!((lru - 472.5).abs() < 0.5, "{lru}");
+        let acc = v.accuracy(CacheKind::PageCache).unwrap();
+        assert!((acc.median_abs_error_pct - 100.0 * (480.0 - lru) / 480.0).abs() < 1e-9);
+        assert!(v.accuracy(CacheKind::Minio).unwrap().median_abs_error_pct > 60.0);
+        let table = render(&v, Some(CacheKind::PageCache));
+        assert!(table.contains("validated: page-cache model"), "{table}");
+    }
+
+    #[test]
+    fn refuses_matrices_it_cannot_validate() {
+        let mut m = matrix(vec![cell(1.0, 200, Some(1000.0))]);
+        let e = compare(&m, Path::new("m.jsonl")).unwrap_err();
+        assert!(matches!(e, ValidateError::NothingToCompare(_)), "{e}");
+        m.header.cache_model = None;
+        let e = compare(&m, Path::new("m.jsonl")).unwrap_err();
+        assert!(
+            e.to_string().contains("needs a spec with a [dataset]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        assert_eq!(median(&[1.0, 2.0, 10.0]), 2.0);
+        assert_eq!(median(&[1.0, 2.0, 4.0, 10.0]), 3.0);
+        assert_eq!(median(&[]), 0.0);
+    }
+}
