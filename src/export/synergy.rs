@@ -12,6 +12,7 @@
 //! Blox (`super::blox`) uses the same layout without the 20.83 GB column.
 
 use super::{Artifact, ExportError, ExportOptions, Exporter, Layout, Prepared, Rendered, fmt_sig6};
+use crate::matrix::surface::same_level;
 use crate::matrix::{CellSource, Interp};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -79,13 +80,9 @@ pub fn class_name(model: &str) -> String {
     s + "_1"
 }
 
-fn same(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
-
 /// The first grid value at or above `v`, or the largest one (`clamped`).
 fn snap_up(grid: &[f64], v: f64) -> (f64, bool) {
-    match grid.iter().find(|&&g| g >= v || same(g, v)) {
+    match grid.iter().find(|&&g| g >= v || same_level(g, v)) {
         Some(&g) => (g, false),
         None => (grid[grid.len() - 1], true),
     }
@@ -96,7 +93,7 @@ fn axis_coverage(levels: &[f64], values: &[f64], unit: &str) -> (String, usize) 
     let (lo, hi) = (levels[0], levels[levels.len() - 1]);
     let mut groups: BTreeMap<u8, Vec<String>> = BTreeMap::new();
     for &v in values {
-        let (key, text) = if levels.iter().any(|&l| same(l, v)) {
+        let (key, text) = if levels.iter().any(|&l| same_level(l, v)) {
             (0, fmt_sig6(v))
         } else if v > hi {
             (2, fmt_sig6(v))
@@ -255,7 +252,7 @@ fn model_file(
     let snapped = |v: f64, g: f64, clamped: bool, what: &str| {
         if clamped {
             format!("{what} {} (above the grid: clamped)", fmt_sig6(g))
-        } else if same(v, g) {
+        } else if same_level(v, g) {
             format!("{what} {}", fmt_sig6(g))
         } else {
             format!("{what} {} (snapped up)", fmt_sig6(g))
@@ -274,7 +271,7 @@ fn model_file(
         snapped(d.mem_gb_per_gpu, mem, mem_clamped, "mem"),
         target.tool,
     ));
-    if cols[0] == SYNERGY_MEM_GB_PER_GPU[0] && same(mem, cols[0]) {
+    if cols[0] == SYNERGY_MEM_GB_PER_GPU[0] && same_level(mem, cols[0]) {
         line(
             "mem 20.83 is Synergy's grid value (mem_val); Synergy's own zoo files write \
              int(62.5/3) = 20 here."
@@ -343,7 +340,7 @@ fn model_file(
             cols.len()
         ));
     }
-    if !same(d.cpus_per_gpu, cpus) || !same(d.mem_gb_per_gpu, mem) {
+    if !same_level(d.cpus_per_gpu, cpus) || !same_level(d.mem_gb_per_gpu, mem) {
         note.push(format!(
             "best-case demand {} CPUs, {} GB per GPU written as cpus {}, mem {} ({}'s grid)",
             fmt_sig6(d.cpus_per_gpu),

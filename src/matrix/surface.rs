@@ -178,10 +178,7 @@ impl Surface {
         let nm = mem.len();
         let mut tput = vec![f64::NAN; cpu.len() * nm];
         let index = |levels: &[f64], x: f64| {
-            levels
-                .iter()
-                .position(|&l| same_level(l, x))
-                .expect("level collected from the same cells")
+            Surface::level_index(levels, x).expect("level collected from the same cells")
         };
         for c in &cells {
             let ci = index(&cpu, c.cpu / gf);
@@ -269,7 +266,7 @@ impl Surface {
 }
 
 /// Levels closer than a part in a billion are the same (GB from bytes, cores from milli-cores).
-fn same_level(a: f64, b: f64) -> bool {
+pub fn same_level(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 

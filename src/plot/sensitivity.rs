@@ -18,7 +18,7 @@ use super::{
     Chart, Figure, HeatCell, HeatCellKind, Heatmap, LegendKey, Mark, MarkerShape, PlotError,
     Reference, Scale,
 };
-use crate::matrix::surface::BYTES_PER_GB;
+use crate::matrix::surface::{BYTES_PER_GB, same_level};
 use crate::matrix::{
     CacheKind, CellSource, CostWeights, Interp, Matrix, MatrixError, ServerShape, Surface,
     SurfaceError, best_case, load_matrix,
@@ -299,7 +299,7 @@ pub fn view(
         .collect();
     for v in [&mut cpu, &mut mem] {
         v.sort_by(f64::total_cmp);
-        v.dedup_by(|a, b| same(*a, *b));
+        v.dedup_by(|a, b| same_level(*a, *b));
     }
     let nm = mem.len();
     let mut grid = vec![
@@ -499,7 +499,7 @@ fn curves(
                     points.push((x, f64::NAN));
                     estimated.push(false);
                     any_failed = true;
-                    if !failed_at.iter().any(|&f| same(f, x)) {
+                    if !failed_at.iter().any(|&f| same_level(f, x)) {
                         failed_at.push(x);
                     }
                 }
@@ -555,7 +555,7 @@ fn curves(
     let mut ticks = levels.to_vec();
     if near {
         chart = chart.vline(share, share_text, REFERENCE_COLOR);
-        if !levels.iter().any(|&l| same(l, share)) {
+        if !levels.iter().any(|&l| same_level(l, share)) {
             ticks.push(share);
         }
         chart = x_axis(chart, log, x0, x1, &mut ticks);
@@ -633,10 +633,10 @@ fn merge_identical(lines: Vec<Line>) -> Vec<Merged> {
 fn same_cells(a: &[(f64, ViewCell)], b: &[(f64, ViewCell)]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|((xa, ca), (xb, cb))| {
-            same(*xa, *xb)
+            same_level(*xa, *xb)
                 && ca.source == cb.source
                 && match (ca.value, cb.value) {
-                    (Some(p), Some(q)) => same(p, q),
+                    (Some(p), Some(q)) => same_level(p, q),
                     (None, None) => true,
                     _ => false,
                 }
@@ -791,7 +791,7 @@ pub fn overview_chart(views: &[View], opts: &PlotOptions) -> Chart {
             c.len() == v.overview.len()
                 && c.iter()
                     .zip(&v.overview)
-                    .all(|(p, q)| same(p.0, q.0) && same(p.1, q.1))
+                    .all(|(p, q)| same_level(p.0, q.0) && same_level(p.1, q.1))
         };
         match groups.iter_mut().find(|(_, c)| same_curve(c)) {
             Some((names, _)) => names.push(&v.title),
@@ -814,7 +814,7 @@ pub fn overview_chart(views: &[View], opts: &PlotOptions) -> Chart {
         &mut ticks,
     );
     ticks.sort_by(f64::total_cmp);
-    ticks.dedup_by(|a, b| same(*a, *b));
+    ticks.dedup_by(|a, b| same_level(*a, *b));
     chart.x_ticks(ticks).vline(
         share_cpus,
         format!("{SHARE_LABEL}: {}", amount(share_cpus, "CPUs")),
@@ -825,7 +825,7 @@ pub fn overview_chart(views: &[View], opts: &PlotOptions) -> Chart {
 /// `x` as a fractional index into ascending `levels` for the heat map (`i + 0.5` at level `i`,
 /// linear between levels); `None` outside the levels.
 fn fractional_index(levels: &[f64], x: f64) -> Option<f64> {
-    if let Some(i) = levels.iter().position(|&l| same(l, x)) {
+    if let Some(i) = levels.iter().position(|&l| same_level(l, x)) {
         return Some(i as f64 + 0.5);
     }
     let hi = levels.iter().position(|&l| l > x)?;
@@ -852,14 +852,7 @@ fn with_scale(label: &str, log: bool) -> String {
 }
 
 fn level(levels: &[f64], x: f64) -> usize {
-    levels
-        .iter()
-        .position(|&l| same(l, x))
-        .expect("level collected from the same cells")
-}
-
-fn same(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    Surface::level_index(levels, x).expect("level collected from the same cells")
 }
 
 /// A level for labels: few digits, no float noise (20.83 -> 20.8, 62.5, 0.5).

@@ -1,4 +1,4 @@
-//! `profiler replay`: cluster-scheduling replay (issue 3) with Synergy's (OSDI'22) policies and
+//! `profiler replay`: cluster-scheduling replay with Synergy's (OSDI'22) policies and
 //! mechanisms. See `docs/REPLAY.md` for the model, the semantics and every difference from
 //! Synergy's simulator.
 //!

@@ -380,31 +380,28 @@ fn synthetic(n: usize) -> Vec<(&'static str, Vec<Curve>)> {
     families
 }
 
-/// Knee search with whole-core levels over the zoo's 1..24 cores, Synergy's rule for a one-GPU
-/// job over the same range; both judged on the whole-core grid.
-fn zoo_rules() -> (CpuSearch, CpuSearch) {
+/// The knee search on levels every `step` cores over `min..max`, and Synergy's rule for a
+/// one-GPU job over the same range, judged on the same grid.
+fn rules(min: f64, max: f64, step: f64) -> (CpuSearch, CpuSearch) {
     let knee_search = CpuSearch {
-        granularity: Granularity::Every(1.0),
-        ..CpuSearch::knee(1.0, 24.0)
+        granularity: Granularity::Every(step),
+        ..CpuSearch::knee(min, max)
     };
     let synergy = CpuSearch {
         granularity: knee_search.granularity,
-        ..CpuSearch::synergy(1.0, 24.0, 1)
+        ..CpuSearch::synergy(min, max, 1)
     };
     (knee_search, synergy)
 }
 
-/// Quarter-core levels over 0.5..16 cores; Synergy's rule for a one-GPU job.
+/// Whole-core levels over the zoo's 1..24 cores.
+fn zoo_rules() -> (CpuSearch, CpuSearch) {
+    rules(1.0, 24.0, 1.0)
+}
+
+/// Quarter-core levels over 0.5..16 cores.
 fn synthetic_rules() -> (CpuSearch, CpuSearch) {
-    let knee_search = CpuSearch {
-        granularity: Granularity::Every(0.25),
-        ..CpuSearch::knee(0.5, 16.0)
-    };
-    let synergy = CpuSearch {
-        granularity: knee_search.granularity,
-        ..CpuSearch::synergy(0.5, 16.0, 1)
-    };
-    (knee_search, synergy)
+    rules(0.5, 16.0, 0.25)
 }
 
 #[test]
