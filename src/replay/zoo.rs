@@ -1,7 +1,7 @@
 //! Converter from Synergy's published model-zoo tables (long-form CSV, see
 //! `matrices/zoo-source/README.md`) to our matrix schema. The produced files are committed
 //! under `matrices/zoo/` (the default server shape, 3 CPUs per GPU) and
-//! `matrices/zoo-cpg{4,5,6}/`; `tests/replay.rs` regenerates them (`--ignored zoo_generate`) and
+//! `matrices/zoo-cpg{4,5,6}/`; `tests/replay/main.rs` regenerates them (`--ignored zoo_generate`) and
 //! checks that the committed ones match.
 //!
 //! Absolute samples/s = normalized_throughput x batch_size / iter_time_s_at_proportional;
