@@ -7,6 +7,8 @@
 //! warned about once per kind, so that no NaN or unbounded window reaches a matrix.
 
 mod captures;
+#[cfg(test)]
+mod fuzz;
 mod json;
 mod presets;
 
@@ -218,27 +220,44 @@ impl ProgressTail {
         }
         let now = now_unix_s();
         match &self.parser {
-            Parser::Json => {
-                let j = parse_json_line(line)?;
-                let t = j.t.unwrap_or(now);
-                check_time(t, now, self.acc.last.map(|l| l.t))?;
-                let reading = Reading {
-                    samples: Some(j.samples),
-                    iterations: j.iterations,
-                    ..Reading::default()
-                };
-                self.acc.report(&reading, t)
-            }
-            Parser::Log { regexes, .. } => {
-                let Some(c) = regexes.iter().find_map(|re| re.captures(line)) else {
-                    return Ok(None);
-                };
-                let reading = Reading::from_captures(&c)?;
-                check_time(now, now, self.acc.last.map(|l| l.t))?;
-                self.acc.report(&reading, now)
-            }
+            Parser::Json => parse_json_report(&mut self.acc, line, now),
+            Parser::Log { regexes, .. } => parse_log_line(regexes, &mut self.acc, line, now),
         }
     }
+}
+
+/// A progress-file line read at `now`: its report, or why it was rejected.
+pub fn parse_json_report(
+    acc: &mut Accumulator,
+    line: &str,
+    now: f64,
+) -> Result<Option<Report>, Reject> {
+    let j = parse_json_line(line)?;
+    let t = j.t.unwrap_or(now);
+    check_time(t, now, acc.last.map(|l| l.t))?;
+    let reading = Reading {
+        samples: Some(j.samples),
+        iterations: j.iterations,
+        ..Reading::default()
+    };
+    acc.report(&reading, t)
+}
+
+/// An output line read at `now` by the first of `regexes` that matches it: its report,
+/// nothing (not a progress line), or why it was rejected.
+pub fn parse_log_line(
+    regexes: &[Regex],
+    acc: &mut Accumulator,
+    line: &str,
+    now: f64,
+) -> Result<Option<Report>, Reject> {
+    let line = clean_line(line);
+    let Some(c) = regexes.iter().find_map(|re| re.captures(&line)) else {
+        return Ok(None);
+    };
+    let reading = Reading::from_captures(&c)?;
+    check_time(now, now, acc.last.map(|l| l.t))?;
+    acc.report(&reading, now)
 }
 
 /// Rejects timestamps that would make the rate windows meaningless or unbounded.
@@ -259,7 +278,7 @@ fn check_time(t: f64, now: f64, previous: Option<f64>) -> Result<(), Reject> {
 
 /// Drops what only matters on a terminal: backspaces (Keras redraws) and ANSI escape
 /// sequences (colours, cursor moves).
-fn clean_line(raw: &str) -> std::borrow::Cow<'_, str> {
+pub fn clean_line(raw: &str) -> std::borrow::Cow<'_, str> {
     if !raw.contains(['\u{8}', '\u{1b}']) {
         return raw.into();
     }
@@ -300,7 +319,7 @@ fn read_lines(f: &mut Tailed, lines: &mut Vec<Result<String, Reject>>) {
 }
 
 /// Splits `partial + buf` at `\n` and `\r`, keeping the unfinished end in `partial`.
-fn split_lines(partial: &mut Vec<u8>, buf: &[u8], lines: &mut Vec<Result<String, Reject>>) {
+pub fn split_lines(partial: &mut Vec<u8>, buf: &[u8], lines: &mut Vec<Result<String, Reject>>) {
     for &b in buf {
         if b == b'\n' || b == b'\r' {
             if !partial.is_empty() && partial.len() <= MAX_LINE_BYTES {
