@@ -2,7 +2,7 @@
 //! `workloads/progress-shapes/` run `emit.py`, which prints each preset's shape at a known rate
 //! (through a pipe for three of them, tqdm's bar on stderr), swept live over 0.5 and 1 core.
 
-use super::{MACHINE, Silent, options};
+use super::{MACHINE, Silent, caps_unavailable, options};
 use profiler::harness::sweep::run_sweep;
 use profiler::matrix::CellSource;
 use profiler::spec::{load_spec, parse_spec};
@@ -128,5 +128,62 @@ fn python_output_is_unbuffered_unless_the_spec_says_otherwise() {
     assert!(
         note.contains("no progress") && note.contains("PYTHONUNBUFFERED=1"),
         "{note}"
+    );
+}
+
+/// Keeps the warnings a sweep gives.
+#[derive(Default)]
+struct Warnings(Vec<String>);
+impl profiler::harness::sweep::SweepObserver for Warnings {
+    fn warn(&mut self, message: &str) {
+        self.0.push(message.to_string());
+    }
+}
+
+#[test]
+fn unusable_values_are_skipped_with_a_warning_and_never_reach_the_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    // Good lines at 100 samples/s among a NaN, an infinity and a zero time per iteration.
+    let text = r#"schema_version = 1
+name = "nan"
+command = ["while :; do echo 'speed 100 samples/s'; echo 'speed nan samples/s'; echo 'speed inf it/s'; echo 'speed 0 s/it'; sleep 0.1; done"]
+shell = true
+gpus = 0
+batch_size_per_gpu = 4
+[throughput]
+protocol = "log"
+regex = 'speed (?P<rate>\S+) (?P<unit>\S+)'
+[measure]
+warmup_s = 0.5
+window_s = 0.5
+steady_windows = 3
+steady_cv = 0.05
+max_s = 4
+startup_timeout_s = 4
+[sweep]
+cpu = [1]
+"#;
+    let path = dir.path().join("nan.toml");
+    let spec = parse_spec(text, &path).unwrap();
+    let mut opts = options(spec, dir.path().join("nan.matrix.jsonl"), "unused");
+    opts.caps = false;
+    let mut warnings = Warnings::default();
+    let outcome = run_sweep(&opts, &mut warnings, &AtomicBool::new(false)).expect("sweep runs");
+    let c = &outcome.matrix.cells[0];
+    assert_eq!(c.source, CellSource::Measured, "{:?}", c.note);
+    let rate = c.samples_per_s().unwrap();
+    assert!((rate - 100.0).abs() < 5.0, "{rate}");
+    // One warning per kind (not a number; zero), not one per line.
+    assert_eq!(warnings.0.len(), 2, "{:?}", warnings.0);
+    assert!(
+        warnings.0.iter().any(|w| w.contains("\"nan\"")),
+        "{:?}",
+        warnings.0
+    );
+    // What a matrix file would hold (a --no-caps run writes none).
+    let written = outcome.matrix.to_jsonl();
+    assert!(
+        !written.contains("NaN") && !written.contains("\"samples_per_s\":null"),
+        "{written}"
     );
 }
