@@ -232,7 +232,7 @@ proptest! {
     #[test]
     fn fuzz_progress_file_json(lines in lines_of(json_line())) {
         let mut acc = Accumulator::new(None, None);
-        check(|a, l, now| parse_json_report(a, l, now), &mut acc, &lines)?;
+        check(parse_json_report, &mut acc, &lines)?;
     }
 
     #[test]
