@@ -82,11 +82,14 @@ fn files_in(dir: &str, suffix: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The shipped job specs.
+/// The shipped job specs (every progress protocol and preset among them).
 fn spec_seeds() -> &'static [String] {
     static SEEDS: OnceLock<Vec<String>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let seeds = read_all(files_in("workloads", ".toml"), usize::MAX);
+        let paths = files_in("workloads", ".toml")
+            .into_iter()
+            .chain(files_in("workloads/progress-shapes", ".toml"));
+        let seeds = read_all(paths, usize::MAX);
         assert!(seeds.len() >= 3, "workloads/*.toml");
         seeds
     })
