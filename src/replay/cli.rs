@@ -115,6 +115,10 @@ pub struct ReplayArgs {
     /// Scheduling round (lease) length, seconds.
     #[arg(long, default_value_t = 300.0)]
     pub round_s: f64,
+    /// Time of the first round, seconds (default: rounds on multiples of --round-s from 0).
+    /// Synergy's simulator starts a static trace (`--static`) at 1 s: pass 1 to reproduce it.
+    #[arg(long)]
+    pub first_round_s: Option<f64>,
     /// Steady-state window A..B (job ids, inclusive): metrics over these jobs; the replay stops
     /// when they have all finished.
     #[arg(long)]
@@ -249,6 +253,7 @@ impl ReplayArgs {
             schemes,
             semantics: self.semantics,
             round_s: self.round_s,
+            first_round_s: self.first_round_s,
             window: self.window.as_deref().map(parse_window).transpose()?,
             split,
             seed: self.seed,

@@ -8,6 +8,8 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
+mod semantics;
+
 /// A data file shipped in the repository (traces, the zoo's source tables, test fixtures).
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
@@ -391,6 +393,7 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         round_s: 300.0,
         window: None,
         max_rounds: 1_000_000,
+        first_round_s: None,
         audit: Some(&audit),
         progress: None,
     };
@@ -645,6 +648,7 @@ mod props {
             round_s: 300.0,
             window: None,
             max_rounds: 1_000_000,
+            first_round_s: None,
             audit: Some(&audit),
             progress: None,
         };

@@ -10,7 +10,7 @@ mod request;
 mod tune;
 
 use super::cluster::Cluster;
-use super::engine::JobState;
+use super::job::JobState;
 use super::profile::{ProfileSet, Semantics};
 
 /// Slack for floating-point sums of CPUs and GB.
@@ -69,6 +69,10 @@ pub trait Mechanism: Send + Sync {
         out: &mut Vec<Placement>,
         stats: &mut MechStats,
     );
+    /// Whether Synergy runs this mechanism in its `+fair` mode (speed-ups ignored).
+    fn synergy_fair(&self) -> bool {
+        false
+    }
 }
 
 type Ctor = fn() -> Box<dyn Mechanism>;
@@ -153,6 +157,21 @@ impl Free {
             }
         }
         best.map(|b| b.0)
+    }
+
+    /// Synergy's first fit: the lowest-numbered server with `g` free GPUs and room for the
+    /// demand (Synergy walks free GPUs in id order, and GPU ids run server by server).
+    pub fn first_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
+        if g > self.max_free {
+            return None;
+        }
+        (0..self.gpus.len()).find(|&s| {
+            if self.gpus[s] < g {
+                return false;
+            }
+            let (c, m) = demand(s);
+            self.fits(s, g, c, m)
+        })
     }
 
     /// Worst fit on CPU and memory: the fitting server with the most (CPU + memory) left,
@@ -261,7 +280,8 @@ pub fn reclaim_and_place(
 }
 
 /// Places jobs in policy order, each at `demand(job, server)` (cores, GB) on the best-fitting
-/// server where it fits, or not at all this round.
+/// server where it fits (under `--semantics synergy`: the first that fits, as Synergy's
+/// allocator does), or not at all this round.
 pub fn place_in_order(
     ctx: &MechCtx,
     order: &[usize],
@@ -274,7 +294,11 @@ pub fn place_in_order(
             break;
         }
         let g = ctx.jobs[j].spec.gpus;
-        if let Some(s) = free.best_fit(g, |s| demand(j, s)) {
+        let found = match ctx.semantics {
+            Semantics::Synergy => free.first_fit(g, |s| demand(j, s)),
+            Semantics::Exact => free.best_fit(g, |s| demand(j, s)),
+        };
+        if let Some(s) = found {
             let (cpus, mem_gb) = demand(j, s);
             let p = Placement {
                 job: j,
