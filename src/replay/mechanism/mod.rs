@@ -9,12 +9,12 @@ mod proportional;
 mod request;
 mod tune;
 
-use super::cluster::Cluster;
+use super::cluster::{Cluster, Resources};
 use super::job::JobState;
 use super::profile::{ProfileSet, Semantics};
 
 /// Slack for floating-point sums of CPUs and GB.
-pub const EPS: f64 = 1e-9;
+pub use super::cluster::EPS;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Placement {
@@ -114,9 +114,8 @@ pub fn names() -> String {
 /// Free resources per server during one round's allocation.
 #[derive(Debug, Clone)]
 pub struct Free {
-    pub gpus: Vec<u32>,
-    pub cpus: Vec<f64>,
-    pub mem: Vec<f64>,
+    /// What is left on each server.
+    pub servers: Vec<Resources>,
     pub total_gpus: u32,
     /// Most free GPUs on any one server (a wider job cannot fit anywhere: skipped in O(1)).
     pub max_free: u32,
@@ -125,16 +124,14 @@ pub struct Free {
 impl Free {
     pub fn new(c: &Cluster) -> Free {
         Free {
-            gpus: c.servers.iter().map(|s| s.gpus).collect(),
-            cpus: c.servers.iter().map(|s| s.cpus).collect(),
-            mem: c.servers.iter().map(|s| s.mem_gb).collect(),
+            servers: c.servers.iter().map(|s| s.capacity()).collect(),
             total_gpus: c.total_gpus,
             max_free: c.max_server_gpus,
         }
     }
 
     pub fn fits(&self, s: usize, g: u32, c: f64, m: f64) -> bool {
-        self.gpus[s] >= g && self.cpus[s] + EPS >= c && self.mem[s] + EPS >= m
+        self.servers[s].fits(&Resources::new(g, c, m))
     }
 
     /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs.
@@ -143,15 +140,15 @@ impl Free {
             return None;
         }
         let mut best: Option<(usize, u32, f64)> = None;
-        for s in 0..self.gpus.len() {
-            if self.gpus[s] < g {
+        for s in 0..self.servers.len() {
+            if self.servers[s].gpus < g {
                 continue;
             }
             let (c, m) = demand(s);
             if !self.fits(s, g, c, m) {
                 continue;
             }
-            let key = (self.gpus[s] - g, self.cpus[s] - c);
+            let key = (self.servers[s].gpus - g, self.servers[s].cpus - c);
             if best.is_none_or(|b| (key.0, key.1) < (b.1, b.2)) {
                 best = Some((s, key.0, key.1));
             }
@@ -165,8 +162,8 @@ impl Free {
         if g > self.max_free {
             return None;
         }
-        (0..self.gpus.len()).find(|&s| {
-            if self.gpus[s] < g {
+        (0..self.servers.len()).find(|&s| {
+            if self.servers[s].gpus < g {
                 return false;
             }
             let (c, m) = demand(s);
@@ -178,12 +175,12 @@ impl Free {
     /// relative to its capacity; spreads jobs so every server's CPUs and memory get used.
     pub fn most_room(&self, c_: &Cluster, g: u32, c: f64, m: f64) -> Option<usize> {
         let mut best: Option<(usize, f64)> = None;
-        for s in 0..self.gpus.len() {
+        for s in 0..self.servers.len() {
             if !self.fits(s, g, c, m) {
                 continue;
             }
-            let room =
-                (self.cpus[s] - c) / c_.servers[s].cpus + (self.mem[s] - m) / c_.servers[s].mem_gb;
+            let room = (self.servers[s].cpus - c) / c_.servers[s].cpus
+                + (self.servers[s].mem_gb - m) / c_.servers[s].mem_gb;
             if best.is_none_or(|b| room > b.1) {
                 best = Some((s, room));
             }
@@ -199,12 +196,12 @@ impl Free {
     }
 
     pub fn take(&mut self, p: &Placement) {
-        self.gpus[p.server] -= p.gpus;
-        self.cpus[p.server] = (self.cpus[p.server] - p.cpus).max(0.0);
-        self.mem[p.server] = (self.mem[p.server] - p.mem_gb).max(0.0);
+        self.servers[p.server].gpus -= p.gpus;
+        self.servers[p.server].cpus = (self.servers[p.server].cpus - p.cpus).max(0.0);
+        self.servers[p.server].mem_gb = (self.servers[p.server].mem_gb - p.mem_gb).max(0.0);
         self.total_gpus -= p.gpus;
-        if self.gpus[p.server] + p.gpus == self.max_free {
-            self.max_free = self.gpus.iter().copied().max().unwrap_or(0);
+        if self.servers[p.server].gpus + p.gpus == self.max_free {
+            self.max_free = self.servers.iter().map(|r| r.gpus).max().unwrap_or(0);
         }
     }
 }
@@ -233,14 +230,14 @@ pub fn reclaim_and_place(
         return false;
     }
     let mut best: Option<(usize, f64, u32)> = None;
-    for s in 0..free.gpus.len() {
-        if free.gpus[s] < g {
+    for s in 0..free.servers.len() {
+        if free.servers[s].gpus < g {
             continue;
         }
         let (c, m) = ctx.proportional(j, s);
-        let need = (c - free.cpus[s]).max(0.0) / ctx.cluster.servers[s].cpus
-            + (m - free.mem[s]).max(0.0) / ctx.cluster.servers[s].mem_gb;
-        let key = (need, free.gpus[s] - g);
+        let need = (c - free.servers[s].cpus).max(0.0) / ctx.cluster.servers[s].cpus
+            + (m - free.servers[s].mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
+        let key = (need, free.servers[s].gpus - g);
         if best.is_none_or(|b| key < (b.1, b.2)) {
             best = Some((s, key.0, key.1));
         }
@@ -248,20 +245,20 @@ pub fn reclaim_and_place(
     let Some((s, _, _)) = best else { return false };
     let (c, m) = ctx.proportional(j, s);
     for &k in on_server[s].iter().rev() {
-        if free.cpus[s] + EPS >= c && free.mem[s] + EPS >= m {
+        if free.servers[s].cpus + EPS >= c && free.servers[s].mem_gb + EPS >= m {
             break;
         }
         let (pc, pm) = ctx.proportional(out[k].job, s);
         let p = &mut out[k];
-        if free.cpus[s] + EPS < c && p.cpus > pc {
-            let back = (p.cpus - pc).min(c - free.cpus[s]);
+        if free.servers[s].cpus + EPS < c && p.cpus > pc {
+            let back = (p.cpus - pc).min(c - free.servers[s].cpus);
             p.cpus -= back;
-            free.cpus[s] += back;
+            free.servers[s].cpus += back;
         }
-        if free.mem[s] + EPS < m && p.mem_gb > pm {
-            let back = (p.mem_gb - pm).min(m - free.mem[s]);
+        if free.servers[s].mem_gb + EPS < m && p.mem_gb > pm {
+            let back = (p.mem_gb - pm).min(m - free.servers[s].mem_gb);
             p.mem_gb -= back;
-            free.mem[s] += back;
+            free.servers[s].mem_gb += back;
         }
     }
     // Always true by the argument above; kept as a guard.
@@ -272,8 +269,8 @@ pub fn reclaim_and_place(
         job: j,
         server: s,
         gpus: g,
-        cpus: c.min(free.cpus[s]),
-        mem_gb: m.min(free.mem[s]),
+        cpus: c.min(free.servers[s].cpus),
+        mem_gb: m.min(free.servers[s].mem_gb),
     };
     on_server[s].push(free.place(out, p));
     true

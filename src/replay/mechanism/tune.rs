@@ -94,15 +94,18 @@ fn synergy_tune(ctx: &MechCtx, order: &[usize], out: &mut Vec<Placement>) {
             continue;
         }
         let peer_server = if g > 1 {
-            (0..free.gpus.len()).find(|&s| free.gpus[s] >= g)
+            (0..free.servers.len()).find(|&s| free.servers[s].gpus >= g)
         } else {
-            (0..free.gpus.len())
-                .filter(|&s| free.gpus[s] > 0)
-                .min_by_key(|&s| (free.gpus[s], s))
+            (0..free.servers.len())
+                .filter(|&s| free.servers[s].gpus > 0)
+                .min_by_key(|&s| (free.servers[s].gpus, s))
         };
         let Some(s) = peer_server else { continue };
         let (dc, dm) = fair_share(ctx, j, s);
-        let mut need = ((dc - free.cpus[s]).max(0.0), (dm - free.mem[s]).max(0.0));
+        let mut need = (
+            (dc - free.servers[s].cpus).max(0.0),
+            (dm - free.servers[s].mem_gb).max(0.0),
+        );
         if need != (0.0, 0.0) {
             let list = &mut on_server[s];
             let per_gpu = |k: usize| {
@@ -128,8 +131,8 @@ fn synergy_tune(ctx: &MechCtx, order: &[usize], out: &mut Vec<Placement>) {
             }
             for k in victims {
                 let (vc, vm) = fair_share(ctx, out[k].job, s);
-                free.cpus[s] += out[k].cpus - vc;
-                free.mem[s] += out[k].mem_gb - vm;
+                free.servers[s].cpus += out[k].cpus - vc;
+                free.servers[s].mem_gb += out[k].mem_gb - vm;
                 out[k].cpus = vc;
                 out[k].mem_gb = vm;
             }
