@@ -73,7 +73,7 @@ impl SynergyCounters {
     /// Iterations one round of `round_s` seconds completes at `speedup`: Synergy's
     /// `floor(round / (iteration time / speed-up))`, in that float order.
     pub fn iters_in_round(&self, round_s: f64, speedup: f64) -> u64 {
-        if !(speedup > 0.0) {
+        if speedup.is_nan() || speedup <= 0.0 {
             return 0;
         }
         let e = if speedup == 1.0 {

@@ -61,7 +61,7 @@ fn step(
         audit: None,
         progress: None,
     };
-    let mut arrivals = jobs.to_vec().into_iter();
+    let mut arrivals = jobs.iter().cloned();
     let mut replay = Replay::new(&cfg, &mut arrivals, None).unwrap();
     let mut out = Vec::new();
     for _ in 0..rounds {
