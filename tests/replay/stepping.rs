@@ -44,6 +44,18 @@ fn step(
     jobs: &[JobSpec],
     rounds: usize,
 ) -> Vec<Vec<Placed>> {
+    step_rounds_of(300.0, pol, mech, sem, jobs, rounds)
+}
+
+/// [`step`] with rounds of `round_s` seconds.
+fn step_rounds_of(
+    round_s: f64,
+    pol: &str,
+    mech: &str,
+    sem: Semantics,
+    jobs: &[JobSpec],
+    rounds: usize,
+) -> Vec<Vec<Placed>> {
     let cluster = two_servers();
     let profiles = ProfileSet::builtin_zoo();
     let policy = policy::by_name(pol).unwrap();
@@ -54,7 +66,7 @@ fn step(
         policy: policy.as_ref(),
         mechanism: mechanism.as_ref(),
         semantics: sem,
-        round_s: 300.0,
+        round_s,
         window: None,
         max_rounds: 1000,
         first_round_s: None,
@@ -223,5 +235,37 @@ fn opt_runs_every_job_within_each_server() {
         for p in &r[0] {
             assert!(p.2 >= 1.0 - 1e-9, "{sem:?}: {p:?}");
         }
+    }
+}
+
+#[test]
+fn synergy_starvation_guard_runs_a_job_kept_waiting_1000_hours() {
+    // SRTF on 8 GPUs: eight jobs of 2000 h at the share keep a 10000 h job waiting. With rounds
+    // of 400,000 s the round at t = 4,000,000 s finds it waiting more than 1000 h: it gets
+    // priority 1 and runs from the next round on, ahead of the shorter jobs (Synergy's rule).
+    // Under exact semantics there is no guard: it waits until the short jobs finish.
+    let profiles = ProfileSet::builtin_zoo();
+    let per_s =
+        profiles
+            .get(profiles.lookup("resnet50").unwrap())
+            .rate(1, 3.0, 62.5, Semantics::Synergy);
+    let mut jobs = vec![job(0, "resnet50", 0.0, per_s * 10_000.0 * 3600.0)];
+    jobs.extend((1..9).map(|i| job(i, "resnet50", 0.0, per_s * 2000.0 * 3600.0)));
+    for (sem, runs_in_round_12) in [(Semantics::Synergy, true), (Semantics::Exact, false)] {
+        let r = step_rounds_of(400_000.0, "srtf", "proportional", sem, &jobs, 12);
+        for (k, placed) in r.iter().enumerate().take(11) {
+            assert!(
+                !ids(placed).contains(&0),
+                "{sem:?} round {}: {:?}",
+                k + 1,
+                ids(placed)
+            );
+        }
+        assert_eq!(
+            ids(&r[11]).contains(&0),
+            runs_in_round_12,
+            "{sem:?}: {:?}",
+            ids(&r[11])
+        );
     }
 }
