@@ -263,6 +263,11 @@ impl CgroupRoot {
         Ok(run)
     }
 
+    /// Creates the cgroup for launch number `launch` of job `job`.
+    pub fn create_launch(&self, job: &str, launch: u32) -> Result<RunCgroup, CapsError> {
+        self.create_run(&format!("{job}-{}-{launch}", std::process::id()))
+    }
+
     /// Directory of the parent in the memory hierarchy (for tests and messages).
     pub fn parent_dir(&self) -> PathBuf {
         self.mounts.memory.join(&self.parent)
@@ -455,6 +460,11 @@ impl RunCgroup {
                 }
             }
         }
+    }
+
+    /// The run's own name (the last component of its path).
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or(&self.rel)
     }
 
     /// Path relative to the hierarchy root, e.g. `profiler/resnet18-1234-0`.

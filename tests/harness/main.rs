@@ -28,16 +28,22 @@ fn caps_unavailable() -> Option<String> {
     }
 }
 
+/// Skips a test that needs root and cgroup controllers where they are missing, saying so on
+/// stderr; under CI (`CI` set to anything but `false`/`0`) a skip is a failure.
 macro_rules! require_caps {
-    () => {
+    ($test:expr) => {
         if let Some(why) = caps_unavailable() {
-            if std::env::var_os("CI").is_some() {
-                panic!("CI must run the cgroup tests, but: {why}");
+            if under_ci() {
+                panic!("{}: CI must run the cgroup tests, but: {why}", $test);
             }
-            eprintln!("SKIPPED (needs root and cgroup controllers): {why}");
+            eprintln!("SKIPPED: {}: {why}", $test);
             return;
         }
     };
+}
+
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// A small dataset shared by the tests (generated once).
@@ -109,7 +115,7 @@ fn cell(cells: &[Cell], cpu: f64) -> &Cell {
 
 #[test]
 fn cpu_cap_scales_the_input_pipeline_rate() {
-    require_caps!();
+    require_caps!("cpu_cap_scales_the_input_pipeline_rate");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let sweep = |attempt: u32| {
@@ -161,7 +167,7 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
 
 #[test]
 fn memory_cap_below_the_dataset_raises_storage_reads() {
-    require_caps!();
+    require_caps!("memory_cap_below_the_dataset_raises_storage_reads");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let spec = pipeline_spec(
@@ -217,7 +223,7 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
 
 #[test]
 fn validate_finds_the_page_cache_model_closer_than_minio_on_a_shuffled_job() {
-    require_caps!();
+    require_caps!("validate_finds_the_page_cache_model_closer_than_minio_on_a_shuffled_job");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // The job reads its files in a fresh random order every epoch through the page cache. At
@@ -277,7 +283,7 @@ fn validate_finds_the_page_cache_model_closer_than_minio_on_a_shuffled_job() {
 
 #[test]
 fn sigint_leaves_nothing_behind_and_resume_completes() {
-    require_caps!();
+    require_caps!("sigint_leaves_nothing_behind_and_resume_completes");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let name = "sigint-resume";
@@ -370,7 +376,7 @@ fn levels_of(cells: &[Cell]) -> Vec<f64> {
 
 #[test]
 fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
-    require_caps!();
+    require_caps!("knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("m.matrix.jsonl");
@@ -425,7 +431,7 @@ fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
 
 #[test]
 fn a_search_with_measured_memory_follows_each_chosen_level_down() {
-    require_caps!();
+    require_caps!("a_search_with_measured_memory_follows_each_chosen_level_down");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // Synergy's rule for a one-GPU job from 2 cores: 2, then 1 (halved, or one step down),
@@ -473,7 +479,7 @@ fn hostile_names_stay_inside_the_parent_cgroup() {
         let err = parse_spec(&text, &dir.path().join("x.toml")).unwrap_err();
         assert!(err.to_string().contains("name"), "{err}");
     }
-    require_caps!();
+    require_caps!("hostile_names_stay_inside_the_parent_cgroup");
     // Cgroup level, defence in depth.
     let root = CgroupRoot::open("profiler-test-names").unwrap();
     for bad in ["../evil", "../../sys", "x/../../y", ".."] {
@@ -492,7 +498,7 @@ fn hostile_names_stay_inside_the_parent_cgroup() {
 
 #[test]
 fn runs_left_by_a_killed_profiler_are_reaped() {
-    require_caps!();
+    require_caps!("runs_left_by_a_killed_profiler_are_reaped");
     let parent = "profiler-test-reap";
     // A profiler pid that is certainly gone: a child that has already exited and been reaped.
     let mut gone = Command::new("true").spawn().unwrap();
@@ -647,7 +653,7 @@ fn job_failures_become_failed_cells_with_reasons() {
 
 #[test]
 fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
-    require_caps!();
+    require_caps!("oom_under_a_memory_cap_is_infeasible_not_an_error");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // Reports progress, then allocates far past the 64 MiB cap.
@@ -675,3 +681,5 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
         c.note
     );
 }
+
+mod hardening;
