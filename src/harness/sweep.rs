@@ -470,6 +470,10 @@ impl Sweep<'_> {
             ),
             None => format!("profiler sweep of {}", self.opts.spec.path.display()),
         };
+        let provenance = match self.root.as_ref().and_then(|r| r.swap_note()) {
+            Some(note) => format!("{provenance}; {note}"),
+            None => provenance,
+        };
         let provenance = match &self.memory_note {
             Some(note) => format!("{provenance}; {note}"),
             None => provenance,
