@@ -97,7 +97,8 @@ pub struct CgroupRoot {
     parent: String,
     /// Controller mount points (v1) or the unified root (v2).
     mounts: ControllerDirs,
-    parent_cg: Cgroup,
+    /// Created through cgroups-rs (which sets up cpuset); removed by `Drop`, never recursively.
+    _parent_cg: Cgroup,
     /// CPUs the parent may use, in order; a cap of N cores pins to the first ceil(N).
     cpus: Vec<u32>,
     mems: String,
@@ -357,7 +358,7 @@ impl CgroupRoot {
             version,
             parent: parent.to_string(),
             mounts,
-            parent_cg,
+            _parent_cg: parent_cg,
             cpus,
             mems,
             token,
@@ -483,7 +484,6 @@ impl CgroupRoot {
 impl Drop for CgroupRoot {
     fn drop(&mut self) {
         // Not recursive: fails harmlessly while another sweep still has runs under the parent.
-        let _ = &self.parent_cg;
         remove_dirs(&self.parent_dirs(), Duration::ZERO);
         if let Some((file, path)) = self.lock.take() {
             let _ = std::fs::remove_file(&path);
