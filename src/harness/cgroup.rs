@@ -341,7 +341,16 @@ impl CgroupRoot {
         let locks = lock_dir(parent);
         let _ = std::fs::create_dir_all(&locks);
         let lock_path = locks.join(format!("{token}.lock"));
-        let lock = try_lock(&lock_path, true).map(|f| (f, lock_path));
+        // A reaper may unlink a lock file between its creation and our flock: hold one that is
+        // still the file at that path.
+        let lock = (0..3)
+            .find_map(|_| {
+                use std::os::unix::fs::MetadataExt;
+                let file = try_lock(&lock_path, true)?;
+                let (held, named) = (file.metadata().ok()?, std::fs::metadata(&lock_path).ok()?);
+                (held.ino() == named.ino() && held.dev() == named.dev()).then_some(file)
+            })
+            .map(|f| (f, lock_path));
         let swap_note = match (version, host_has_swap()) {
             (_, false) => None,
             (CgroupVersion::V1, true)
@@ -401,6 +410,14 @@ impl CgroupRoot {
             remove_dirs(&dirs, Duration::from_secs(1));
             if dirs.iter().all(|d| !d.exists()) {
                 let _ = std::fs::remove_file(&lock_path);
+            }
+        }
+        // Lock files of profilers killed before their first run: nobody holds them.
+        for entry in std::fs::read_dir(&locks).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let mine = path.file_name() == Some(format!("{}.lock", self.token).as_ref());
+            if !mine && try_lock(&path, false).is_some() {
+                let _ = std::fs::remove_file(&path);
             }
         }
     }
