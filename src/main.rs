@@ -43,9 +43,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                              profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
                         );
                     } else {
-                        println!(
-                            "--no-caps: the spec runs and reports progress; no matrix written"
-                        );
+                        match outcome.uncapped_verdict() {
+                            Ok(verdict) => println!("{verdict}"),
+                            Err(reason) => {
+                                eprintln!("{reason}");
+                                return Ok(ExitCode::FAILURE);
+                            }
+                        }
                     }
                     Ok(ExitCode::SUCCESS)
                 }

@@ -140,7 +140,8 @@ pub struct SweepArgs {
     /// Override the spec's sweep.memory.
     #[arg(long, value_enum)]
     pub memory: Option<MemoryArg>,
-    /// Parent cgroup the runs are created under (one path component).
+    /// Parent cgroup the runs are created under: `profiler` or `profiler-<name>` (the
+    /// profiler never creates or removes cgroups outside its own parent).
     #[arg(long, default_value = "profiler", value_name = "NAME")]
     pub cgroup_parent: String,
 }

@@ -28,6 +28,10 @@ pub enum CapsError {
     MissingController(&'static str, &'static str),
     #[error("cgroup name {0:?} is not allowed: expected [A-Za-z0-9_.-], no path separators")]
     BadName(String),
+    #[error(
+        "--cgroup-parent {0:?} is not allowed: the profiler only creates and removes cgroups under a parent of its own, named `profiler` or `profiler-<something>` ([A-Za-z0-9_.-])"
+    )]
+    BadParent(String),
     #[error("cgroup {path}: {action}: {message}")]
     Cgroup {
         path: String,
@@ -62,6 +66,20 @@ struct ControllerDirs {
 }
 
 impl ControllerDirs {
+    /// Every distinct directory (v1 may mount several controllers together; v2 has one).
+    fn all(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![
+            self.cpu.clone(),
+            self.cpuacct.clone(),
+            self.cpuset.clone(),
+            self.memory.clone(),
+            self.io.clone(),
+        ];
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
     fn join(&self, rel: &str) -> ControllerDirs {
         ControllerDirs {
             cpu: self.cpu.join(rel),
@@ -79,10 +97,181 @@ pub struct CgroupRoot {
     parent: String,
     /// Controller mount points (v1) or the unified root (v2).
     mounts: ControllerDirs,
-    parent_cg: Cgroup,
+    /// Created through cgroups-rs (which sets up cpuset); removed by `Drop`, never recursively.
+    _parent_cg: Cgroup,
     /// CPUs the parent may use, in order; a cap of N cores pins to the first ceil(N).
     cpus: Vec<u32>,
     mems: String,
+    /// Unique per root (`<pid>.<n>`), in every run's name: whose run it is.
+    token: String,
+    /// Held (flock) while this root lives: a run whose token's lock nobody holds is stale,
+    /// whatever became of the pid (reused, or in another pid namespace).
+    lock: Option<(std::fs::File, PathBuf)>,
+    /// Why a memory cap might not bound swap here, if it might not.
+    swap_note: Option<String>,
+}
+
+/// Where the owners' lock files live: `/run` is a tmpfs, emptied at boot like the cgroups.
+fn lock_dir(parent: &str) -> PathBuf {
+    let base = if Path::new("/run").is_dir() {
+        PathBuf::from("/run/profiler")
+    } else {
+        std::env::temp_dir().join("profiler-run")
+    };
+    base.join(parent)
+}
+
+/// Tries to take the lock at `path` without waiting; `Some(file)` holds it.
+fn try_lock(path: &Path, create: bool) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
+        .ok()?;
+    // SAFETY: flock on a descriptor this function owns.
+    let ok = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    ok.then_some(file)
+}
+
+/// Whether the host has swap a memory cap could be dodged with.
+fn host_has_swap() -> bool {
+    std::fs::read_to_string("/proc/swaps")
+        .is_ok_and(|t| t.lines().skip(1).any(|l| !l.trim().is_empty()))
+}
+
+/// Accepts `profiler` and `profiler-...`/`profiler_...`/`profiler....` (one safe component).
+fn check_parent(parent: &str) -> Result<(), CapsError> {
+    let ours = parent == "profiler"
+        || ["profiler-", "profiler_", "profiler."]
+            .iter()
+            .any(|p| parent.strip_prefix(p).is_some_and(|rest| !rest.is_empty()));
+    if ours && crate::spec::is_safe_name(parent) {
+        Ok(())
+    } else {
+        Err(CapsError::BadParent(parent.to_string()))
+    }
+}
+
+/// Run names are `<job>-<token>-<launch>`, the token `<pid>.<n>`: the token, if `name` is one.
+fn run_token(name: &str) -> Option<&str> {
+    let mut parts = name.rsplitn(3, '-');
+    let launch = parts.next()?;
+    let token = parts.next()?;
+    parts.next()?;
+    let (pid, n) = token.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(launch) && digits(pid) && digits(n)).then_some(token)
+}
+
+/// SIGKILLs every process in the cgroup directories `dirs` until they are empty or `timeout`
+/// passes; true when empty.
+fn kill_procs(dirs: &[PathBuf], timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let pids: Vec<u32> = dirs.iter().flat_map(|d| procs_in(d)).collect();
+        if pids.is_empty() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        for pid in pids {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn procs_in(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Removes the cgroup directories `dirs`, never recursively (a cgroup with children, or
+/// processes, stays); retries briefly while the last task exits.
+fn remove_dirs(dirs: &[PathBuf], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    for dir in dirs {
+        while dir.exists() && std::fs::remove_dir(dir).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Directories of the run cgroups alive in this process, for [`kill_live_runs`].
+static LIVE_RUNS: std::sync::Mutex<Vec<Vec<PathBuf>>> = std::sync::Mutex::new(Vec::new());
+
+/// Kills every process in this process's run cgroups and removes them: what a second Ctrl-C
+/// does before exiting, from the signal thread, while the sweep itself may be anywhere.
+pub fn kill_live_runs(timeout: Duration) {
+    let runs = match LIVE_RUNS.try_lock() {
+        Ok(runs) => runs.clone(),
+        // Held only for a push or a remove; if it is held now, take what is there anyway.
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().clone(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            std::thread::sleep(Duration::from_millis(10));
+            LIVE_RUNS.lock().map(|r| r.clone()).unwrap_or_default()
+        }
+    };
+    let all: Vec<PathBuf> = runs.iter().flatten().cloned().collect();
+    kill_procs(&all, timeout);
+    remove_dirs(&all, timeout);
+}
+
+/// The cgroup version and where each controller is mounted; checks the controllers exist.
+fn mounts() -> Result<(CgroupVersion, ControllerDirs), CapsError> {
+    Ok(if hierarchies::is_cgroup2_unified_mode() {
+        let root = PathBuf::from(hierarchies::UNIFIED_MOUNTPOINT);
+        let available =
+            std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+        // The same four as on v1 (where blkio plays io's part); cgroups-rs would refuse to
+        // create the parent with an obscure error if one were missing.
+        for (c, why) in [
+            ("cpu", "CPU quota"),
+            ("cpuset", "core pinning"),
+            ("memory", "memory caps"),
+            ("io", "storage read accounting"),
+        ] {
+            if !available.split_whitespace().any(|a| a == c) {
+                return Err(CapsError::MissingController(c, why));
+            }
+        }
+        let dirs = ControllerDirs {
+            cpu: root.clone(),
+            cpuacct: root.clone(),
+            cpuset: root.clone(),
+            memory: root.clone(),
+            io: root,
+        };
+        (CgroupVersion::V2, dirs)
+    } else {
+        let v1 = V1::new();
+        let mount = |c: Controllers, name: &'static str, why: &'static str| {
+            v1.get_mount_point(c)
+                .map(|(p, _)| p)
+                .ok_or(CapsError::MissingController(name, why))
+        };
+        let dirs = ControllerDirs {
+            cpu: mount(Controllers::Cpu, "cpu", "CPU quota")?,
+            cpuacct: mount(Controllers::CpuAcct, "cpuacct", "CPU time accounting")?,
+            cpuset: mount(Controllers::CpuSet, "cpuset", "core pinning")?,
+            memory: mount(Controllers::Mem, "memory", "memory caps")?,
+            io: mount(Controllers::BlkIo, "blkio", "storage read accounting")?,
+        };
+        (CgroupVersion::V1, dirs)
+    })
+}
+
+/// The directories of parent cgroup `parent` in every hierarchy runs are created in (v2: one),
+/// whether or not they exist: where to look for what a sweep may have left.
+pub fn parent_dirs_of(parent: &str) -> Result<Vec<PathBuf>, CapsError> {
+    Ok(mounts()?.1.join(parent).all())
 }
 
 fn controllers(version: CgroupVersion) -> Vec<String> {
@@ -108,50 +297,11 @@ fn check_name(name: &str) -> Result<(), CapsError> {
 impl CgroupRoot {
     /// Opens (creating if needed) the parent cgroup `parent` directly under the hierarchy root.
     pub fn open(parent: &str) -> Result<Self, CapsError> {
-        check_name(parent)?;
+        check_parent(parent)?;
         if !nix::unistd::geteuid().is_root() {
             return Err(CapsError::NotRoot);
         }
-        let (version, mounts) = if hierarchies::is_cgroup2_unified_mode() {
-            let root = PathBuf::from(hierarchies::UNIFIED_MOUNTPOINT);
-            let available =
-                std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
-            // The same four as on v1 (where blkio plays io's part); cgroups-rs would refuse to
-            // create the parent with an obscure error if one were missing.
-            for (c, why) in [
-                ("cpu", "CPU quota"),
-                ("cpuset", "core pinning"),
-                ("memory", "memory caps"),
-                ("io", "storage read accounting"),
-            ] {
-                if !available.split_whitespace().any(|a| a == c) {
-                    return Err(CapsError::MissingController(c, why));
-                }
-            }
-            let dirs = ControllerDirs {
-                cpu: root.clone(),
-                cpuacct: root.clone(),
-                cpuset: root.clone(),
-                memory: root.clone(),
-                io: root,
-            };
-            (CgroupVersion::V2, dirs)
-        } else {
-            let v1 = V1::new();
-            let mount = |c: Controllers, name: &'static str, why: &'static str| {
-                v1.get_mount_point(c)
-                    .map(|(p, _)| p)
-                    .ok_or(CapsError::MissingController(name, why))
-            };
-            let dirs = ControllerDirs {
-                cpu: mount(Controllers::Cpu, "cpu", "CPU quota")?,
-                cpuacct: mount(Controllers::CpuAcct, "cpuacct", "CPU time accounting")?,
-                cpuset: mount(Controllers::CpuSet, "cpuset", "core pinning")?,
-                memory: mount(Controllers::Mem, "memory", "memory caps")?,
-                io: mount(Controllers::BlkIo, "blkio", "storage read accounting")?,
-            };
-            (CgroupVersion::V1, dirs)
-        };
+        let (version, mounts) = mounts()?;
         let parent_cg =
             Cgroup::new_with_specified_controllers(hierarchy(), parent, Some(controllers(version)))
                 .map_err(|e| CapsError::Cgroup {
@@ -182,34 +332,104 @@ impl CgroupRoot {
                 message: format!("no usable CPUs in {cpus_text:?}"),
             });
         }
+        static ROOTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let token = format!(
+            "{}.{}",
+            std::process::id(),
+            ROOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let locks = lock_dir(parent);
+        let _ = std::fs::create_dir_all(&locks);
+        let lock_path = locks.join(format!("{token}.lock"));
+        // A reaper may unlink a lock file between its creation and our flock: hold one that is
+        // still the file at that path.
+        let lock = (0..3)
+            .find_map(|_| {
+                use std::os::unix::fs::MetadataExt;
+                let file = try_lock(&lock_path, true)?;
+                let (held, named) = (file.metadata().ok()?, std::fs::metadata(&lock_path).ok()?);
+                (held.ino() == named.ino() && held.dev() == named.dev()).then_some(file)
+            })
+            .map(|f| (f, lock_path));
+        let swap_note = match (version, host_has_swap()) {
+            (_, false) => None,
+            (CgroupVersion::V1, true)
+                if !pdirs.memory.join("memory.memsw.limit_in_bytes").exists() =>
+            {
+                Some("this host has swap and no swap accounting (boot with swapaccount=1): a capped job may swap instead of being OOM-killed".to_string())
+            }
+            (CgroupVersion::V2, true) if !pdirs.memory.join("memory.swap.max").exists() => {
+                Some("this host has swap and cgroups without memory.swap.max: a capped job may swap instead of being OOM-killed".to_string())
+            }
+            _ => None,
+        };
         let root = CgroupRoot {
             version,
             parent: parent.to_string(),
             mounts,
-            parent_cg,
+            _parent_cg: parent_cg,
             cpus,
             mems,
+            token,
+            lock,
+            swap_note,
         };
         root.reap_stale_runs();
         Ok(root)
     }
 
-    /// Removes run cgroups left by a profiler that was killed outright (SIGKILL, power loss):
-    /// runs are named `<job>-<profiler pid>-<launch>`, so a run whose profiler is gone is stale.
+    /// Removes run cgroups left by a profiler that was killed outright (SIGKILL, power loss),
+    /// in every hierarchy: a run is stale when nobody holds the lock of the token in its name.
+    /// Whatever still runs inside is killed first. Names that are not runs are left alone.
     fn reap_stale_runs(&self) {
-        let Ok(entries) = std::fs::read_dir(self.mounts.memory.join(&self.parent)) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let owner = name.rsplit('-').nth(1).and_then(|p| p.parse::<u32>().ok());
-            let stale = entry.path().is_dir()
-                && owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
-            if stale && check_name(&name).is_ok() {
-                // Dropping the handle kills what is left inside and removes the cgroup.
-                drop(self.run_handle(&name));
+        let parents = self.mounts.join(&self.parent).all();
+        let mut names: Vec<String> = parents
+            .iter()
+            .filter_map(|p| std::fs::read_dir(p).ok())
+            .flat_map(|d| d.flatten())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        let locks = lock_dir(&self.parent);
+        for name in names {
+            let Some(token) = run_token(&name) else {
+                continue;
+            };
+            if token == self.token || check_name(&name).is_err() {
+                continue;
+            }
+            let lock_path = locks.join(format!("{token}.lock"));
+            let held_elsewhere = lock_path.exists() && try_lock(&lock_path, false).is_none();
+            if held_elsewhere {
+                continue;
+            }
+            let dirs: Vec<PathBuf> = parents.iter().map(|p| p.join(&name)).collect();
+            kill_procs(&dirs, Duration::from_secs(2));
+            remove_dirs(&dirs, Duration::from_secs(1));
+            if dirs.iter().all(|d| !d.exists()) {
+                let _ = std::fs::remove_file(&lock_path);
             }
         }
+        // Lock files of profilers killed before their first run: nobody holds them.
+        for entry in std::fs::read_dir(&locks).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let mine = path.file_name() == Some(format!("{}.lock", self.token).as_ref());
+            if !mine && try_lock(&path, false).is_some() {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+
+    /// Why a memory cap might not bound swap on this host (for the matrix's provenance).
+    pub fn swap_note(&self) -> Option<&str> {
+        self.swap_note.as_deref()
+    }
+
+    /// The parent's directory in every hierarchy runs are created in.
+    pub fn parent_dirs(&self) -> Vec<PathBuf> {
+        self.mounts.join(&self.parent).all()
     }
 
     pub fn version(&self) -> CgroupVersion {
@@ -240,6 +460,9 @@ impl CgroupRoot {
             action: "create",
             message: e.to_string(),
         })?;
+        if let Ok(mut live) = LIVE_RUNS.lock() {
+            live.push(dirs.all());
+        }
         Ok(RunCgroup {
             cg,
             rel,
@@ -256,11 +479,17 @@ impl CgroupRoot {
         // but only when the parent has them; set them explicitly).
         run.write(&run.dirs.cpuset, "cpuset.mems", &self.mems)?;
         run.set_cpu(self.cpus.len() as f64)?;
-        if self.version == CgroupVersion::V2 {
+        if self.version == CgroupVersion::V2 && run.dirs.memory.join("memory.swap.max").exists() {
             // Without this a memory cap could be dodged by swapping.
-            let _ = std::fs::write(run.dirs.memory.join("memory.swap.max"), "0");
+            run.write(&run.dirs.memory, "memory.swap.max", "0")?;
         }
         Ok(run)
+    }
+
+    /// Creates the cgroup for launch number `launch` of job `job`.
+    pub fn create_launch(&self, job: &str, launch: u32) -> Result<RunCgroup, CapsError> {
+        let job: String = job.chars().take(40).collect();
+        self.create_run(&format!("{job}-{}-{launch}", self.token))
     }
 
     /// Directory of the parent in the memory hierarchy (for tests and messages).
@@ -271,8 +500,12 @@ impl CgroupRoot {
 
 impl Drop for CgroupRoot {
     fn drop(&mut self) {
-        // Fails harmlessly while another sweep still has runs under the parent.
-        let _ = self.parent_cg.delete();
+        // Not recursive: fails harmlessly while another sweep still has runs under the parent.
+        remove_dirs(&self.parent_dirs(), Duration::ZERO);
+        if let Some((file, path)) = self.lock.take() {
+            let _ = std::fs::remove_file(&path);
+            drop(file);
+        }
     }
 }
 
@@ -334,14 +567,32 @@ impl RunCgroup {
 
     /// Sets the memory limit (which bounds anonymous memory and page cache together); `None`
     /// removes it. Lowering it below current usage makes the kernel reclaim page cache first.
+    /// On v1 memory + swap gets the same limit where swap is accounted, so the job cannot swap
+    /// (v2 has `memory.swap.max = 0` from creation).
     pub fn set_memory_limit(&self, bytes: Option<u64>) -> Result<(), CapsError> {
-        let (file, value) = match (self.version, bytes) {
-            (CgroupVersion::V1, Some(b)) => ("memory.limit_in_bytes", b.to_string()),
-            (CgroupVersion::V1, None) => ("memory.limit_in_bytes", "-1".to_string()),
-            (CgroupVersion::V2, Some(b)) => ("memory.max", b.to_string()),
-            (CgroupVersion::V2, None) => ("memory.max", "max".to_string()),
-        };
-        self.write(&self.dirs.memory, file, &value)
+        let value = |unlimited: &str| bytes.map_or(unlimited.to_string(), |b| b.to_string());
+        match self.version {
+            CgroupVersion::V1 => {
+                let memsw = "memory.memsw.limit_in_bytes";
+                if !self.dirs.memory.join(memsw).exists() {
+                    return self.write(&self.dirs.memory, "memory.limit_in_bytes", &value("-1"));
+                }
+                // memsw must stay >= the memory limit: lower memory first, raise memsw first.
+                let current =
+                    std::fs::read_to_string(self.dirs.memory.join("memory.limit_in_bytes"))
+                        .ok()
+                        .and_then(|t| t.trim().parse::<u64>().ok())
+                        .unwrap_or(u64::MAX);
+                if bytes.is_some_and(|b| b <= current) {
+                    self.write(&self.dirs.memory, "memory.limit_in_bytes", &value("-1"))?;
+                    self.write(&self.dirs.memory, memsw, &value("-1"))
+                } else {
+                    self.write(&self.dirs.memory, memsw, &value("-1"))?;
+                    self.write(&self.dirs.memory, "memory.limit_in_bytes", &value("-1"))
+                }
+            }
+            CgroupVersion::V2 => self.write(&self.dirs.memory, "memory.max", &value("max")),
+        }
     }
 
     /// Caps read bandwidth from block device `major:minor` (`None` removes the cap).
@@ -393,29 +644,13 @@ impl RunCgroup {
 
     /// Process ids currently in the cgroup.
     pub fn pids(&self) -> Vec<u32> {
-        std::fs::read_to_string(self.dirs.memory.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect()
+        procs_in(&self.dirs.memory)
     }
 
-    /// SIGKILLs every process in the cgroup until it is empty (new forks included).
+    /// SIGKILLs every process in the cgroup, in every hierarchy, until it is empty (new forks
+    /// included).
     pub fn kill_all(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let pids = self.pids();
-            if pids.is_empty() {
-                return true;
-            }
-            if Instant::now() > deadline {
-                return false;
-            }
-            for pid in pids {
-                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        kill_procs(&self.dirs.all(), timeout)
     }
 
     pub fn counters(&self) -> CgroupCounters {
@@ -457,6 +692,11 @@ impl RunCgroup {
         }
     }
 
+    /// The run's own name (the last component of its path).
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or(&self.rel)
+    }
+
     /// Path relative to the hierarchy root, e.g. `profiler/resnet18-1234-0`.
     pub fn rel_path(&self) -> &str {
         &self.rel
@@ -470,13 +710,12 @@ impl RunCgroup {
 
 impl Drop for RunCgroup {
     fn drop(&mut self) {
-        self.kill_all(Duration::from_secs(5));
+        let dirs = self.dirs.all();
+        kill_procs(&dirs, Duration::from_secs(5));
         // rmdir can race with the last exiting task for a moment.
-        for _ in 0..50 {
-            if self.cg.delete().is_ok() || !self.dirs.memory.exists() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        remove_dirs(&dirs, Duration::from_secs(1));
+        if let Ok(mut live) = LIVE_RUNS.lock() {
+            live.retain(|d| d != &dirs);
         }
     }
 }
@@ -549,5 +788,41 @@ mod tests {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_name("resnet18-12-0").is_ok());
+    }
+
+    #[test]
+    fn only_profiler_parents_are_accepted() {
+        for bad in [
+            "system.slice",
+            "user.slice",
+            "",
+            "..",
+            "profiler/../x",
+            "profilerx",
+            "profiler-",
+        ] {
+            assert!(
+                matches!(CgroupRoot::open(bad), Err(CapsError::BadParent(_))),
+                "{bad:?} accepted"
+            );
+        }
+        for good in ["profiler", "profiler-test", "profiler_ci", "profiler.a"] {
+            assert!(check_parent(good).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn run_names_carry_their_owner_token() {
+        assert_eq!(run_token("resnet-18-4242.3-7"), Some("4242.3"));
+        assert_eq!(run_token("job-4242.0-1"), Some("4242.0"));
+        for not_a_run in [
+            "job-4242-1",
+            "4242.3-7",
+            "job-x.3-1",
+            "job-4242.3-",
+            "cgroup",
+        ] {
+            assert_eq!(run_token(not_a_run), None, "{not_a_run}");
+        }
     }
 }

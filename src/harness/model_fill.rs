@@ -63,7 +63,14 @@ pub fn modelled_cells(
                     cached_fraction,
                     hit_ratio,
                 } => {
-                    let scale = samples_per_s / rate;
+                    // A job measured at 0 samples/s stays at 0 with less memory (and 0/0 must
+                    // not become a NaN in the file).
+                    let samples_per_s = if rate > 0.0 && samples_per_s.is_finite() {
+                        samples_per_s.max(0.0)
+                    } else {
+                        0.0
+                    };
+                    let scale = if rate > 0.0 { samples_per_s / rate } else { 0.0 };
                     let mut tp = measured.throughput.clone().expect("measured has throughput");
                     tp.samples_per_s = samples_per_s;
                     tp.ci95_low *= scale;
@@ -170,5 +177,35 @@ mod tests {
         let cells = modelled_cells(&top, &[512 * MIB], None, 0);
         assert_eq!(cells[0].source, CellSource::Failed);
         assert!(cells[0].samples_per_s().is_none());
+    }
+
+    #[test]
+    fn a_zero_rate_models_to_zero_not_nan() {
+        let inputs = CacheModelInputs {
+            kind: crate::matrix::CacheKind::PageCache,
+            dataset_bytes: 1000 * MIB,
+            storage_bytes_per_s: 10.0 * MIB as f64,
+            memory_bytes_per_s_per_core: 10e9,
+        };
+        for inputs in [Some(&inputs), None] {
+            let cells = modelled_cells(&measured(0.0), &[600 * MIB, 150 * MIB], inputs, 1000);
+            for c in &cells {
+                let tp = c.throughput.as_ref().expect("feasible");
+                assert_eq!(
+                    (tp.samples_per_s, tp.ci95_low, tp.ci95_high),
+                    (0.0, 0.0, 0.0),
+                    "{c:?}"
+                );
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("m.matrix.jsonl");
+            let (mut w, _) =
+                crate::matrix::MatrixWriter::create(&path, &crate::matrix::fixtures::header("j"))
+                    .unwrap();
+            for c in &cells {
+                w.append(c).unwrap();
+            }
+            assert_eq!(crate::matrix::load_matrix(&path).unwrap().cells, cells);
+        }
     }
 }

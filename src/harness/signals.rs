@@ -2,19 +2,32 @@
 //! its cgroup and keeps every finished cell, instead of dying mid-write.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Installs SIGINT/SIGTERM/SIGHUP handlers that set the returned flag. A second signal while
-/// the flag is already set terminates the process at once (exit status 130).
+/// the flag is already set does not wait for the sweep: it kills every process in this
+/// process's run cgroups, removes them, and exits (status 130) — the cells already written are
+/// on disk, and nothing of the job is left behind.
 pub fn install_cancel_flag() -> std::io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
-    for sig in [
+    let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag))?;
-        signal_hook::flag::register(sig, Arc::clone(&flag))?;
-    }
+    ])?;
+    let cancel = Arc::clone(&flag);
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                if !cancel.swap(true, Ordering::SeqCst) {
+                    continue;
+                }
+                eprintln!("interrupted again: killing the job and removing its cgroups");
+                super::cgroup::kill_live_runs(Duration::from_secs(2));
+                std::process::exit(130);
+            }
+        })?;
     Ok(flag)
 }

@@ -104,6 +104,25 @@ pub struct SweepOutcome {
     pub wall_s: f64,
 }
 
+impl SweepOutcome {
+    /// The verdict of a `--no-caps` check: what the one uncapped run measured, or why it failed.
+    pub fn uncapped_verdict(&self) -> Result<String, String> {
+        let Some(cell) = self.matrix.cells.first() else {
+            return Err("--no-caps: the job was not run".into());
+        };
+        match (cell.source, cell.samples_per_s()) {
+            (CellSource::Measured, Some(rate)) => Ok(format!(
+                "--no-caps: the spec runs and reports progress ({rate:.1} samples/s uncapped); no matrix written"
+            )),
+            (source, _) => Err(format!(
+                "--no-caps: the spec does not work: the run {}: {}",
+                source.as_str(),
+                cell.note.as_deref().unwrap_or("no reason recorded")
+            )),
+        }
+    }
+}
+
 /// Mutable state of a sweep in progress.
 struct Sweep<'a> {
     opts: &'a SweepOptions,
@@ -129,6 +148,11 @@ struct Sweep<'a> {
     cache_inputs: Option<CacheModelInputs>,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
     storage_throttle: Option<((u64, u64), u64)>,
+    /// Why memory levels relative to the dataset leave out the job's resident size, if they do.
+    memory_note: Option<String>,
+    /// The memory axis has a dataset but no cache model (measuring storage failed): lower
+    /// memory levels are not filled in rather than filled with the top level's rate.
+    model_unavailable: bool,
 }
 
 /// Runs a whole sweep. Every finished cell is already on disk when this returns, also on error
@@ -268,6 +292,8 @@ pub fn run_sweep(
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
         storage_throttle,
+        memory_note: None,
+        model_unavailable: false,
     };
 
     if !opts.caps {
@@ -444,6 +470,14 @@ impl Sweep<'_> {
             ),
             None => format!("profiler sweep of {}", self.opts.spec.path.display()),
         };
+        let provenance = match self.root.as_ref().and_then(|r| r.swap_note()) {
+            Some(note) => format!("{provenance}; {note}"),
+            None => provenance,
+        };
+        let provenance = match &self.memory_note {
+            Some(note) => format!("{provenance}; {note}"),
+            None => provenance,
+        };
         let provenance = match spec.sweep.storage_read_mb_s {
             Some(mb) if self.storage_throttle.is_some() => {
                 format!("{provenance}; storage reads capped at {mb} MB/s (emulated slower storage)")
@@ -562,8 +596,9 @@ impl Sweep<'_> {
             Ok(b) => b,
             Err(e) => {
                 self.observer.warn(&format!(
-                    "storage bandwidth: {e}; memory axis will not be modelled"
+                    "storage bandwidth: {e}; memory levels below the top one will not be modelled (measure them with --memory measure)"
                 ));
+                self.model_unavailable = true;
                 return;
             }
         };
@@ -596,6 +631,11 @@ impl Sweep<'_> {
         let Some(levels) = self.memory.bytes().map(|b| b.to_vec()) else {
             return Ok(());
         };
+        if self.model_unavailable && self.cache_inputs.is_none() {
+            // Without the cache model the top level's rate says nothing about lower levels;
+            // leave them out (a --resume that can measure storage fills them).
+            return Ok(());
+        }
         let samples = self
             .header
             .as_ref()
@@ -629,19 +669,13 @@ impl Sweep<'_> {
     fn launch(&mut self, first: &Point, memory_limit: Option<u64>) -> Result<Run, SweepError> {
         let spec = &self.opts.spec;
         self.launches += 1;
-        let tag = format!(
-            "{}-{}-{}",
-            spec.spec.name,
-            std::process::id(),
-            self.launches
-        );
         let cgroup = match &self.root {
             Some(root) => {
                 // Start every launch with a cold cache, charged to the job's own cgroup.
                 if let Some(ds) = &self.dataset {
                     evict_from_page_cache(&ds.paths);
                 }
-                let cg = root.create_run(&tag)?;
+                let cg = root.create_launch(&spec.spec.name, self.launches)?;
                 cg.set_cpu(first.cpu)?;
                 cg.set_memory_limit(memory_limit)?;
                 if let Some((dev, bps)) = self.storage_throttle {
@@ -650,6 +684,15 @@ impl Sweep<'_> {
                 Some(cg)
             }
             None => None,
+        };
+        let tag = match &cgroup {
+            Some(cg) => cg.name().to_string(),
+            None => format!(
+                "{}-{}-{}",
+                spec.spec.name,
+                std::process::id(),
+                self.launches
+            ),
         };
         let vars = self.vars_for(first);
         let argv = render_all(&spec.spec.command, &vars, &spec.path)?;
@@ -930,7 +973,17 @@ impl Sweep<'_> {
             let limit = self.memory.bytes().map(|b| b[first.mem]);
             let mut run = self.launch(&first, limit)?;
             let warm = self.warm_up(&mut run, &first, started)?;
-            if let Err(cell) = warm {
+            if let Err(mut cell) = warm {
+                if self.memory.bytes().is_none() {
+                    // Levels relative to the dataset need the job's resident size, which a job
+                    // that died cannot tell; fix them now without it so the file stays
+                    // loadable and resumable and the other points have levels to run at.
+                    self.memory.resolve(8 << 20);
+                    self.memory_note = Some(
+                        "the first launch ended before its warm-up, so memory levels leave out the job's resident memory".into(),
+                    );
+                    cell.memory_bytes = self.memory.bytes().expect("resolved")[first.mem];
+                }
                 self.record(cell)?;
                 self.record_ruled_out_by_oom(source, &first);
                 continue;

@@ -20,6 +20,10 @@ pub enum MatrixError {
     },
     #[error("{path}: is empty; expected a matrix header line")]
     Empty { path: PathBuf },
+    /// JSON has no NaN or infinity (serde_json would write `null`, which no reader accepts):
+    /// such a line is refused rather than written.
+    #[error("{path}: refusing to write a non-finite number (NaN or infinity) in {what}")]
+    NonFinite { path: PathBuf, what: String },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> MatrixError + '_ {
@@ -110,6 +114,58 @@ pub fn rewrite_header(path: &Path, header: &MatrixHeader) -> Result<(), MatrixEr
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
 
+/// Whether the file at `path` has anything after its header line (anything that is not
+/// whitespace: a torn cell counts, it may be all that is left of a measurement).
+fn holds_cells(path: &Path) -> bool {
+    match std::fs::read(path) {
+        Ok(bytes) => match bytes.iter().position(|&b| b == b'\n') {
+            Some(i) => bytes[i + 1..].iter().any(|b| !b.is_ascii_whitespace()),
+            None => false,
+        },
+        Err(_) => path.exists(),
+    }
+}
+
+/// `<path>.<unix seconds>.previous`, with `-2`, `-3`... when that name is taken.
+fn generation_name(path: &Path) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (1..)
+        .map(|n| {
+            let mut name = path.as_os_str().to_owned();
+            if n == 1 {
+                name.push(format!(".{stamp}.previous"));
+            } else {
+                name.push(format!(".{stamp}-{n}.previous"));
+            }
+            PathBuf::from(name)
+        })
+        .find(|p| !p.exists())
+        .expect("some generation name is free")
+}
+
+/// Refuses a value holding NaN or an infinity. serde_json writes those as `null`, so a value
+/// that does not read back equal to itself holds one (`float_roundtrip` makes every finite
+/// number read back exactly).
+fn check_finite<T>(path: &Path, value: &T, what: &str) -> Result<(), MatrixError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq,
+{
+    let same = serde_json::to_string(value)
+        .ok()
+        .and_then(|text| serde_json::from_str::<T>(&text).ok())
+        .is_some_and(|back| back == *value);
+    if same {
+        Ok(())
+    } else {
+        Err(MatrixError::NonFinite {
+            path: path.to_owned(),
+            what: what.to_string(),
+        })
+    }
+}
+
 /// Appends cells to a matrix file, each flushed and synced before `append` returns.
 pub struct MatrixWriter {
     file: File,
@@ -117,20 +173,20 @@ pub struct MatrixWriter {
 }
 
 impl MatrixWriter {
-    /// Starts a new matrix file with `header`. A file already at `path` (an earlier sweep's
-    /// cells, which cost real time to measure) is never destroyed: it is renamed to
-    /// `<path>.previous`, replacing an older one, and that name is returned beside the writer.
+    /// Starts a new matrix file with `header`. A file already at `path` that holds cells (an
+    /// earlier sweep's, which cost real time to measure) is never destroyed: it is renamed to
+    /// `<path>.<unix seconds>.previous` (a name no other generation has), and that name is
+    /// returned beside the writer. A file with no cell (a header only) is simply replaced.
     pub fn create(
         path: &Path,
         header: &MatrixHeader,
     ) -> Result<(Self, Option<PathBuf>), MatrixError> {
+        check_finite(path, header, "the header")?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         }
-        let kept = if path.exists() {
-            let mut aside = path.as_os_str().to_owned();
-            aside.push(".previous");
-            let aside = PathBuf::from(aside);
+        let kept = if holds_cells(path) {
+            let aside = generation_name(path);
             std::fs::rename(path, &aside).map_err(io_err(path))?;
             Some(aside)
         } else {
@@ -168,6 +224,7 @@ impl MatrixWriter {
     }
 
     pub fn append(&mut self, cell: &Cell) -> Result<(), MatrixError> {
+        check_finite(&self.path, cell, "a cell")?;
         self.write_line(&serde_json::to_string(cell).expect("cell serializes"))
     }
 
@@ -178,6 +235,7 @@ impl MatrixWriter {
     /// Replaces the header line, keeping every cell (a CPU search learns the CPU axis as it
     /// goes), and goes on appending to the new file ([`rewrite_header`]).
     pub fn replace_header(&mut self, header: &MatrixHeader) -> Result<(), MatrixError> {
+        check_finite(&self.path, header, "the header")?;
         rewrite_header(&self.path, header)?;
         self.file = OpenOptions::new()
             .append(true)
@@ -210,7 +268,11 @@ mod tests {
         drop(w);
         let (_w, kept) = MatrixWriter::create(&path, &header("second")).unwrap();
         let kept = kept.expect("previous file moved aside");
-        assert_eq!(kept, dir.path().join("job.matrix.jsonl.previous"));
+        let name = kept.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("job.matrix.jsonl.") && name.ends_with(".previous"),
+            "{name}"
+        );
         let old = load_matrix(&kept).unwrap();
         assert_eq!(
             (old.header.job.name.as_str(), old.cells.len()),
@@ -221,6 +283,79 @@ mod tests {
             (new.header.job.name.as_str(), new.cells.len()),
             ("second", 0)
         );
+    }
+
+    #[test]
+    fn runs_that_fail_early_never_destroy_a_measured_matrix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.matrix.jsonl");
+        let (mut w, _) = MatrixWriter::create(&path, &header("complete")).unwrap();
+        w.append(&cell(1.0)).unwrap();
+        w.append(&cell(2.0)).unwrap();
+        drop(w);
+        // Two later sweeps that write their header and then fail before their first cell, and
+        // a third that measures one cell: every matrix that held cells is still on disk.
+        MatrixWriter::create(&path, &header("fails-1")).unwrap();
+        MatrixWriter::create(&path, &header("fails-2")).unwrap();
+        let (mut w, _) = MatrixWriter::create(&path, &header("third")).unwrap();
+        w.append(&cell(4.0)).unwrap();
+        drop(w);
+        MatrixWriter::create(&path, &header("fourth")).unwrap();
+        let mut kept: Vec<(String, usize)> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| load_matrix(&e.unwrap().path()).unwrap())
+            .map(|m| (m.header.job.name, m.cells.len()))
+            .collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            vec![
+                ("complete".to_string(), 2),
+                ("fourth".to_string(), 0),
+                ("third".to_string(), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused_and_the_file_still_loads() {
+        use crate::matrix::{CellSource, Throughput};
+        let measured = |rate: f64, high: f64| Cell {
+            source: CellSource::Measured,
+            throughput: Some(Throughput {
+                samples_per_s: rate,
+                ci95_low: 0.0,
+                ci95_high: high,
+                windows: 5,
+                measured_s: 10.0,
+            }),
+            note: None,
+            ..cell(2.0)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.matrix.jsonl");
+        let (mut w, _) = MatrixWriter::create(&path, &header("j")).unwrap();
+        w.append(&cell(1.0)).unwrap();
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            for c in [
+                measured(bad, 1.0),
+                measured(1.0, bad),
+                Cell {
+                    wall_s: bad,
+                    ..cell(2.0)
+                },
+            ] {
+                let e = w.append(&c).unwrap_err();
+                assert!(matches!(e, MatrixError::NonFinite { .. }), "{e}");
+            }
+        }
+        // A zero rate is a finite number, and a valid cell.
+        let zero = measured(0.0, 0.0);
+        w.append(&zero).unwrap();
+        let mut h = header("j");
+        h.axes.cpu = vec![f64::NAN];
+        assert!(w.replace_header(&h).is_err());
+        assert_eq!(load_matrix(&path).unwrap().cells, vec![cell(1.0), zero]);
     }
 
     #[test]

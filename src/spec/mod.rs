@@ -27,8 +27,13 @@ pub enum SpecError {
         column: usize,
         message: String,
     },
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    /// A value that parsed but is not allowed; `line` is where its key is written, when found.
+    #[error("{path}:{}{message}", line.map(|l| format!("{l}: ")).unwrap_or_else(|| " ".into()))]
+    Invalid {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
 }
 
 /// A job spec as written in TOML.
@@ -196,6 +201,11 @@ pub struct SweepSpec {
     /// Caps the job's storage read bandwidth (MB/s, on the dataset's disk) to emulate slower
     /// storage than this machine's, such as a cluster's network storage.
     pub storage_read_mb_s: Option<f64>,
+    /// The job sizes itself (threads, loader workers) from `$PROFILER_CPUS`/`$PROFILER_WORKERS`,
+    /// which hold the CPU level it was launched at: every CPU level then gets a fresh launch,
+    /// since a running job re-capped to fewer cores would keep the top level's thread count.
+    #[serde(default)]
+    pub job_reads_cpu_env: bool,
 }
 
 /// `sweep.cpu`: the CPU levels to measure, or a search that chooses them as it measures.
@@ -283,9 +293,18 @@ impl LoadedSpec {
 
     /// Whether anything the job is started with depends on the CPU level, in which case a
     /// running job cannot be walked through CPU levels (its worker count would be stale).
+    /// That is: the command or the environment templates `{cpus}`/`{workers}` or names
+    /// `PROFILER_CPUS`/`PROFILER_WORKERS` (a shell command reading them), or the spec says the
+    /// job reads them (`sweep.job_reads_cpu_env`).
     pub fn depends_on_cpu_level(&self) -> bool {
-        let uses = |s: &String| s.contains("{cpus}") || s.contains("{workers}");
-        self.spec.command.iter().any(uses) || self.spec.env.values().any(uses)
+        let uses = |s: &String| {
+            ["{cpus}", "{workers}", "PROFILER_CPUS", "PROFILER_WORKERS"]
+                .iter()
+                .any(|name| s.contains(name))
+        };
+        self.spec.sweep.job_reads_cpu_env
+            || self.spec.command.iter().any(uses)
+            || self.spec.env.values().any(uses)
     }
 }
 
@@ -314,6 +333,7 @@ pub fn parse_spec(text: &str, path: &Path) -> Result<LoadedSpec, SpecError> {
     })?;
     let invalid = |message: String| SpecError::Invalid {
         path: path.to_owned(),
+        line: key_line(text, &message),
         message,
     };
     validate(&spec).map_err(invalid)?;
@@ -509,6 +529,26 @@ fn check_throughput(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecE
     }
 }
 
+/// The line of the key a validation message starts with (`sweep.memory_gib ...` is found as a
+/// line `memory_gib = ...`, in a `[sweep]` table or written out in full).
+fn key_line(text: &str, message: &str) -> Option<usize> {
+    let key: String = message
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        .collect();
+    let key = key.trim_end_matches('.');
+    let short = key.rsplit('.').next().filter(|k| !k.is_empty())?;
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            [key, short].iter().any(|k| {
+                line.strip_prefix(k)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            })
+        })
+        .map(|i| i + 1)
+}
+
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -612,6 +652,12 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
             );
         }
         (Some(levels), None) => {
+            if levels.is_empty() {
+                return Err(
+                    "sweep.memory_gib is empty: expected memory levels in GiB, e.g. [16, 8, 4], or leave it out for one uncapped level"
+                        .into(),
+                );
+            }
             if let Some(bad) = levels.iter().find(|g| !(**g > 0.0 && g.is_finite())) {
                 return Err(format!("sweep.memory_gib has {bad}: expected GiB > 0"));
             }
@@ -619,6 +665,12 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         (None, Some(levels)) => {
             if spec.dataset.is_none() {
                 return Err("sweep.memory_pct_of_dataset needs a [dataset] section".into());
+            }
+            if levels.is_empty() {
+                return Err(
+                    "sweep.memory_pct_of_dataset is empty: expected percentages of the dataset, e.g. [150, 50, 10]"
+                        .into(),
+                );
             }
             if let Some(bad) = levels.iter().find(|p| !(**p > 0.0 && p.is_finite())) {
                 return Err(format!(
@@ -790,5 +842,45 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("epoch_length = 0"), "{e}");
+    }
+
+    #[test]
+    fn empty_or_non_positive_axes_are_errors_with_their_line() {
+        // Line 7 is `[sweep]`'s first line in `parse`'s text.
+        for (sweep, expected) in [
+            ("cpu = [1]\nmemory_gib = []", "sweep.memory_gib is empty"),
+            ("cpu = [1]\nmemory_gib = [4, 0]", "sweep.memory_gib has 0"),
+            ("cpu = [1]\nmemory_gib = [-1]", "sweep.memory_gib has -1"),
+            ("cpu = []", "sweep.cpu is empty"),
+            ("cpu = [2, 0]", "sweep.cpu has 0"),
+            ("cpu = [-0.5]", "sweep.cpu has -0.5"),
+        ] {
+            let e = error(sweep);
+            let line = 7 + sweep.lines().count() - 1;
+            assert!(
+                e.starts_with(&format!("w/x.toml:{line}: ")),
+                "{sweep:?}: {e}"
+            );
+            assert!(e.contains(expected), "{sweep:?}: {e}");
+        }
+        let text = "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[dataset]\npath = \"d\"\n[throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\nmemory_pct_of_dataset = []\n";
+        let e = parse_spec(text, Path::new("w/x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("w/x.toml:10: sweep.memory_pct_of_dataset is empty"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_job_sizing_itself_from_the_cpu_env_is_relaunched_per_cpu_level() {
+        let plain = parse("cpu = [1, 2]").unwrap();
+        assert!(!plain.depends_on_cpu_level());
+        let declared = parse("cpu = [1, 2]\njob_reads_cpu_env = true").unwrap();
+        assert!(declared.depends_on_cpu_level());
+        let text = "schema_version = 1\nname = \"x\"\ncommand = [\"python train.py --workers $PROFILER_WORKERS\"]\nshell = true\n[throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1, 2]\n";
+        let shell = parse_spec(text, Path::new("w/x.toml")).unwrap();
+        assert!(shell.depends_on_cpu_level());
     }
 }

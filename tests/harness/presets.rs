@@ -2,7 +2,7 @@
 //! `workloads/progress-shapes/` run `emit.py`, which prints each preset's shape at a known rate
 //! (through a pipe for three of them, tqdm's bar on stderr), swept live over 0.5 and 1 core.
 
-use super::{MACHINE, Silent, caps_unavailable, options};
+use super::{MACHINE, Silent, options};
 use profiler::harness::sweep::run_sweep;
 use profiler::matrix::CellSource;
 use profiler::spec::{load_spec, parse_spec};
@@ -26,7 +26,7 @@ fn known_rate(command: &str, batch: u64) -> f64 {
 
 /// Sweeps the shipped spec for `format` and checks every cell against the known rate.
 fn sweep_shape(format: &str) {
-    require_caps!();
+    require_caps!(format!("presets: {format}"));
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let spec = load_spec(&shapes_dir().join(format!("{format}.toml"))).expect("shipped spec");
     let known = known_rate(
