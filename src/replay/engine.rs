@@ -10,7 +10,7 @@
 //! engine jumps to the first round boundary at or after the next arrival.
 
 use super::cluster::Cluster;
-use super::error::ReplayError;
+use super::error::{ReplayError, UnfinishedJob};
 use super::job::JobSpec;
 use super::mechanism::{EPS, MechCtx, MechStats, Mechanism, Placement};
 use super::policy::{Policy, PolicyCtx};
@@ -78,6 +78,9 @@ pub struct EngineConfig<'a> {
     /// Stop once every job with an id in this inclusive range has finished.
     pub window: Option<(u64, u64)>,
     pub max_rounds: u64,
+    /// Simulated time limit, seconds: jobs still active when a round would start at or after it
+    /// are an error ([`ReplayError::Horizon`]) naming them.
+    pub horizon_s: f64,
     /// Called after every round with the placements (tests use it to audit invariants).
     pub audit: Option<&'a AuditFn<'a>>,
     /// Called with the number of jobs finished when it changes (progress bars).
@@ -144,6 +147,23 @@ pub fn bind(
     })
 }
 
+/// The error for jobs still active at the horizon (the first few named).
+fn horizon_reached(horizon_s: f64, active: &[JobState]) -> ReplayError {
+    ReplayError::Horizon {
+        horizon_s,
+        count: active.len(),
+        jobs: active
+            .iter()
+            .take(5)
+            .map(|j| UnfinishedJob {
+                job_id: j.spec.id,
+                remaining_samples: j.remaining,
+                origin: None,
+            })
+            .collect(),
+    }
+}
+
 /// Runs the replay over `arrivals` (sorted by arrival time).
 pub fn simulate(
     cfg: &EngineConfig,
@@ -154,6 +174,9 @@ pub fn simulate(
     let r = cfg.round_s;
     if !(r.is_finite() && r > 0.0) {
         return Err(ReplayError::Options("round length must be positive".into()));
+    }
+    if !(cfg.horizon_s.is_finite() && cfg.horizon_s > 0.0) {
+        return Err(ReplayError::Options("horizon must be positive".into()));
     }
     let mut arrivals = arrivals.peekable();
     let mut active: Vec<JobState> = Vec::new();
@@ -203,6 +226,9 @@ pub fn simulate(
                     continue;
                 }
             }
+        }
+        if t >= cfg.horizon_s {
+            return Err(horizon_reached(cfg.horizon_s, &active));
         }
         n_rounds += 1;
         if n_rounds > cfg.max_rounds {

@@ -8,6 +8,8 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
+mod bounds;
+
 /// A data file shipped in the repository (traces, the zoo's source tables, test fixtures).
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
@@ -391,6 +393,7 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         round_s: 300.0,
         window: None,
         max_rounds: 1_000_000,
+        horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
         audit: Some(&audit),
         progress: None,
     };
@@ -525,11 +528,9 @@ fn cluster_toml_heterogeneous_and_errors() {
         "[[group]]\ncount = 0\ngpus = 8\ncpus = 24\nmemory_gb = 5\n",
         Path::new("c.toml"),
     )
-    .unwrap()
-    .build()
     .unwrap_err()
     .to_string();
-    assert!(e.contains("count"), "{e}");
+    assert!(e.contains("c.toml:1:") && e.contains("count"), "{e}");
     assert_eq!(
         ClusterSpec::builtin("synergy-default")
             .unwrap()
@@ -645,6 +646,7 @@ mod props {
             round_s: 300.0,
             window: None,
             max_rounds: 1_000_000,
+            horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
             audit: Some(&audit),
             progress: None,
         };

@@ -12,6 +12,7 @@
 //! submission.
 
 use super::{Assigner, Binder, field, finish, for_each_line, parse_datetime};
+use crate::replay::bounds;
 use crate::replay::error::ReplayError;
 use crate::replay::job::JobSpec;
 use serde::Deserialize;
@@ -52,13 +53,8 @@ pub fn read_csv(
         })?;
         let dur: f64 = field(path, n, &f, 1, "duration")?;
         let gpus: u32 = field(path, n, &f, 2, "num_gpus")?;
-        if !(dur.is_finite() && dur >= 0.0) {
-            return Err(ReplayError::parse(
-                path,
-                n,
-                format!("duration {dur} is negative"),
-            ));
-        }
+        bounds::in_range("duration (s)", dur, 0.0, bounds::MAX_TIME_S)
+            .map_err(|e| ReplayError::parse(path, n, e))?;
         raw.push((n, ts, dur, gpus));
         Ok(())
     })?;
