@@ -172,7 +172,8 @@ pub fn detect(path: &Path) -> Result<TraceFormat, ReplayError> {
     })
 }
 
-fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
+/// Parses `--split` (`image,language,speech` weights).
+pub fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
     let v: Vec<f64> = s
         .split(',')
         .map(|x| x.trim().parse::<f64>())

@@ -193,7 +193,24 @@ impl ClusterSpec {
                  synergy-deploy, synergy-N) nor a TOML file"
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(ReplayError::io(path))?;
+        // Bounded read: a cluster spec is a few lines, and the path may be a device or pipe.
+        let mut text = String::new();
+        let file = std::fs::File::open(path).map_err(ReplayError::io(path))?;
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(file, bounds::MAX_LINE_BYTES as u64 + 1),
+            &mut text,
+        )
+        .map_err(ReplayError::io(path))?;
+        if text.len() > bounds::MAX_LINE_BYTES {
+            return Err(ReplayError::parse(
+                path,
+                1,
+                format!(
+                    "larger than {} bytes: not a cluster spec",
+                    bounds::MAX_LINE_BYTES
+                ),
+            ));
+        }
         Self::from_toml(&text, path)
     }
 

@@ -177,8 +177,8 @@ fn load_workload(
     ))
 }
 
-/// Checks the round length, horizon and window against [`bounds`].
-fn check_options(opts: &ReplayOptions) -> Result<(), ReplayError> {
+/// Checks the round length, horizon and window against [`bounds`] ([`run`] does this first).
+pub fn check_options(opts: &ReplayOptions) -> Result<(), ReplayError> {
     let opt = |r: Result<f64, String>| r.map(|_| ()).map_err(ReplayError::Options);
     opt(bounds::in_range(
         "round length (s)",

@@ -9,6 +9,7 @@ use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
 mod bounds;
+mod fuzz;
 
 /// A data file shipped in the repository (traces, the zoo's source tables, test fixtures).
 fn repo(p: &str) -> PathBuf {
