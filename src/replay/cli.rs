@@ -26,6 +26,10 @@ Examples:
   # A heterogeneous cluster and our own measured matrices
   profiler replay --cluster my-cluster.toml --profiles matrices/ --jobs 500
 
+  # Stop after 30 simulated days (default 365d); jobs unfinished then are an error naming
+  # them and their trace lines
+  profiler replay --trace philly_jobs.csv --horizon 30d
+
 Cluster TOML:
   [[group]]
   count = 16        # servers
