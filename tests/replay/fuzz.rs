@@ -130,16 +130,18 @@ fn model() -> BoxedStrategy<String> {
     .prop_map(String::from))
 }
 
+/// `YYYY-MM-DD HH:MM:SS`, each part mostly valid, sometimes nasty (huge years, `1e300` hours).
 fn datetime() -> BoxedStrategy<String> {
+    let part = |lo: u32, hi: u32| f((lo..hi).prop_map(|x| format!("{x:02}")));
     f((
-        2017i32..2019,
-        1u32..13,
-        1u32..29,
-        0u32..24,
-        0u32..60,
-        0u32..60,
+        part(2017, 2019),
+        part(1, 13),
+        part(1, 29),
+        part(0, 24),
+        part(0, 60),
+        part(0, 60),
     )
-        .prop_map(|(y, mo, d, h, mi, s)| format!("{y}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")))
+        .prop_map(|(y, mo, d, h, mi, s)| format!("{y}-{mo}-{d} {h}:{mi}:{s}")))
 }
 
 /// Byte-level mutations of a text: (position, operation, byte).
