@@ -234,7 +234,15 @@ impl Iterator for Synthetic<'_> {
         let minutes = self.spec.duration.sample_minutes(rng);
         let total: f64 = self.spec.gpu_demand.iter().map(|x| x.1).sum();
         let mut u = unit(rng) * total;
-        let mut gpus = self.spec.gpu_demand[0].0;
+        // Rounding may leave `u` past every weight: fall back on the last entry that has one
+        // (never a zero-weight entry, which may be wider than every server).
+        let mut gpus = self
+            .spec
+            .gpu_demand
+            .iter()
+            .rev()
+            .find(|x| x.1 > 0.0)
+            .map_or(1, |x| x.0);
         for &(g, w) in &self.spec.gpu_demand {
             if u < w {
                 gpus = g;
