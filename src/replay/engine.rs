@@ -10,7 +10,7 @@
 //! engine jumps to the first round boundary at or after the next arrival.
 
 use super::cluster::Cluster;
-use super::error::{ReplayError, UnfinishedJob};
+use super::error::ReplayError;
 use super::job::JobSpec;
 use super::mechanism::{EPS, MechCtx, MechStats, Mechanism, Placement};
 use super::policy::{Policy, PolicyCtx};
@@ -77,10 +77,10 @@ pub struct EngineConfig<'a> {
     pub round_s: f64,
     /// Stop once every job with an id in this inclusive range has finished.
     pub window: Option<(u64, u64)>,
-    pub max_rounds: u64,
     /// Simulated time limit, seconds: jobs still active when a round would start at or after it
     /// are an error ([`ReplayError::Horizon`]) naming them.
     pub horizon_s: f64,
+    pub max_rounds: u64,
     /// Called after every round with the placements (tests use it to audit invariants).
     pub audit: Option<&'a AuditFn<'a>>,
     /// Called with the number of jobs finished when it changes (progress bars).
@@ -155,7 +155,7 @@ fn horizon_reached(horizon_s: f64, active: &[JobState]) -> ReplayError {
         jobs: active
             .iter()
             .take(5)
-            .map(|j| UnfinishedJob {
+            .map(|j| super::error::UnfinishedJob {
                 job_id: j.spec.id,
                 remaining_samples: j.remaining,
                 origin: None,
@@ -174,9 +174,6 @@ pub fn simulate(
     let r = cfg.round_s;
     if !(r.is_finite() && r > 0.0) {
         return Err(ReplayError::Options("round length must be positive".into()));
-    }
-    if !(cfg.horizon_s.is_finite() && cfg.horizon_s > 0.0) {
-        return Err(ReplayError::Options("horizon must be positive".into()));
     }
     let mut arrivals = arrivals.peekable();
     let mut active: Vec<JobState> = Vec::new();
@@ -227,7 +224,7 @@ pub fn simulate(
                 }
             }
         }
-        if t >= cfg.horizon_s {
+        if t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
             return Err(horizon_reached(cfg.horizon_s, &active));
         }
         n_rounds += 1;

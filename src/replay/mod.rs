@@ -343,8 +343,8 @@ pub fn run_observed(
             semantics: opts.semantics,
             round_s: opts.round_s,
             window: opts.window,
-            max_rounds: opts.max_rounds,
             horizon_s: opts.horizon_s,
+            max_rounds: opts.max_rounds,
             audit: None,
             progress: Some(&progress),
         };

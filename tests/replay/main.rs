@@ -8,9 +8,6 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
-mod bounds;
-mod fuzz;
-
 /// A data file shipped in the repository (traces, the zoo's source tables, test fixtures).
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
@@ -393,8 +390,8 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         semantics: Semantics::Exact,
         round_s: 300.0,
         window: None,
-        max_rounds: 1_000_000,
         horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
+        max_rounds: 1_000_000,
         audit: Some(&audit),
         progress: None,
     };
@@ -646,8 +643,8 @@ mod props {
             semantics: sem,
             round_s: 300.0,
             window: None,
-            max_rounds: 1_000_000,
             horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
+            max_rounds: 1_000_000,
             audit: Some(&audit),
             progress: None,
         };
@@ -898,3 +895,7 @@ fn out_dir_tables_csv_and_parquet_match_the_summary() {
         );
     }
 }
+
+// Input bounds (regression tests) and fuzzing of every entry point.
+mod bounds;
+mod fuzz;
