@@ -34,12 +34,26 @@ pub const MAX_ROUND_S: f64 = 7.0 * 86400.0;
 /// Most rounds a horizon may span (`horizon / round`): the replay's cost grows with them.
 pub const MAX_HORIZON_ROUNDS: f64 = 1e8;
 
+/// A number for a message: `1e300`, not three hundred digits.
+pub fn show(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && !(1e-4..1e7).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// `Ok(x)` when `x` is finite and in `lo..=hi`, else a message naming `what`.
 pub fn in_range(what: &str, x: f64, lo: f64, hi: f64) -> Result<f64, String> {
     if x.is_finite() && (lo..=hi).contains(&x) {
         Ok(x)
     } else {
-        Err(format!("{what} {x} is not in {lo}..={hi}"))
+        Err(format!(
+            "{what} {} is not in {}..={}",
+            show(x),
+            show(lo),
+            show(hi)
+        ))
     }
 }
 
@@ -48,7 +62,11 @@ pub fn positive(what: &str, x: f64, hi: f64) -> Result<f64, String> {
     if x.is_finite() && x > 0.0 && x <= hi {
         Ok(x)
     } else {
-        Err(format!("{what} {x} must be positive and at most {hi}"))
+        Err(format!(
+            "{what} {} must be positive and at most {}",
+            show(x),
+            show(hi)
+        ))
     }
 }
 
@@ -79,6 +97,19 @@ pub fn parse_duration_s(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_show_huge_numbers_briefly() {
+        assert_eq!(show(1e300), "1e300");
+        assert_eq!(show(-1e15), "-1e15");
+        assert_eq!(show(300.5), "300.5");
+        assert_eq!(show(f64::NAN), "NaN");
+        assert!(
+            positive("work", 1e300, 1e15)
+                .unwrap_err()
+                .contains("work 1e300 must")
+        );
+    }
 
     #[test]
     fn durations_with_units() {
