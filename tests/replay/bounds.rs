@@ -380,3 +380,21 @@ fn an_empty_trace_is_an_error() {
     let e = err_of(synergy(write(d.path(), "empty.csv", "\n\n")));
     assert!(e.contains("empty.csv:1:") && e.contains("no jobs"), "{e}");
 }
+
+#[test]
+fn philly_json_errors_name_the_line_where_the_job_starts() {
+    let job = |gpus: usize| {
+        let g = vec!["\"gpu0\""; gpus].join(", ");
+        format!(
+            "  {{\n    \"submitted_time\": \"2017-10-09 07:00:00\",\n    \"attempts\": [{{\"start_time\": \"2017-10-09 07:00:00\", \"end_time\": \"2017-10-09 08:00:00\",\n      \"detail\": [{{\"gpus\": [{g}]}}]}}]\n  }}"
+        )
+    };
+    // Job 1 on lines 2-6, job 2 (16 GPUs, wider than every server) from line 7.
+    let text = format!("[\n{},\n{}\n]\n", job(1), job(16));
+    let d = tempfile::tempdir().unwrap();
+    let e = err_of(ReplayOptions {
+        workload: WorkloadSpec::PhillyJson(write(d.path(), "log.json", &text)),
+        ..Default::default()
+    });
+    assert!(e.contains("log.json:7:") && e.contains("16 GPUs"), "{e}");
+}

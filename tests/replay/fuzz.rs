@@ -237,7 +237,7 @@ fn jobs_in_bounds(jobs: &[JobSpec], max_gpus: u32) -> Result<(), TestCaseError> 
     Ok(())
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Adapter {
     Canonical,
     SynergyCsv,
@@ -279,14 +279,7 @@ fn check_trace(
     );
     match r {
         Ok(jobs) => jobs_in_bounds(&jobs, max_gpus).map(|()| true),
-        Err(e) => {
-            // A JSON job's "line" is its index in the array (the file may be one line).
-            let max_line = match adapter {
-                Adapter::PhillyJson => usize::MAX,
-                _ => line_count(bytes),
-            };
-            names_file_and_line(&e, &path, max_line).map(|()| false)
-        }
+        Err(e) => names_file_and_line(&e, &path, line_count(bytes)).map(|()| false),
     }
 }
 
