@@ -8,6 +8,10 @@
 use super::progress::Report;
 use crate::matrix::{Percentiles, Throughput};
 
+/// Most windows one cell is cut into: a bound on the work and memory of `rates`, whatever the
+/// timestamps (the progress reader also rejects timestamps far from now).
+pub const MAX_WINDOWS: usize = 100_000;
+
 /// Reports collected since the measurement of a cell started.
 #[derive(Debug, Clone, Default)]
 pub struct RateWindows {
@@ -45,8 +49,12 @@ impl RateWindows {
         }
     }
 
+    /// Adds a report; one that is not finite or goes back in time is ignored.
     pub fn push(&mut self, r: Report) {
-        if self.reports.last().is_none_or(|l| r.t >= l.t) {
+        if r.t.is_finite()
+            && r.samples.is_finite()
+            && self.reports.last().is_none_or(|l| r.t >= l.t)
+        {
             self.reports.push(r);
         }
     }
@@ -58,7 +66,7 @@ impl RateWindows {
         };
         let mut out = Vec::new();
         let mut k = 0.0;
-        loop {
+        while out.len() < MAX_WINDOWS {
             let (a, b) = (start + k * self.window_s, start + (k + 1.0) * self.window_s);
             match (samples_at(&self.reports, a), samples_at(&self.reports, b)) {
                 (Some(sa), Some(sb)) => out.push((sb - sa) / self.window_s),
@@ -66,6 +74,7 @@ impl RateWindows {
             }
             k += 1.0;
         }
+        out
     }
 
     /// Whether the last `n` windows vary less than `max_cv`.
@@ -92,16 +101,26 @@ impl RateWindows {
         })
     }
 
-    /// p50/p95 seconds per iteration from consecutive reports that carry iteration counts.
+    /// p50/p95 seconds per iteration: the times the job prints, or else the times between
+    /// consecutive reports that carry iteration counts.
     pub fn iteration_times(&self) -> Option<Percentiles> {
-        let mut times: Vec<f64> = self
+        let printed: Vec<f64> = self
             .reports
-            .windows(2)
-            .filter_map(|w| {
-                let di = w[1].iterations? - w[0].iterations?;
-                (di > 0.0).then(|| (w[1].t - w[0].t) / di)
-            })
+            .iter()
+            .filter_map(|r| r.iteration_time_s)
             .collect();
+        let mut times: Vec<f64> = if printed.len() >= 2 {
+            printed
+        } else {
+            self.reports
+                .windows(2)
+                .filter_map(|w| {
+                    let di = w[1].iterations? - w[0].iterations?;
+                    (di > 0.0).then(|| (w[1].t - w[0].t) / di)
+                })
+                .collect()
+        };
+        times.retain(|t| t.is_finite());
         if times.len() < 2 {
             return None;
         }
@@ -164,6 +183,7 @@ mod tests {
             t,
             samples,
             iterations: Some(it),
+            iteration_time_s: None,
         }
     }
 
@@ -193,6 +213,32 @@ mod tests {
             w.push(report(i as f64 * 0.1, s, i as f64));
         }
         assert!(!w.is_steady(5, 0.05));
+    }
+
+    #[test]
+    fn far_future_and_non_finite_reports_stay_bounded() {
+        let mut w = RateWindows::new(0.0, 0.001, None);
+        w.push(report(0.0, 0.0, 0.0));
+        w.push(report(1e18, 1e9, 1.0));
+        w.push(report(2e18, f64::NAN, 2.0));
+        let rates = w.rates();
+        assert_eq!(rates.len(), MAX_WINDOWS);
+        assert!(rates.iter().all(|r| r.is_finite()));
+    }
+
+    #[test]
+    fn printed_iteration_times_are_used() {
+        let mut w = RateWindows::new(0.0, 1.0, None);
+        for (i, s) in [0.2, 0.3, 0.25].into_iter().enumerate() {
+            w.push(Report {
+                t: i as f64,
+                samples: i as f64 * 10.0,
+                iterations: None,
+                iteration_time_s: Some(s),
+            });
+        }
+        let p = w.iteration_times().unwrap();
+        assert_eq!((p.p50, p.p95), (0.25, 0.3));
     }
 
     proptest! {

@@ -16,7 +16,7 @@ use super::model_fill::modelled_cells;
 use super::plan::{
     MemoryLevels, Point, PointSource, Recorded, cpu_text, joins_launch, label, param_combinations,
 };
-use super::progress::{ProgressTail, Report, now_unix_s};
+use super::progress::{ProgressPaths, ProgressTail, Report, now_unix_s};
 use super::resident::tree_resident_bytes;
 use super::steady::RateWindows;
 use crate::cache_model;
@@ -673,6 +673,10 @@ impl Sweep<'_> {
         env.push(("PROFILER_CPUS".into(), vars["cpus"].clone()));
         env.push(("PROFILER_WORKERS".into(), vars["workers"].clone()));
         env.push(("PATH".into(), path_with_own_dir()));
+        // Python block-buffers output that is not a terminal: progress would arrive in bursts.
+        if !spec.spec.env.contains_key("PYTHONUNBUFFERED") {
+            env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+        }
         let launch = Launch {
             argv,
             shell: spec.spec.shell,
@@ -683,15 +687,16 @@ impl Sweep<'_> {
             cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
         };
         let job = launch.spawn()?;
-        let tail_path = match spec.spec.throughput {
-            crate::spec::ThroughputSpec::ProgressFile => progress_file,
-            crate::spec::ThroughputSpec::StdoutRegex { .. } => stdout_log,
+        let progress_paths = ProgressPaths {
+            progress_file,
+            stdout: stdout_log,
+            stderr: self.log_dir.join(format!("{tag}.stderr.log")),
         };
         let oom_base = cgroup.as_ref().map_or(0, |c| c.counters().oom_kills);
         Ok(Run {
             job,
             cgroup,
-            tail: ProgressTail::new(&spec.spec.throughput, tail_path),
+            tail: ProgressTail::new(&spec.spec, progress_paths),
             last_report: None,
             oom_base,
         })
@@ -765,6 +770,9 @@ impl Sweep<'_> {
                 return Err(self.interrupted());
             }
             let reports = run.poll();
+            for w in run.tail.take_warnings() {
+                self.observer.warn(&format!("{}: {w}", label(p)));
+            }
             if let (Some(r), None) = (reports.first(), first) {
                 first = Some((Instant::now(), r.samples));
                 self.observer.status(&format!("{}: warming up", label(p)));
@@ -837,6 +845,9 @@ impl Sweep<'_> {
             }
             for r in run.poll() {
                 windows.push(r);
+            }
+            for w in run.tail.take_warnings() {
+                self.observer.warn(&format!("{}: {w}", label(p)));
             }
             rss_peak = rss_peak.max(run.resident_bytes());
             if run.job.try_status().is_some() {

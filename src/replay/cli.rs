@@ -19,6 +19,10 @@ Examples:
   profiler replay --cluster synergy-deploy --trace workloads/traces/synergy/deploy_dynamic_100job.csv \\
       --compare srtf+proportional,srtf+tune,srtf+opt
 
+  # Synergy's own simulator, job for job (a static trace starts at 1 s, as its --static does)
+  profiler replay --cluster synergy-deploy --trace workloads/traces/synergy/deploy_static_100job.csv \\
+      --semantics synergy --first-round-s 1 --compare fifo+proportional,fifo+greedy,fifo+tune
+
   # Record the generated workload, then replay it bit-exactly with another scheme
   profiler replay --jobs 2000 --record w.trace.csv
   profiler replay --trace w.trace.csv --policy las --mechanism tune --out results/
@@ -112,13 +116,18 @@ pub struct ReplayArgs {
     /// ratios against proportional (overrides --policy/--mechanism).
     #[arg(long, value_delimiter = ',')]
     pub compare: Vec<String>,
-    /// `exact`: interpolated throughput, exact finish times; `synergy`: Synergy's simulator
-    /// (grid lookup, progress per whole round, JCT on round boundaries).
+    /// `exact`: interpolated throughput, exact finish times; `synergy`: Synergy's simulator,
+    /// job for job (grid lookup, whole iterations per round, JCT on round boundaries, first-fit
+    /// placement, Synergy-Tune's steps, its SRTF key and starvation guard; docs/REPLAY.md).
     #[arg(long, value_enum, default_value_t = Semantics::Exact)]
     pub semantics: Semantics,
     /// Scheduling round (lease) length, seconds.
     #[arg(long, default_value_t = 300.0)]
     pub round_s: f64,
+    /// Time of the first round, seconds (default: rounds on multiples of --round-s from 0).
+    /// Synergy's simulator starts a static trace (`--static`) at 1 s: pass 1 to reproduce it.
+    #[arg(long)]
+    pub first_round_s: Option<f64>,
     /// Steady-state window A..B (job ids, inclusive): metrics over these jobs; the replay stops
     /// when they have all finished.
     #[arg(long)]
@@ -269,6 +278,7 @@ impl ReplayArgs {
             schemes,
             semantics: self.semantics,
             round_s: self.round_s,
+            first_round_s: self.first_round_s,
             window: self.window.as_deref().map(parse_window).transpose()?,
             split,
             seed: self.seed,

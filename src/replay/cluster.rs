@@ -37,6 +37,30 @@ pub struct ClusterSpec {
     pub groups: Vec<ServerGroup>,
 }
 
+/// Slack for floating-point sums of CPUs and GB.
+pub const EPS: f64 = 1e-9;
+
+/// A resource vector: GPUs, cores, GB (a server's capacity or what is left of it, a demand).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Resources {
+    pub gpus: u32,
+    pub cpus: f64,
+    pub mem_gb: f64,
+}
+
+impl Resources {
+    pub fn new(gpus: u32, cpus: f64, mem_gb: f64) -> Resources {
+        Resources { gpus, cpus, mem_gb }
+    }
+
+    /// Whether `demand` fits in `self` in every dimension (CPUs and GB within [`EPS`]).
+    pub fn fits(&self, demand: &Resources) -> bool {
+        self.gpus >= demand.gpus
+            && self.cpus + EPS >= demand.cpus
+            && self.mem_gb + EPS >= demand.mem_gb
+    }
+}
+
 /// One server; capacities are whole-server.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Server {
@@ -47,6 +71,10 @@ pub struct Server {
 }
 
 impl Server {
+    pub fn capacity(&self) -> Resources {
+        Resources::new(self.gpus, self.cpus, self.mem_gb)
+    }
+
     /// Proportional share per GPU: (cores, GB).
     pub fn share_per_gpu(&self) -> (f64, f64) {
         let g = self.gpus.max(1) as f64;

@@ -11,35 +11,13 @@
 
 use super::cluster::Cluster;
 use super::error::ReplayError;
-use super::job::JobSpec;
+pub use super::job::JobState;
+use super::job::{JobSpec, SynergyCounters};
 use super::mechanism::{EPS, MechCtx, MechStats, Mechanism, Placement};
 use super::policy::{Policy, PolicyCtx};
 use super::profile::{ProfileSet, Semantics};
 use super::workload::canonical::Recorder;
 use std::time::Instant;
-
-/// A job during the replay.
-#[derive(Debug, Clone)]
-pub struct JobState {
-    pub spec: JobSpec,
-    pub profile: usize,
-    /// Samples of work left.
-    pub remaining: f64,
-    /// Samples/s at the proportional share of the reference server.
-    pub prop_rate: f64,
-    /// Samples/s at the best case (profile maximum).
-    pub best_rate: f64,
-    /// Best-case demand in all, cores and GB.
-    pub best_cpu: f64,
-    pub best_mem: f64,
-    pub attained_gpu_s: f64,
-    pub attained_dominant_s: f64,
-    pub first_start: Option<f64>,
-    pub finish: Option<f64>,
-    pub contention_sum: f64,
-    pub rounds_active: u32,
-    pub rounds_run: u32,
-}
 
 /// One scheduling round of the time series.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +59,10 @@ pub struct EngineConfig<'a> {
     /// are an error ([`ReplayError::Horizon`]) naming them.
     pub horizon_s: f64,
     pub max_rounds: u64,
+    /// Time of the first round; `None`: rounds fall on multiples of the round length from 0.
+    /// Synergy's simulator starts a static trace (`--static`) at 1 s, so its rounds fall on
+    /// 1 + k x round; later rounds keep the phase of the first.
+    pub first_round_s: Option<f64>,
     /// Called after every round with the placements (tests use it to audit invariants).
     pub audit: Option<&'a AuditFn<'a>>,
     /// Called with the number of jobs finished when it changes (progress bars).
@@ -95,6 +77,10 @@ pub struct EngineOutput {
     pub end_s: f64,
     pub lp_failures: u64,
 }
+
+/// Starvation guard of Synergy's schedulers: a job that has not run for this long sorts before
+/// all others from then on (priority 1).
+pub const SYNERGY_STARVATION_S: f64 = 1000.0 * 3600.0;
 
 /// Binds a trace job to its profile.
 pub fn bind(
@@ -129,6 +115,25 @@ pub fn bind(
             p.model
         )));
     }
+    // Synergy counts iterations: a trace gives them (work = iterations x batch x GPUs, exact),
+    // other workloads give work that floors to whole iterations as `int(duration / iter_time)`.
+    let per_gpu_prop = p.per_gpu(c, m, sem);
+    let batch = p.batch_size_per_gpu.unwrap_or(1).max(1) as f64;
+    let samples_per_iter = batch * g;
+    let total_iters = ((job.work_samples / samples_per_iter) * (1.0 + 1e-12))
+        .floor()
+        .max(1.0) as u64;
+    let speedup_orig = p.best_tput / per_gpu_prop;
+    let synergy = SynergyCounters {
+        iter_s: batch / per_gpu_prop,
+        samples_per_iter,
+        total_iters,
+        done_iters: 0,
+        speedup_orig,
+        speedup: speedup_orig,
+        priority: 0,
+        last_run_end: None,
+    };
     Ok(JobState {
         profile: pi,
         remaining: job.work_samples,
@@ -144,6 +149,7 @@ pub fn bind(
         contention_sum: 0.0,
         rounds_active: 0,
         rounds_run: 0,
+        synergy,
     })
 }
 
@@ -168,67 +174,196 @@ fn horizon_reached(horizon_s: f64, active: &[JobState]) -> ReplayError {
 pub fn simulate(
     cfg: &EngineConfig,
     arrivals: &mut dyn Iterator<Item = JobSpec>,
-    mut recorder: Option<&mut Recorder>,
+    recorder: Option<&mut Recorder>,
 ) -> Result<EngineOutput, ReplayError> {
-    let cl = cfg.cluster;
-    let r = cfg.round_s;
-    if !(r.is_finite() && r > 0.0) {
-        return Err(ReplayError::Options("round length must be positive".into()));
-    }
-    let mut arrivals = arrivals.peekable();
-    let mut active: Vec<JobState> = Vec::new();
-    let mut done: Vec<JobState> = Vec::new();
-    let mut rounds = Vec::new();
-    let mut placements: Vec<Placement> = Vec::new();
-    let mut keyed: Vec<(f64, f64, u64, usize)> = Vec::new();
-    let mut order: Vec<usize> = Vec::new();
-    let mut rates: Vec<f64> = Vec::new();
-    let mut placed_of: Vec<Option<usize>> = Vec::new();
-    let mut free_frac = [1.0; 3];
-    let mut last_arrival = f64::NEG_INFINITY;
-    let window_len = cfg.window.map_or(0, |(a, b)| b - a + 1);
-    let mut window_done = 0u64;
-    let mut lp_failures = 0;
-    let mut idle_rounds = 0u32;
-    let mut t = 0.0f64;
-    let mut n_rounds = 0u64;
+    let mut replay = Replay::new(cfg, arrivals, recorder)?;
+    replay.run_to_end()?;
+    Ok(replay.finish())
+}
 
-    loop {
-        // Admit arrivals up to t.
-        while let Some(next) = arrivals.peek() {
-            if next.arrival_s > t {
+/// A replay in progress: [`Replay::step_round`] runs one scheduling round, so tests can look at
+/// the jobs and placements between rounds; [`simulate`] runs it to the end.
+pub struct Replay<'c, 'a> {
+    cfg: &'c EngineConfig<'a>,
+    arrivals: std::iter::Peekable<&'c mut dyn Iterator<Item = JobSpec>>,
+    recorder: Option<&'c mut Recorder>,
+    active: Vec<JobState>,
+    done: Vec<JobState>,
+    rounds: Vec<RoundRow>,
+    placements: Vec<Placement>,
+    keyed: Vec<(f64, f64, f64, u64, usize)>,
+    order: Vec<usize>,
+    rates: Vec<f64>,
+    placed_of: Vec<Option<usize>>,
+    free_frac: [f64; 3],
+    last_arrival: f64,
+    window_done: u64,
+    lp_failures: u64,
+    idle_rounds: u32,
+    t: f64,
+    t0: f64,
+    n_rounds: u64,
+    ended: bool,
+}
+
+impl<'c, 'a> Replay<'c, 'a> {
+    pub fn new(
+        cfg: &'c EngineConfig<'a>,
+        arrivals: &'c mut dyn Iterator<Item = JobSpec>,
+        recorder: Option<&'c mut Recorder>,
+    ) -> Result<Self, ReplayError> {
+        let r = cfg.round_s;
+        if !(r.is_finite() && r > 0.0) {
+            return Err(ReplayError::Options("round length must be positive".into()));
+        }
+        let t0 = cfg.first_round_s.unwrap_or(0.0);
+        if !t0.is_finite() {
+            return Err(ReplayError::Options(
+                "first round time must be finite".into(),
+            ));
+        }
+        Ok(Replay {
+            cfg,
+            arrivals: arrivals.peekable(),
+            recorder,
+            active: Vec::new(),
+            done: Vec::new(),
+            rounds: Vec::new(),
+            placements: Vec::new(),
+            keyed: Vec::new(),
+            order: Vec::new(),
+            rates: Vec::new(),
+            placed_of: Vec::new(),
+            free_frac: [1.0; 3],
+            last_arrival: f64::NEG_INFINITY,
+            window_done: 0,
+            lp_failures: 0,
+            idle_rounds: 0,
+            t: t0,
+            t0,
+            n_rounds: 0,
+            ended: false,
+        })
+    }
+
+    /// Start of the next round (after [`Replay::step_round`]: of the round after the one run).
+    pub fn now(&self) -> f64 {
+        self.t
+    }
+
+    /// Jobs admitted and not finished, in admission order.
+    pub fn active(&self) -> &[JobState] {
+        &self.active
+    }
+
+    /// Finished jobs, in finishing order.
+    pub fn finished(&self) -> &[JobState] {
+        &self.done
+    }
+
+    /// The placements of the last round run; their `job` indexes the active jobs as they were
+    /// in that round (finished jobs have since moved to [`Replay::finished`]).
+    pub fn last_placements(&self) -> &[Placement] {
+        &self.placements
+    }
+
+    pub fn rounds(&self) -> &[RoundRow] {
+        &self.rounds
+    }
+
+    /// Runs rounds until every job has finished (or the window has).
+    pub fn run_to_end(&mut self) -> Result<(), ReplayError> {
+        while self.step_round()? {}
+        Ok(())
+    }
+
+    /// The output: every job admitted, ordered by id.
+    pub fn finish(self) -> EngineOutput {
+        let end_s = self
+            .done
+            .iter()
+            .filter_map(|j| j.finish)
+            .fold(0.0, f64::max);
+        let mut jobs = self.done;
+        jobs.extend(self.active);
+        jobs.sort_by_key(|j| j.spec.id);
+        EngineOutput {
+            jobs,
+            rounds: self.rounds,
+            end_s,
+            lp_failures: self.lp_failures,
+        }
+    }
+
+    /// Admits the jobs that arrived by the current time.
+    fn admit(&mut self) -> Result<(), ReplayError> {
+        let cfg = self.cfg;
+        while let Some(next) = self.arrivals.peek() {
+            if next.arrival_s > self.t {
                 break;
             }
-            let job = arrivals.next().expect("peeked");
-            if job.arrival_s < last_arrival {
+            let job = self.arrivals.next().expect("peeked");
+            if job.arrival_s < self.last_arrival {
                 return Err(ReplayError::Options(format!(
                     "workload is not sorted by arrival: job {} arrives at {} after a job at {}",
-                    job.id, job.arrival_s, last_arrival
+                    job.id, job.arrival_s, self.last_arrival
                 )));
             }
-            last_arrival = job.arrival_s;
-            if let Some(rec) = recorder.as_deref_mut() {
+            self.last_arrival = job.arrival_s;
+            if let Some(rec) = self.recorder.as_deref_mut() {
                 rec.write(&job)?;
             }
-            active.push(bind(job, cl, cfg.profiles, cfg.semantics)?);
+            self.active
+                .push(bind(job, cfg.cluster, cfg.profiles, cfg.semantics)?);
         }
-        if cfg.window.is_some() && window_done == window_len {
-            break;
+        Ok(())
+    }
+
+    /// Runs the next round that has work (admitting arrivals first, skipping empty rounds).
+    /// Returns `false`, running nothing, once the replay is over.
+    pub fn step_round(&mut self) -> Result<bool, ReplayError> {
+        if self.ended {
+            return Ok(false);
         }
-        if active.is_empty() {
-            match arrivals.peek() {
-                None => break,
+        let cfg = self.cfg;
+        let r = cfg.round_s;
+        let window_len = cfg.window.map_or(0, |(a, b)| b - a + 1);
+        loop {
+            self.admit()?;
+            if cfg.window.is_some() && self.window_done == window_len {
+                self.ended = true;
+                return Ok(false);
+            }
+            if !self.active.is_empty() {
+                break;
+            }
+            match self.arrivals.peek() {
+                None => {
+                    self.ended = true;
+                    return Ok(false);
+                }
                 Some(next) => {
-                    t = t.max((next.arrival_s / r).ceil() * r);
-                    continue;
+                    let k = ((next.arrival_s - self.t0) / r).ceil();
+                    self.t = self.t.max(self.t0 + k * r);
                 }
             }
         }
-        if t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
-            return Err(horizon_reached(cfg.horizon_s, &active));
+        if self.t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
+            return Err(horizon_reached(cfg.horizon_s, &self.active));
         }
-        n_rounds += 1;
-        if n_rounds > cfg.max_rounds {
+        self.round()?;
+        Ok(true)
+    }
+
+    /// One round at `self.t` over the (non-empty) active jobs.
+    fn round(&mut self) -> Result<(), ReplayError> {
+        let cfg = self.cfg;
+        let cl = cfg.cluster;
+        let r = cfg.round_s;
+        let t = self.t;
+        let synergy = cfg.semantics == Semantics::Synergy;
+        self.n_rounds += 1;
+        if self.n_rounds > cfg.max_rounds {
             return Err(ReplayError::NoProgress(format!(
                 "more than {} rounds (raise --max-rounds if the workload is really this long)",
                 cfg.max_rounds
@@ -237,44 +372,69 @@ pub fn simulate(
 
         // Decide.
         let started = Instant::now();
+        let active = &mut self.active;
         let demand: u64 = active.iter().map(|j| j.spec.gpus as u64).sum();
         let contention = (demand as f64 / cl.total_gpus as f64).max(1.0);
         let pctx = PolicyCtx {
             now: t,
             cluster: cl,
             contention,
-            free_frac,
+            free_frac: self.free_frac,
+            semantics: cfg.semantics,
+            fair: cfg.mechanism.synergy_fair(),
         };
-        keyed.clear();
-        keyed.extend(
-            active
-                .iter()
-                .enumerate()
-                .map(|(i, j)| (cfg.policy.key(j, &pctx), j.spec.arrival_s, j.spec.id, i)),
-        );
-        keyed.sort_by(|a, b| {
+        // Synergy: starved jobs (priority 1) first, except under FIFO, whose key is arrival only.
+        let prioritized = synergy && cfg.policy.uses_priority();
+        self.keyed.clear();
+        self.keyed.extend(active.iter().enumerate().map(|(i, j)| {
+            let prio = if prioritized {
+                -f64::from(j.synergy.priority)
+            } else {
+                0.0
+            };
+            (
+                prio,
+                cfg.policy.key(j, &pctx),
+                j.spec.arrival_s,
+                j.spec.id,
+                i,
+            )
+        }));
+        self.keyed.sort_by(|a, b| {
             a.0.total_cmp(&b.0)
                 .then(a.1.total_cmp(&b.1))
-                .then(a.2.cmp(&b.2))
+                .then(a.2.total_cmp(&b.2))
+                .then(a.3.cmp(&b.3))
         });
-        order.clear();
-        order.extend(keyed.iter().map(|k| k.3));
-        placements.clear();
+        self.order.clear();
+        self.order.extend(self.keyed.iter().map(|k| k.4));
+        if synergy {
+            // After the sort, as Synergy's schedulers do: the bump counts from the next round.
+            for j in active.iter_mut() {
+                let since = t - j.synergy.last_run_end.unwrap_or(j.spec.arrival_s);
+                if since > SYNERGY_STARVATION_S {
+                    j.synergy.priority = 1;
+                }
+            }
+        }
+        self.placements.clear();
         let mctx = MechCtx {
             cluster: cl,
             profiles: cfg.profiles,
             semantics: cfg.semantics,
-            jobs: &active,
+            jobs: active,
         };
         let mut stats = MechStats::default();
         cfg.mechanism
-            .allocate(&mctx, &order, &mut placements, &mut stats);
+            .allocate(&mctx, &self.order, &mut self.placements, &mut stats);
         let decision_s = started.elapsed().as_secs_f64();
         if stats.lp_failed {
-            lp_failures += 1;
+            self.lp_failures += 1;
         }
 
         // Check every server in every dimension, and each job placed at most once, whole.
+        let placements = &self.placements;
+        let placed_of = &mut self.placed_of;
         placed_of.clear();
         placed_of.resize(active.len(), None);
         let ns = cl.servers.len();
@@ -319,10 +479,11 @@ pub fn simulate(
             }
         }
         if let Some(audit) = cfg.audit {
-            audit(t, &active, &placements);
+            audit(t, active, placements);
         }
 
         // Progress.
+        let rates = &mut self.rates;
         rates.clear();
         rates.resize(active.len(), 0.0);
         let mut row = RoundRow {
@@ -340,7 +501,7 @@ pub fn simulate(
             lp_rounded: stats.rounded,
         };
         let mut progressed = false;
-        for p in &placements {
+        for p in placements {
             let rate = mctx.rate(p.job, p.cpus, p.mem_gb);
             rates[p.job] = rate;
             let j = &active[p.job];
@@ -352,27 +513,32 @@ pub fn simulate(
             row.mem_use += p.mem_gb.min(j.best_mem);
             progressed |= rate > 0.0;
         }
-        free_frac = [
+        self.free_frac = [
             1.0 - row.gpus as f64 / cl.total_gpus as f64,
             1.0 - row.cpus / cl.total_cpus,
             1.0 - row.mem_gb / cl.total_mem_gb,
         ];
-        rounds.push(row);
-        if !progressed && arrivals.peek().is_none() {
-            idle_rounds += 1;
-            if idle_rounds > 3 {
+        self.rounds.push(row);
+        if !progressed && self.arrivals.peek().is_none() {
+            self.idle_rounds += 1;
+            if self.idle_rounds > 3 {
                 return Err(ReplayError::NoProgress(format!(
                     "{} jobs wait at t={t} s and no placement makes progress",
                     active.len()
                 )));
             }
         } else {
-            idle_rounds = 0;
+            self.idle_rounds = 0;
         }
         for (i, j) in active.iter_mut().enumerate() {
             j.rounds_active += 1;
             j.contention_sum += contention;
-            let Some(k) = placed_of[i] else { continue };
+            let Some(k) = placed_of[i] else {
+                if synergy {
+                    j.synergy.speedup = j.synergy.speedup_orig;
+                }
+                continue;
+            };
             let p = &placements[k];
             let rate = rates[i];
             j.rounds_run += 1;
@@ -380,21 +546,10 @@ pub fn simulate(
             let dom = (p.gpus as f64 / cl.total_gpus as f64)
                 .max(p.cpus / cl.total_cpus)
                 .max(p.mem_gb / cl.total_mem_gb);
-            let needed = if rate > 0.0 {
-                j.remaining / rate
+            let ran = if synergy {
+                synergy_progress(j, rate, t, r)
             } else {
-                f64::INFINITY
-            };
-            let ran = if needed <= r * (1.0 + 1e-12) {
-                j.remaining = 0.0;
-                j.finish = Some(match cfg.semantics {
-                    Semantics::Exact => t + needed.min(r),
-                    Semantics::Synergy => t + r,
-                });
-                needed.min(r)
-            } else {
-                j.remaining -= rate * r;
-                r
+                exact_progress(j, rate, t, r)
             };
             j.attained_gpu_s += p.gpus as f64 * ran;
             j.attained_dominant_s += dom * ran;
@@ -411,28 +566,58 @@ pub fn simulate(
                 if let Some((a, b)) = cfg.window
                     && (a..=b).contains(&j.spec.id)
                 {
-                    window_done += 1;
+                    self.window_done += 1;
                 }
-                done.push(j);
+                self.done.push(j);
             }
-            active = kept;
+            *active = kept;
             if let Some(progress) = cfg.progress {
                 progress(if cfg.window.is_some() {
-                    window_done
+                    self.window_done
                 } else {
-                    done.len() as u64
+                    self.done.len() as u64
                 });
             }
         }
-        t += r;
+        self.t += r;
+        Ok(())
     }
-    let end_s = done.iter().filter_map(|j| j.finish).fold(0.0, f64::max);
-    done.extend(active);
-    done.sort_by_key(|j| j.spec.id);
-    Ok(EngineOutput {
-        jobs: done,
-        rounds,
-        end_s,
-        lp_failures,
-    })
+}
+
+/// Exact semantics: the job runs at `rate` and finishes the instant its work runs out.
+/// Returns the seconds it ran.
+fn exact_progress(j: &mut JobState, rate: f64, t: f64, r: f64) -> f64 {
+    let needed = if rate > 0.0 {
+        j.remaining / rate
+    } else {
+        f64::INFINITY
+    };
+    if needed <= r * (1.0 + 1e-12) {
+        j.remaining = 0.0;
+        j.finish = Some(t + needed.min(r));
+        needed.min(r)
+    } else {
+        j.remaining -= rate * r;
+        r
+    }
+}
+
+/// Synergy's semantics: the job is credited `floor(round / (iteration time / speed-up))` whole
+/// iterations at the start of the round (speed-up = rate over the proportional rate) and, once
+/// they reach its total, finishes at the end of the round. It holds the whole round either way.
+fn synergy_progress(j: &mut JobState, rate: f64, t: f64, r: f64) -> f64 {
+    let sc = &mut j.synergy;
+    let speedup = if rate == j.prop_rate {
+        1.0
+    } else {
+        rate / j.prop_rate
+    };
+    sc.done_iters = (sc.done_iters + sc.iters_in_round(r, speedup)).min(sc.total_iters);
+    sc.speedup = speedup;
+    sc.last_run_end = Some(t + r);
+    j.remaining = (sc.total_iters - sc.done_iters) as f64 * sc.samples_per_iter;
+    if sc.done_iters >= sc.total_iters {
+        j.finish = Some(t + r);
+    }
+    r
 }

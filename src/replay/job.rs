@@ -14,3 +14,73 @@ pub struct JobSpec {
     /// Memory requested by the trace (Alibaba), GB, informational.
     pub mem_request_gb: Option<f64>,
 }
+
+/// A job during the replay: its spec, its profile and what it has received so far. Policies
+/// and mechanisms read it; only the engine changes it.
+#[derive(Debug, Clone)]
+pub struct JobState {
+    pub spec: JobSpec,
+    pub profile: usize,
+    /// Samples of work left.
+    pub remaining: f64,
+    /// Samples/s at the proportional share of the reference server.
+    pub prop_rate: f64,
+    /// Samples/s at the best case (profile maximum).
+    pub best_rate: f64,
+    /// Best-case demand in all, cores and GB.
+    pub best_cpu: f64,
+    pub best_mem: f64,
+    pub attained_gpu_s: f64,
+    pub attained_dominant_s: f64,
+    pub first_start: Option<f64>,
+    pub finish: Option<f64>,
+    pub contention_sum: f64,
+    pub rounds_active: u32,
+    pub rounds_run: u32,
+    /// The counters Synergy's simulator keeps (used under `--semantics synergy`).
+    pub synergy: SynergyCounters,
+}
+
+/// Synergy's per-job bookkeeping: progress in whole iterations, the speed-up the job carries
+/// between rounds, and the starvation priority.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynergyCounters {
+    /// Seconds per iteration at the proportional share (Synergy's `job_iteration_time`).
+    pub iter_s: f64,
+    /// Samples one iteration processes (batch per GPU x GPUs; 1 when the profile has no batch).
+    pub samples_per_iter: f64,
+    pub total_iters: u64,
+    pub done_iters: u64,
+    /// Best-case speed-up over the proportional share (`synergy_speedup_orig`).
+    pub speedup_orig: f64,
+    /// The speed-up the job ran at in its last round, or `speedup_orig` when it did not run
+    /// (`synergy_speedup` as the next round's sort sees it).
+    pub speedup: f64,
+    /// 1 once the job went 1000 h without running; sorts before every priority-0 job.
+    pub priority: u8,
+    /// End of the last round the job ran (Synergy's `job_last_execution_time`).
+    pub last_run_end: Option<f64>,
+}
+
+impl SynergyCounters {
+    /// Synergy's `remaining_duration(fair)`: seconds of the remaining iterations at the
+    /// proportional share, divided by the carried speed-up unless the mechanism is `fair`.
+    pub fn remaining_s(&self, fair: bool) -> f64 {
+        let left = self.iter_s * (self.total_iters - self.done_iters) as f64;
+        if fair { left } else { left / self.speedup }
+    }
+
+    /// Iterations one round of `round_s` seconds completes at `speedup`: Synergy's
+    /// `floor(round / (iteration time / speed-up))`, in that float order.
+    pub fn iters_in_round(&self, round_s: f64, speedup: f64) -> u64 {
+        if speedup.is_nan() || speedup <= 0.0 {
+            return 0;
+        }
+        let e = if speedup == 1.0 {
+            self.iter_s
+        } else {
+            self.iter_s / speedup
+        };
+        (round_s / e).floor() as u64
+    }
+}

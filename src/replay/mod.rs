@@ -59,6 +59,8 @@ pub struct ReplayOptions {
     pub schemes: Vec<(String, String)>,
     pub semantics: Semantics,
     pub round_s: f64,
+    /// Time of the first round (`None`: 0); Synergy's static traces start at 1 s.
+    pub first_round_s: Option<f64>,
     pub window: Option<(u64, u64)>,
     /// Class split and seed for model assignment to Philly/Alibaba jobs.
     pub split: [f64; 3],
@@ -81,6 +83,7 @@ impl Default for ReplayOptions {
             schemes: vec![("fifo".into(), "proportional".into())],
             semantics: Semantics::Exact,
             round_s: 300.0,
+            first_round_s: None,
             window: None,
             split: [20.0, 70.0, 10.0],
             seed: 0,
@@ -345,6 +348,7 @@ pub fn run_observed(
             window: opts.window,
             horizon_s: opts.horizon_s,
             max_rounds: opts.max_rounds,
+            first_round_s: opts.first_round_s,
             audit: None,
             progress: Some(&progress),
         };

@@ -85,12 +85,42 @@ pub enum ThroughputSpec {
     /// JSON lines `{"samples": N, "t": unix_s}` appended to the file named by
     /// `$PROFILER_PROGRESS_FILE` (recommended).
     ProgressFile,
-    /// A regex over stdout lines with a named capture `rate` (samples/s), `samples`
-    /// (cumulative) or `iterations` (cumulative, times `samples_per_iteration`).
+    /// A regex over stdout lines with named captures (see [`LogSpec`]); `stdout-regex` is
+    /// `log` with `stream = "stdout"` and a `regex`.
     StdoutRegex {
         regex: String,
         samples_per_iteration: Option<f64>,
+        epoch_length: Option<f64>,
     },
+    /// What an unmodified training script prints: a well-known `format` or a `regex`.
+    Log(LogSpec),
+}
+
+/// `protocol = "log"`: progress read from the job's output.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSpec {
+    /// A preset for a well-known output shape (`pytorch-imagenet`, `tqdm`, `hf-trainer`,
+    /// `keras`); checked when the spec is loaded.
+    pub format: Option<String>,
+    /// A regex with named captures instead of a preset.
+    pub regex: Option<String>,
+    /// Which output to read (default `both`: tqdm bars go to stderr, logs to stdout).
+    #[serde(default)]
+    pub stream: LogStream,
+    /// Samples per iteration; default `batch_size_per_gpu` x `gpus`.
+    pub samples_per_iteration: Option<f64>,
+    /// Iterations per epoch, where the output does not print it.
+    pub epoch_length: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+    #[default]
+    Both,
 }
 
 /// Warm-up and steady-state rules.
@@ -287,6 +317,7 @@ pub fn parse_spec(text: &str, path: &Path) -> Result<LoadedSpec, SpecError> {
         message,
     };
     validate(&spec).map_err(invalid)?;
+    check_throughput(&spec, text, path)?;
     check_templates(&spec, text, path)?;
     let base = path
         .parent()
@@ -343,6 +374,139 @@ fn check_templates(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecEr
         }
     }
     Ok(())
+}
+
+/// Checks the `[throughput]` section: a known `format`, a regex that compiles with known
+/// captures, and the batch size wherever the output counts iterations. Errors carry the line.
+fn check_throughput(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecError> {
+    use crate::harness::progress::{CAPTURE_NAMES, Preset, samples_per_iteration};
+    // The line that sets `key` (`key = ...`), else the first mention of it.
+    let at = |key: &str, message: String| {
+        let mut offset = 0;
+        let mut found = text.find(key);
+        for l in text.split_inclusive('\n') {
+            let rest = l.trim_start();
+            if rest
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+            {
+                found = Some(offset + l.len() - rest.len());
+                break;
+            }
+            offset += l.len();
+        }
+        let (line, column) = found.map_or((1, 1), |offset| line_column(text, offset));
+        SpecError::Syntax {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    };
+    let (regex, format, spi, epoch_length) = match &spec.throughput {
+        ThroughputSpec::ProgressFile => return Ok(()),
+        ThroughputSpec::StdoutRegex {
+            regex,
+            samples_per_iteration,
+            epoch_length,
+        } => (Some(regex), None, *samples_per_iteration, *epoch_length),
+        ThroughputSpec::Log(log) => (
+            log.regex.as_ref(),
+            log.format.as_ref(),
+            log.samples_per_iteration,
+            log.epoch_length,
+        ),
+    };
+    for (key, value) in [
+        ("samples_per_iteration", spi),
+        ("epoch_length", epoch_length),
+    ] {
+        if let Some(v) = value
+            && !(v > 0.0 && v.is_finite())
+        {
+            return Err(at(
+                key,
+                format!("throughput.{key} = {v}: expected a number > 0"),
+            ));
+        }
+    }
+    let spi = samples_per_iteration(spec, spi);
+    let needs_spi = "counts iterations: set throughput.samples_per_iteration or batch_size_per_gpu";
+    match (format, regex) {
+        (Some(_), Some(_)) => Err(at(
+            "format",
+            "throughput: give either format or regex, not both".into(),
+        )),
+        (None, None) => Err(at(
+            "[throughput]",
+            format!(
+                "throughput: protocol = \"log\" needs format = one of {} or a regex with named captures",
+                Preset::names()
+            ),
+        )),
+        (Some(name), None) => {
+            let Some(preset) = Preset::from_name(name) else {
+                return Err(at(
+                    "format",
+                    format!(
+                        "throughput.format = {name:?} is not a known format; expected one of {}",
+                        Preset::names()
+                    ),
+                ));
+            };
+            if preset.counts_only_iterations() && spi.is_none() {
+                return Err(at(
+                    "format",
+                    format!("throughput.format = {name:?} {needs_spi}"),
+                ));
+            }
+            Ok(())
+        }
+        (None, Some(regex)) => {
+            let re = regex::Regex::new(regex)
+                .map_err(|e| at("regex", format!("throughput.regex does not compile: {e}")))?;
+            let names: Vec<&str> = re.capture_names().flatten().collect();
+            if let Some(unknown) = names.iter().find(|n| !CAPTURE_NAMES.contains(n)) {
+                return Err(at(
+                    "regex",
+                    format!(
+                        "throughput.regex: unknown capture `{unknown}`; known: {}",
+                        CAPTURE_NAMES.join(", ")
+                    ),
+                ));
+            }
+            let has = |n: &str| names.contains(&n);
+            let progress = [
+                "samples",
+                "iterations",
+                "iteration",
+                "epoch",
+                "rate",
+                "iteration_time_s",
+            ];
+            if !progress.iter().any(|n| has(n)) {
+                return Err(at(
+                    "regex",
+                    "throughput.regex needs a named capture: (?P<rate>...) in samples/s, (?P<samples>...) cumulative, (?P<iterations>...) cumulative, (?P<epoch>...) with (?P<iteration>...) in the epoch, or (?P<iteration_time_s>...)"
+                        .into(),
+                ));
+            }
+            let counts_iterations = ["iterations", "iteration", "epoch", "iteration_time_s"]
+                .iter()
+                .any(|n| has(n));
+            if counts_iterations && !has("samples") && !has("unit") && !has("rate") && spi.is_none()
+            {
+                return Err(at("regex", format!("throughput.regex {needs_spi}")));
+            }
+            if has("epoch") && !has("epoch_length") && epoch_length.is_none() {
+                return Err(at(
+                    "regex",
+                    "throughput.regex captures epochs: also capture (?P<epoch_length>...) or set throughput.epoch_length (iterations per epoch)".into(),
+                ));
+            }
+            Ok(())
+        }
+    }
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -484,28 +648,6 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
             ));
         }
     }
-    if let ThroughputSpec::StdoutRegex {
-        regex,
-        samples_per_iteration,
-    } = &spec.throughput
-    {
-        let re = regex::Regex::new(regex)
-            .map_err(|e| format!("throughput.regex does not compile: {e}"))?;
-        let names: Vec<&str> = re.capture_names().flatten().collect();
-        let has = |n: &str| names.contains(&n);
-        if !(has("rate") || has("samples") || has("iterations")) {
-            return Err(
-                "throughput.regex needs a named capture: (?P<rate>...) in samples/s, (?P<samples>...) cumulative, or (?P<iterations>...) cumulative"
-                    .into(),
-            );
-        }
-        if has("iterations") && !has("samples") && !has("rate") && samples_per_iteration.is_none() {
-            return Err(
-                "throughput.regex counts iterations: also set throughput.samples_per_iteration"
-                    .into(),
-            );
-        }
-    }
     let m = &spec.measure;
     for (key, v) in [
         ("warmup_s", m.warmup_s),
@@ -587,5 +729,66 @@ mod tests {
         assert!(error("cpu = { search = \"knee\", max_points = 1 }").contains("at least 2"));
         let e = error("cpu = { search = \"synergy\", max = 24, step = 2 }");
         assert!(e.contains("GPU count"), "{e}");
+    }
+
+    fn throughput(section: &str) -> Result<LoadedSpec, SpecError> {
+        let text = format!(
+            "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\n{section}\n[sweep]\ncpu = [1]\n"
+        );
+        parse_spec(&text, Path::new("w/x.toml"))
+    }
+
+    #[test]
+    fn a_log_format_is_a_known_preset() {
+        let ok = throughput("protocol = \"log\"\nformat = \"tqdm\"").unwrap();
+        let ThroughputSpec::Log(log) = ok.spec.throughput else {
+            panic!("a log spec")
+        };
+        assert_eq!(
+            (log.format.as_deref(), log.stream),
+            (Some("tqdm"), LogStream::Both)
+        );
+        let e = throughput("protocol = \"log\"\nstream = \"stderr\"\nformat = \"tqmd\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("w/x.toml:7:1: "), "{e}");
+        for name in ["pytorch-imagenet", "tqdm", "hf-trainer", "keras"] {
+            assert!(e.contains(&format!("\"{name}\"")), "{e}");
+        }
+        // Formats that only count iterations need the batch.
+        let e = throughput("protocol = \"log\"\nformat = \"keras\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("batch_size_per_gpu"), "{e}");
+        throughput("protocol = \"log\"\nformat = \"keras\"\nsamples_per_iteration = 32").unwrap();
+        let e = throughput("protocol = \"log\"\nformat = \"keras\"\nregex = 'x'")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not both"), "{e}");
+        let e = throughput("protocol = \"log\"\nformat = \"tqdm\"\nstreams = \"both\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `streams`"), "{e}");
+    }
+
+    #[test]
+    fn a_log_regex_uses_known_captures() {
+        let e = throughput("protocol = \"log\"\nregex = '(?P<rat>\\d+)'")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("w/x.toml:6:1: ") && e.contains("unknown capture `rat`"),
+            "{e}"
+        );
+        let e = throughput("protocol = \"log\"\nregex = '(?P<epoch>\\d+) (?P<iteration>\\d+)'\nsamples_per_iteration = 8")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("epoch_length"), "{e}");
+        throughput("protocol = \"log\"\nregex = '(?P<rate>\\S+) (?P<unit>\\S+)'").unwrap();
+        throughput("protocol = \"stdout-regex\"\nregex = '(?P<iteration_time_s>\\S+)'\nsamples_per_iteration = 8").unwrap();
+        let e = throughput("protocol = \"log\"\nformat = \"tqdm\"\nepoch_length = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("epoch_length = 0"), "{e}");
     }
 }

@@ -675,3 +675,5 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
         c.note
     );
 }
+
+mod presets;

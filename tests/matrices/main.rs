@@ -3,4 +3,5 @@
 
 mod demand;
 mod export;
+mod fuzz;
 mod plot;

@@ -9,12 +9,12 @@ mod proportional;
 mod request;
 mod tune;
 
-use super::cluster::Cluster;
-use super::engine::JobState;
+use super::cluster::{Cluster, Resources};
+use super::job::JobState;
 use super::profile::{ProfileSet, Semantics};
 
 /// Slack for floating-point sums of CPUs and GB.
-pub const EPS: f64 = 1e-9;
+pub use super::cluster::EPS;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Placement {
@@ -69,6 +69,10 @@ pub trait Mechanism: Send + Sync {
         out: &mut Vec<Placement>,
         stats: &mut MechStats,
     );
+    /// Whether Synergy runs this mechanism in its `+fair` mode (speed-ups ignored).
+    fn synergy_fair(&self) -> bool {
+        false
+    }
 }
 
 type Ctor = fn() -> Box<dyn Mechanism>;
@@ -110,9 +114,8 @@ pub fn names() -> String {
 /// Free resources per server during one round's allocation.
 #[derive(Debug, Clone)]
 pub struct Free {
-    pub gpus: Vec<u32>,
-    pub cpus: Vec<f64>,
-    pub mem: Vec<f64>,
+    /// What is left on each server.
+    pub servers: Vec<Resources>,
     pub total_gpus: u32,
     /// Most free GPUs on any one server (a wider job cannot fit anywhere: skipped in O(1)).
     pub max_free: u32,
@@ -121,16 +124,14 @@ pub struct Free {
 impl Free {
     pub fn new(c: &Cluster) -> Free {
         Free {
-            gpus: c.servers.iter().map(|s| s.gpus).collect(),
-            cpus: c.servers.iter().map(|s| s.cpus).collect(),
-            mem: c.servers.iter().map(|s| s.mem_gb).collect(),
+            servers: c.servers.iter().map(|s| s.capacity()).collect(),
             total_gpus: c.total_gpus,
             max_free: c.max_server_gpus,
         }
     }
 
     pub fn fits(&self, s: usize, g: u32, c: f64, m: f64) -> bool {
-        self.gpus[s] >= g && self.cpus[s] + EPS >= c && self.mem[s] + EPS >= m
+        self.servers[s].fits(&Resources::new(g, c, m))
     }
 
     /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs.
@@ -139,15 +140,15 @@ impl Free {
             return None;
         }
         let mut best: Option<(usize, u32, f64)> = None;
-        for s in 0..self.gpus.len() {
-            if self.gpus[s] < g {
+        for s in 0..self.servers.len() {
+            if self.servers[s].gpus < g {
                 continue;
             }
             let (c, m) = demand(s);
             if !self.fits(s, g, c, m) {
                 continue;
             }
-            let key = (self.gpus[s] - g, self.cpus[s] - c);
+            let key = (self.servers[s].gpus - g, self.servers[s].cpus - c);
             if best.is_none_or(|b| (key.0, key.1) < (b.1, b.2)) {
                 best = Some((s, key.0, key.1));
             }
@@ -155,16 +156,31 @@ impl Free {
         best.map(|b| b.0)
     }
 
+    /// Synergy's first fit: the lowest-numbered server with `g` free GPUs and room for the
+    /// demand (Synergy walks free GPUs in id order, and GPU ids run server by server).
+    pub fn first_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
+        if g > self.max_free {
+            return None;
+        }
+        (0..self.servers.len()).find(|&s| {
+            if self.servers[s].gpus < g {
+                return false;
+            }
+            let (c, m) = demand(s);
+            self.fits(s, g, c, m)
+        })
+    }
+
     /// Worst fit on CPU and memory: the fitting server with the most (CPU + memory) left,
     /// relative to its capacity; spreads jobs so every server's CPUs and memory get used.
     pub fn most_room(&self, c_: &Cluster, g: u32, c: f64, m: f64) -> Option<usize> {
         let mut best: Option<(usize, f64)> = None;
-        for s in 0..self.gpus.len() {
+        for s in 0..self.servers.len() {
             if !self.fits(s, g, c, m) {
                 continue;
             }
-            let room =
-                (self.cpus[s] - c) / c_.servers[s].cpus + (self.mem[s] - m) / c_.servers[s].mem_gb;
+            let room = (self.servers[s].cpus - c) / c_.servers[s].cpus
+                + (self.servers[s].mem_gb - m) / c_.servers[s].mem_gb;
             if best.is_none_or(|b| room > b.1) {
                 best = Some((s, room));
             }
@@ -180,12 +196,12 @@ impl Free {
     }
 
     pub fn take(&mut self, p: &Placement) {
-        self.gpus[p.server] -= p.gpus;
-        self.cpus[p.server] = (self.cpus[p.server] - p.cpus).max(0.0);
-        self.mem[p.server] = (self.mem[p.server] - p.mem_gb).max(0.0);
+        self.servers[p.server].gpus -= p.gpus;
+        self.servers[p.server].cpus = (self.servers[p.server].cpus - p.cpus).max(0.0);
+        self.servers[p.server].mem_gb = (self.servers[p.server].mem_gb - p.mem_gb).max(0.0);
         self.total_gpus -= p.gpus;
-        if self.gpus[p.server] + p.gpus == self.max_free {
-            self.max_free = self.gpus.iter().copied().max().unwrap_or(0);
+        if self.servers[p.server].gpus + p.gpus == self.max_free {
+            self.max_free = self.servers.iter().map(|r| r.gpus).max().unwrap_or(0);
         }
     }
 }
@@ -214,14 +230,14 @@ pub fn reclaim_and_place(
         return false;
     }
     let mut best: Option<(usize, f64, u32)> = None;
-    for s in 0..free.gpus.len() {
-        if free.gpus[s] < g {
+    for s in 0..free.servers.len() {
+        if free.servers[s].gpus < g {
             continue;
         }
         let (c, m) = ctx.proportional(j, s);
-        let need = (c - free.cpus[s]).max(0.0) / ctx.cluster.servers[s].cpus
-            + (m - free.mem[s]).max(0.0) / ctx.cluster.servers[s].mem_gb;
-        let key = (need, free.gpus[s] - g);
+        let need = (c - free.servers[s].cpus).max(0.0) / ctx.cluster.servers[s].cpus
+            + (m - free.servers[s].mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
+        let key = (need, free.servers[s].gpus - g);
         if best.is_none_or(|b| key < (b.1, b.2)) {
             best = Some((s, key.0, key.1));
         }
@@ -229,20 +245,20 @@ pub fn reclaim_and_place(
     let Some((s, _, _)) = best else { return false };
     let (c, m) = ctx.proportional(j, s);
     for &k in on_server[s].iter().rev() {
-        if free.cpus[s] + EPS >= c && free.mem[s] + EPS >= m {
+        if free.servers[s].cpus + EPS >= c && free.servers[s].mem_gb + EPS >= m {
             break;
         }
         let (pc, pm) = ctx.proportional(out[k].job, s);
         let p = &mut out[k];
-        if free.cpus[s] + EPS < c && p.cpus > pc {
-            let back = (p.cpus - pc).min(c - free.cpus[s]);
+        if free.servers[s].cpus + EPS < c && p.cpus > pc {
+            let back = (p.cpus - pc).min(c - free.servers[s].cpus);
             p.cpus -= back;
-            free.cpus[s] += back;
+            free.servers[s].cpus += back;
         }
-        if free.mem[s] + EPS < m && p.mem_gb > pm {
-            let back = (p.mem_gb - pm).min(m - free.mem[s]);
+        if free.servers[s].mem_gb + EPS < m && p.mem_gb > pm {
+            let back = (p.mem_gb - pm).min(m - free.servers[s].mem_gb);
             p.mem_gb -= back;
-            free.mem[s] += back;
+            free.servers[s].mem_gb += back;
         }
     }
     // Always true by the argument above; kept as a guard.
@@ -253,15 +269,16 @@ pub fn reclaim_and_place(
         job: j,
         server: s,
         gpus: g,
-        cpus: c.min(free.cpus[s]),
-        mem_gb: m.min(free.mem[s]),
+        cpus: c.min(free.servers[s].cpus),
+        mem_gb: m.min(free.servers[s].mem_gb),
     };
     on_server[s].push(free.place(out, p));
     true
 }
 
 /// Places jobs in policy order, each at `demand(job, server)` (cores, GB) on the best-fitting
-/// server where it fits, or not at all this round.
+/// server where it fits (under `--semantics synergy`: the first that fits, as Synergy's
+/// allocator does), or not at all this round.
 pub fn place_in_order(
     ctx: &MechCtx,
     order: &[usize],
@@ -274,7 +291,11 @@ pub fn place_in_order(
             break;
         }
         let g = ctx.jobs[j].spec.gpus;
-        if let Some(s) = free.best_fit(g, |s| demand(j, s)) {
+        let found = match ctx.semantics {
+            Semantics::Synergy => free.first_fit(g, |s| demand(j, s)),
+            Semantics::Exact => free.best_fit(g, |s| demand(j, s)),
+        };
+        if let Some(s) = found {
             let (cpus, mem_gb) = demand(j, s);
             let p = Placement {
                 job: j,

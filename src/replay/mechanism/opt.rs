@@ -212,14 +212,14 @@ impl Mechanism for Opt {
             let (bc, bm) = best_on(ctx, p.job, p.server);
             let s = p.server;
             if bc > p.cpus {
-                let add = (bc - p.cpus).min(free.cpus[s]);
+                let add = (bc - p.cpus).min(free.servers[s].cpus);
                 p.cpus += add;
-                free.cpus[s] -= add;
+                free.servers[s].cpus -= add;
             }
             if bm > p.mem_gb {
-                let add = (bm - p.mem_gb).min(free.mem[s]);
+                let add = (bm - p.mem_gb).min(free.servers[s].mem_gb);
                 p.mem_gb += add;
-                free.mem[s] -= add;
+                free.servers[s].mem_gb -= add;
             }
         }
         let mut prop_of: BTreeMap<usize, f64> = BTreeMap::new();

@@ -18,4 +18,7 @@ impl Mechanism for Proportional {
     ) {
         place_in_order(ctx, order, out, |j, s| ctx.proportional(j, s));
     }
+    fn synergy_fair(&self) -> bool {
+        true
+    }
 }

@@ -1,5 +1,5 @@
 use super::{Policy, PolicyCtx};
-use crate::replay::engine::JobState;
+use crate::replay::job::JobState;
 
 /// Dominant resource fairness over time, one job per user: the job that has received the least
 /// dominant-share-seconds (per round, its largest share of cluster GPUs, CPUs or memory) goes

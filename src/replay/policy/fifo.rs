@@ -1,5 +1,5 @@
 use super::{Policy, PolicyCtx};
-use crate::replay::engine::JobState;
+use crate::replay::job::JobState;
 
 /// First in, first out.
 pub struct Fifo;
@@ -10,5 +10,8 @@ impl Policy for Fifo {
     }
     fn key(&self, job: &JobState, _: &PolicyCtx) -> f64 {
         job.spec.arrival_s
+    }
+    fn uses_priority(&self) -> bool {
+        false
     }
 }

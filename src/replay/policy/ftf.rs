@@ -1,5 +1,5 @@
 use super::{Policy, PolicyCtx};
-use crate::replay::engine::JobState;
+use crate::replay::job::JobState;
 
 /// Finish-time fairness (Themis): rho = estimated shared finish time / ideal finish time, where
 /// shared = elapsed + remaining at the proportional share and ideal = whole run at the

@@ -1,5 +1,5 @@
 use super::{Policy, PolicyCtx};
-use crate::replay::engine::JobState;
+use crate::replay::job::JobState;
 
 /// Least attained service (Tiresias-style, without queues): GPU-seconds received so far.
 pub struct Las;

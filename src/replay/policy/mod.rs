@@ -10,7 +10,8 @@ mod srtf;
 mod tetris;
 
 use super::cluster::Cluster;
-use super::engine::JobState;
+use super::job::JobState;
+use super::profile::Semantics;
 
 /// What a policy may look at besides the job.
 pub struct PolicyCtx<'a> {
@@ -20,12 +21,21 @@ pub struct PolicyCtx<'a> {
     pub contention: f64,
     /// Fraction of (GPU, CPU, memory) left unallocated in the previous round.
     pub free_frac: [f64; 3],
+    pub semantics: Semantics,
+    /// The mechanism ignores speed-ups (Synergy's `+fair` mode, i.e. proportional): Synergy's
+    /// remaining-time keys then do not divide by the job's speed-up.
+    pub fair: bool,
 }
 
 pub trait Policy: Send + Sync {
     fn name(&self) -> &'static str;
     /// Priority key: lower runs first.
     fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64;
+    /// Whether Synergy's starvation priority comes before the key (under `--semantics
+    /// synergy`; every Synergy scheduler but FIFO sorts by `-priority` first).
+    fn uses_priority(&self) -> bool {
+        true
+    }
 }
 
 type Ctor = fn() -> Box<dyn Policy>;

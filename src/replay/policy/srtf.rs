@@ -1,15 +1,21 @@
 use super::{Policy, PolicyCtx};
-use crate::replay::engine::JobState;
+use crate::replay::job::JobState;
+use crate::replay::profile::Semantics;
 
 /// Shortest remaining time first; remaining time is estimated at the proportional share
-/// (what a GPU-only scheduler knows).
+/// (what a GPU-only scheduler knows). Under `--semantics synergy`: Synergy's
+/// `remaining_duration`, remaining iterations x iteration time, divided by the speed-up the job
+/// ran at in its last round unless the mechanism is proportional.
 pub struct Srtf;
 
 impl Policy for Srtf {
     fn name(&self) -> &'static str {
         "srtf"
     }
-    fn key(&self, job: &JobState, _: &PolicyCtx) -> f64 {
+    fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64 {
+        if ctx.semantics == Semantics::Synergy {
+            return job.synergy.remaining_s(ctx.fair);
+        }
         job.remaining / job.prop_rate
     }
 }

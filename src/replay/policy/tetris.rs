@@ -1,5 +1,5 @@
 use super::{Policy, PolicyCtx};
-use crate::replay::engine::JobState;
+use crate::replay::job::JobState;
 
 /// Tetris (SIGCOMM'14) as a cluster-level priority: alignment = dot product of the job's
 /// best-case demand (as fractions of the cluster) with the fractions left free in the previous

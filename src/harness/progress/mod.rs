@@ -1,0 +1,491 @@
+//! Reading the job's own progress reports: JSON lines in a progress file (recommended), or
+//! what the job prints, read by a preset (`format`) or a regex with named captures. Everything
+//! is tailed from files, so a chatty job never blocks on a pipe.
+//!
+//! Every report is checked before it is used: a value that is not a finite number, a rate of
+//! zero, a count that goes backwards or a timestamp far from now is rejected, counted, and
+//! warned about once per kind, so that no NaN or unbounded window reaches a matrix.
+
+mod captures;
+#[cfg(test)]
+mod fuzz;
+mod json;
+mod presets;
+
+pub use captures::{
+    Accumulator, CAPTURE_NAMES, Counted, MAX_SAMPLES, MAX_VALUE, Reading, Reject, Report, Unit,
+    parse_number,
+};
+pub use json::{JsonLine, parse_json_line};
+pub use presets::Preset;
+
+use crate::spec::{JobSpec, LogStream, ThroughputSpec};
+use regex::Regex;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub fn now_unix_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A progress-file timestamp more than this far ahead of the clock is rejected.
+pub const MAX_FUTURE_S: f64 = 60.0;
+/// ... and more than this far behind it (the file is new for every launch).
+pub const MAX_PAST_S: f64 = 3600.0;
+/// A line without an end after this many bytes is dropped (a job printing without newlines).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// The files a launch writes, of which the spec's protocol reads some.
+#[derive(Debug, Clone)]
+pub struct ProgressPaths {
+    pub progress_file: PathBuf,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+/// Samples per iteration: the spec's, or its batch size times its GPUs.
+pub fn samples_per_iteration(spec: &JobSpec, given: Option<f64>) -> Option<f64> {
+    given.or_else(|| {
+        spec.batch_size_per_gpu
+            .map(|b| b as f64 * spec.gpus.max(1) as f64)
+    })
+}
+
+/// How lines become readings.
+enum Parser {
+    Json,
+    Log { regexes: Vec<Regex>, what: String },
+}
+
+/// One tailed file.
+struct Tailed {
+    path: PathBuf,
+    offset: u64,
+    /// Bytes after the last line end.
+    partial: Vec<u8>,
+}
+
+/// Tails the job's files and turns new complete lines into reports.
+pub struct ProgressTail {
+    files: Vec<Tailed>,
+    parser: Parser,
+    acc: Accumulator,
+    /// Lines rejected (malformed progress-file lines, unusable values); the first one is kept
+    /// for messages.
+    pub bad_lines: u64,
+    pub first_bad_line: Option<String>,
+    warned: Vec<std::mem::Discriminant<Reject>>,
+    warnings: Vec<String>,
+}
+
+impl ProgressTail {
+    /// Reads what `spec.throughput` says from the files of one launch.
+    pub fn new(spec: &JobSpec, paths: ProgressPaths) -> Self {
+        let (parser, files, acc) = match &spec.throughput {
+            ThroughputSpec::ProgressFile => (
+                Parser::Json,
+                vec![paths.progress_file],
+                Accumulator::new(None, None),
+            ),
+            ThroughputSpec::StdoutRegex {
+                regex,
+                samples_per_iteration: spi,
+                epoch_length,
+            } => (
+                Parser::Log {
+                    // Validated when the spec was loaded.
+                    regexes: Regex::new(regex).into_iter().collect(),
+                    what: format!("stdout lines matching /{regex}/"),
+                },
+                vec![paths.stdout],
+                Accumulator::new(samples_per_iteration(spec, *spi), *epoch_length),
+            ),
+            ThroughputSpec::Log(log) => {
+                let preset = log.format.as_deref().and_then(Preset::from_name);
+                let (regexes, what) = match (preset, &log.regex) {
+                    (Some(p), _) => (
+                        p.regexes(log.epoch_length.is_some()),
+                        format!("{} progress output", p.name()),
+                    ),
+                    (None, Some(re)) => (
+                        Regex::new(re).into_iter().collect(),
+                        format!("lines matching /{re}/"),
+                    ),
+                    (None, None) => (Vec::new(), "nothing (no format or regex)".into()),
+                };
+                let files = match log.stream {
+                    LogStream::Stdout => vec![paths.stdout],
+                    LogStream::Stderr => vec![paths.stderr],
+                    LogStream::Both => vec![paths.stdout, paths.stderr],
+                };
+                (
+                    Parser::Log { regexes, what },
+                    files,
+                    Accumulator::new(
+                        samples_per_iteration(spec, log.samples_per_iteration),
+                        log.epoch_length,
+                    ),
+                )
+            }
+        };
+        ProgressTail {
+            files: files
+                .into_iter()
+                .map(|path| Tailed {
+                    path,
+                    offset: 0,
+                    partial: Vec::new(),
+                })
+                .collect(),
+            parser,
+            acc,
+            bad_lines: 0,
+            first_bad_line: None,
+            warned: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn files_display(&self) -> String {
+        self.files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// What the job is expected to write, for time-out messages.
+    pub fn expectation(&self) -> String {
+        match &self.parser {
+            Parser::Json => format!(
+                "JSON lines like {{\"samples\": 1024, \"t\": 1700000000.5}} appended to ${} ({})",
+                super::launch::PROGRESS_FILE_ENV,
+                self.files_display()
+            ),
+            Parser::Log { what, .. } => format!(
+                "{what} ({}; a Python job must not buffer its output: PYTHONUNBUFFERED=1 or python -u)",
+                self.files_display()
+            ),
+        }
+    }
+
+    /// Warnings about rejected lines since the last call: the first of each kind.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Reads what was appended since the last call.
+    pub fn poll(&mut self) -> Vec<Report> {
+        let mut lines = Vec::new();
+        for f in &mut self.files {
+            read_lines(f, &mut lines);
+        }
+        let mut reports = Vec::new();
+        for line in lines {
+            match line.and_then(|l| self.parse_line(&l)) {
+                Ok(Some(r)) => reports.push(r),
+                Ok(None) => {}
+                Err(e) => self.reject(e),
+            }
+        }
+        reports
+    }
+
+    fn reject(&mut self, e: Reject) {
+        self.bad_lines += 1;
+        let message = e.to_string();
+        if self.first_bad_line.is_none() {
+            self.first_bad_line = Some(message.clone());
+        }
+        let kind = std::mem::discriminant(&e);
+        if !self.warned.contains(&kind) {
+            self.warned.push(kind);
+            self.warnings.push(format!(
+                "ignored a progress line ({message}); further ones are counted"
+            ));
+        }
+    }
+
+    /// One complete line: a report, nothing (not a progress line), or why it was rejected.
+    pub fn parse_line(&mut self, raw: &str) -> Result<Option<Report>, Reject> {
+        let line = clean_line(raw);
+        let line = line.trim();
+        if line.is_empty() {
+            return Ok(None);
+        }
+        let now = now_unix_s();
+        match &self.parser {
+            Parser::Json => parse_json_report(&mut self.acc, line, now),
+            Parser::Log { regexes, .. } => parse_log_line(regexes, &mut self.acc, line, now),
+        }
+    }
+}
+
+/// A progress-file line read at `now`: its report, or why it was rejected.
+pub fn parse_json_report(
+    acc: &mut Accumulator,
+    line: &str,
+    now: f64,
+) -> Result<Option<Report>, Reject> {
+    let j = parse_json_line(line)?;
+    let t = j.t.unwrap_or(now);
+    check_time(t, now, acc.last.map(|l| l.t))?;
+    let reading = Reading {
+        samples: Some(j.samples),
+        iterations: j.iterations,
+        ..Reading::default()
+    };
+    acc.report(&reading, t)
+}
+
+/// An output line read at `now` by the first of `regexes` that matches it: its report,
+/// nothing (not a progress line), or why it was rejected.
+pub fn parse_log_line(
+    regexes: &[Regex],
+    acc: &mut Accumulator,
+    line: &str,
+    now: f64,
+) -> Result<Option<Report>, Reject> {
+    let line = clean_line(line);
+    let Some(c) = regexes.iter().find_map(|re| re.captures(&line)) else {
+        return Ok(None);
+    };
+    let reading = Reading::from_captures(&c)?;
+    check_time(now, now, acc.last.map(|l| l.t))?;
+    acc.report(&reading, now)
+}
+
+/// Rejects timestamps that would make the rate windows meaningless or unbounded.
+fn check_time(t: f64, now: f64, previous: Option<f64>) -> Result<(), Reject> {
+    let why = if !t.is_finite() {
+        "not a number"
+    } else if t > now + MAX_FUTURE_S {
+        "in the future (t is Unix time in seconds)"
+    } else if t < now - MAX_PAST_S {
+        "more than an hour in the past (t is Unix time in seconds, not a monotonic clock)"
+    } else if previous.is_some_and(|p| t < p) {
+        "earlier than the previous report"
+    } else {
+        return Ok(());
+    };
+    Err(Reject::Time { t, why })
+}
+
+/// Drops what only matters on a terminal: backspaces (Keras redraws) and ANSI escape
+/// sequences (colours, cursor moves).
+pub fn clean_line(raw: &str) -> std::borrow::Cow<'_, str> {
+    if !raw.contains(['\u{8}', '\u{1b}']) {
+        return raw.into();
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{8}' => {}
+            '\u{1b}' => {
+                // CSI: ESC [ parameters final-byte.
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// Appends the complete lines added to `f` since the last call. A carriage return ends a line
+/// as a newline does: progress bars redraw themselves with `\r` and never end the line.
+fn read_lines(f: &mut Tailed, lines: &mut Vec<Result<String, Reject>>) {
+    let Ok(mut file) = File::open(&f.path) else {
+        return;
+    };
+    let mut buf = Vec::new();
+    if file.seek(SeekFrom::Start(f.offset)).is_err() || file.read_to_end(&mut buf).is_err() {
+        return;
+    }
+    f.offset += buf.len() as u64;
+    split_lines(&mut f.partial, &buf, lines);
+}
+
+/// Splits `partial + buf` at `\n` and `\r`, keeping the unfinished end in `partial`.
+pub fn split_lines(partial: &mut Vec<u8>, buf: &[u8], lines: &mut Vec<Result<String, Reject>>) {
+    for &b in buf {
+        if b == b'\n' || b == b'\r' {
+            if !partial.is_empty() && partial.len() <= MAX_LINE_BYTES {
+                lines.push(Ok(String::from_utf8_lossy(partial).into_owned()));
+            }
+            partial.clear();
+        } else if partial.len() < MAX_LINE_BYTES {
+            partial.push(b);
+        } else if partial.len() == MAX_LINE_BYTES {
+            lines.push(Err(Reject::TooLong(MAX_LINE_BYTES)));
+            // Marks the line as reported; its rest is dropped up to the next line end.
+            partial.push(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_spec;
+    use std::io::Write;
+    use std::path::Path;
+
+    fn spec(throughput: &str) -> JobSpec {
+        let text = format!(
+            "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\nbatch_size_per_gpu = 32\n[throughput]\n{throughput}\n[sweep]\ncpu = [1]\n"
+        );
+        parse_spec(&text, Path::new("x.toml")).unwrap().spec
+    }
+
+    fn paths(dir: &Path) -> ProgressPaths {
+        ProgressPaths {
+            progress_file: dir.join("p.jsonl"),
+            stdout: dir.join("out.log"),
+            stderr: dir.join("err.log"),
+        }
+    }
+
+    #[test]
+    fn json_protocol_reads_only_complete_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        let mut f = File::create(&p.progress_file).unwrap();
+        let mut tail = ProgressTail::new(&spec("protocol = \"progress-file\""), p);
+        let t = now_unix_s();
+        write!(
+            f,
+            "{{\"samples\": 10, \"t\": {t}}}\n{{\"samples\": 20, \"t\""
+        )
+        .unwrap();
+        f.flush().unwrap();
+        let r = tail.poll();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].samples, 10.0);
+        write!(f, ": {}, \"iterations\": 2}}\nnot json\n", t + 1.0).unwrap();
+        f.flush().unwrap();
+        let r = tail.poll();
+        assert_eq!(
+            r,
+            vec![Report {
+                t: t + 1.0,
+                samples: 20.0,
+                iterations: Some(2.0),
+                iteration_time_s: None,
+            }]
+        );
+        assert_eq!(tail.bad_lines, 1);
+    }
+
+    #[test]
+    fn regex_protocol_counts_iterations() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        std::fs::write(&p.stdout, "hello\nstep 3 loss 1.0\nstep 4 loss 0.9\n").unwrap();
+        let s = spec(
+            "protocol = \"stdout-regex\"\nregex = 'step (?P<iterations>\\d+)'\nsamples_per_iteration = 32",
+        );
+        let mut tail = ProgressTail::new(&s, p);
+        let r = tail.poll();
+        assert_eq!(
+            r.iter().map(|r| r.samples).collect::<Vec<_>>(),
+            vec![96.0, 128.0]
+        );
+        assert_eq!(tail.bad_lines, 0);
+    }
+
+    #[test]
+    fn carriage_returns_and_backspaces_end_redrawn_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        // tqdm on stderr: no newline until the bar closes; Keras redraws with \b and \r.
+        std::fs::write(
+            &p.stderr,
+            "\r  1%|          | 10/1000 [00:01<01:39, 10.00it/s]\r  2%|\x1b[32m▏\x1b[0m         | 20/1000 [00:02<01:38, 10.00it/s]\r  3%|",
+        )
+        .unwrap();
+        std::fs::write(&p.stdout, "\u{8}\u{8}\u{8}\r").unwrap();
+        let mut tail = ProgressTail::new(&spec("protocol = \"log\"\nformat = \"tqdm\""), p);
+        let r = tail.poll();
+        // 32 samples per iteration from batch_size_per_gpu; the unfinished redraw waits.
+        assert_eq!(
+            r.iter().map(|r| r.samples).collect::<Vec<_>>(),
+            vec![320.0, 640.0]
+        );
+    }
+
+    #[test]
+    fn a_far_future_timestamp_is_rejected_with_a_warning() {
+        // Before timestamps were checked, this report reached the rate windows, whose window
+        // walk from now to t = 1e18 allocated without bound.
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        let now = now_unix_s();
+        std::fs::write(
+            &p.progress_file,
+            format!(
+                "{{\"samples\": 10, \"t\": {now}}}\n{{\"samples\": 20, \"t\": 1e18}}\n{{\"samples\": 30, \"t\": 12.5}}\n{{\"samples\": 40, \"t\": {}}}\n{{\"samples\": 50, \"t\": {}}}\n",
+                now - 5.0,
+                now + 1.0
+            ),
+        )
+        .unwrap();
+        let mut tail = ProgressTail::new(&spec("protocol = \"progress-file\""), p);
+        let r = tail.poll();
+        assert_eq!(
+            r.iter().map(|r| r.samples).collect::<Vec<_>>(),
+            vec![10.0, 50.0]
+        );
+        assert_eq!(tail.bad_lines, 3);
+        let w = tail.take_warnings();
+        assert_eq!(w.len(), 1, "one warning per kind: {w:?}");
+        assert!(w[0].contains("in the future"), "{w:?}");
+        assert!(tail.take_warnings().is_empty());
+    }
+
+    #[test]
+    fn a_nan_or_zero_rate_never_becomes_a_report() {
+        // Before values were checked, `rate = nan` gave NaN samples, and `0 s/it` infinite ones.
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        std::fs::write(
+            &p.stdout,
+            "rate 100 samples/s\nrate nan samples/s\nrate inf samples/s\nrate 0 s/it\nrate 50 it/s\n",
+        )
+        .unwrap();
+        let s = spec(
+            "protocol = \"log\"\nstream = \"stdout\"\nregex = 'rate (?P<rate>\\S+) (?P<unit>\\S+)'",
+        );
+        let mut tail = ProgressTail::new(&s, p);
+        let r = tail.poll();
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|r| r.samples.is_finite()));
+        assert_eq!(tail.bad_lines, 3);
+        assert_eq!(tail.take_warnings().len(), 2, "not a number, and zero");
+    }
+
+    #[test]
+    fn an_endless_line_is_dropped_not_buffered() {
+        let mut partial = Vec::new();
+        let mut lines = Vec::new();
+        let long = vec![b'x'; 3 * MAX_LINE_BYTES];
+        split_lines(&mut partial, &long, &mut lines);
+        assert!(partial.len() <= MAX_LINE_BYTES + 1);
+        split_lines(&mut partial, b"\nok\n", &mut lines);
+        assert_eq!(lines.len(), 2);
+        assert!(matches!(lines[0], Err(Reject::TooLong(_))));
+        assert_eq!(lines[1].as_deref().ok(), Some("ok"));
+    }
+}
