@@ -30,6 +30,10 @@ Examples:
   # A heterogeneous cluster and our own measured matrices
   profiler replay --cluster my-cluster.toml --profiles matrices/ --jobs 500
 
+  # Stop after 30 simulated days (default 365d); jobs unfinished then are an error naming
+  # them and their trace lines
+  profiler replay --trace philly_jobs.csv --horizon 30d
+
 Cluster TOML:
   [[group]]
   count = 16        # servers
@@ -143,6 +147,11 @@ pub struct ReplayArgs {
     /// Safety stop.
     #[arg(long, default_value_t = 50_000_000)]
     pub max_rounds: u64,
+    /// Simulated-time limit: a replay with jobs still unfinished at this time stops with an
+    /// error naming them (and their trace lines). Seconds, or a number with a unit s, m, h, d,
+    /// w: `3600`, `36h`, `365d`.
+    #[arg(long, default_value = "365d")]
+    pub horizon: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -176,7 +185,8 @@ pub fn detect(path: &Path) -> Result<TraceFormat, ReplayError> {
     })
 }
 
-fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
+/// Parses `--split` (`image,language,speech` weights).
+pub fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
     let v: Vec<f64> = s
         .split(',')
         .map(|x| x.trim().parse::<f64>())
@@ -193,19 +203,29 @@ fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
     })
 }
 
-/// Parses `A..B` (inclusive).
+/// Parses `A..B` (inclusive), `A <= B <= MAX_JOB_ID`.
 pub fn parse_window(s: &str) -> Result<(u64, u64), ReplayError> {
     let bad = || {
         ReplayError::Options(format!(
-            "--window {s:?}: expected FIRST..LAST job ids, e.g. 4000..4999"
+            "--window {s:?}: expected FIRST..LAST job ids, FIRST <= LAST <= {}, e.g. 4000..4999",
+            super::bounds::MAX_JOB_ID
         ))
     };
     let (a, b) = s.split_once("..").ok_or_else(bad)?;
     let b = b.strip_prefix('=').unwrap_or(b);
-    Ok((
+    let (a, b): (u64, u64) = (
         a.trim().parse().map_err(|_| bad())?,
         b.trim().parse().map_err(|_| bad())?,
-    ))
+    );
+    if a > b || b > super::bounds::MAX_JOB_ID {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// Parses `--horizon` (see [`super::bounds::parse_duration_s`]).
+pub fn parse_horizon(s: &str) -> Result<f64, ReplayError> {
+    super::bounds::parse_duration_s(s).map_err(|e| ReplayError::Options(format!("--horizon: {e}")))
 }
 
 impl ReplayArgs {
@@ -265,6 +285,7 @@ impl ReplayArgs {
             wide_jobs: self.wide_jobs,
             record: self.record.clone(),
             max_rounds: self.max_rounds,
+            horizon_s: parse_horizon(&self.horizon)?,
             out_dir: self.out.clone(),
         })
     }

@@ -10,6 +10,7 @@
 //! storage_mb_per_s = 1000   # optional; recorded, not used by the replay yet
 //! ```
 
+use super::bounds;
 use super::error::ReplayError;
 use serde::Deserialize;
 use std::path::Path;
@@ -114,6 +115,7 @@ impl ClusterSpec {
 
     /// Built-in names: `synergy-default` (16 servers), `synergy-deploy` (4 servers, the
     /// 32-GPU deployment), `synergy-N` (N servers of Synergy's shape).
+    /// `synergy-N` with N above [`bounds::MAX_SERVERS`] is no built-in (see [`Self::resolve`]).
     pub fn builtin(name: &str) -> Option<ClusterSpec> {
         match name {
             "synergy-default" => Some(Self::synergy(16)),
@@ -121,24 +123,96 @@ impl ClusterSpec {
             _ => name
                 .strip_prefix("synergy-")
                 .and_then(|n| n.parse::<u32>().ok())
-                .filter(|&n| n > 0)
+                .filter(|&n| n > 0 && u64::from(n) <= bounds::MAX_SERVERS)
                 .map(Self::synergy),
         }
     }
 
+    /// Parses and validates a TOML spec; errors name the line (of the `[[group]]` header for
+    /// a group's values).
     pub fn from_toml(text: &str, path: &Path) -> Result<ClusterSpec, ReplayError> {
-        toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(0, |s| {
-                text[..s.start.min(text.len())].lines().count().max(1)
-            });
-            ReplayError::parse(path, line, e.message().to_owned())
-        })
+        let line_of = |byte: usize| {
+            let end = byte.min(text.len());
+            1 + text.as_bytes()[..end]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+        };
+        let spec: ClusterSpec = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| line_of(s.start));
+            ReplayError::parse(path, line, e.message().trim_end().to_owned())
+        })?;
+        spec.validate().map_err(|(group, message)| {
+            // The group's `[[group]]` header, if it is written that way (else line 1).
+            let line = group
+                .and_then(|g| {
+                    text.lines()
+                        .enumerate()
+                        .filter(|(_, l)| l.trim_start().starts_with("[[group]]"))
+                        .nth(g)
+                        .map(|(i, _)| i + 1)
+                })
+                .unwrap_or(1);
+            ReplayError::parse(path, line, message)
+        })?;
+        Ok(spec)
+    }
+
+    /// Checks every group against [`bounds`]: `Err((group index, message))`.
+    pub fn validate(&self) -> Result<(), (Option<usize>, String)> {
+        if self.groups.is_empty() {
+            return Err((None, "no [[group]] of servers".into()));
+        }
+        let mut servers = 0u64;
+        for (i, g) in self.groups.iter().enumerate() {
+            let label = g.name.clone().unwrap_or_else(|| format!("group {}", i + 1));
+            let err = |m: String| Err((Some(i), format!("{label}: {m}")));
+            if g.count == 0 || g.gpus == 0 {
+                return err("count and gpus must be at least 1".into());
+            }
+            if g.gpus > bounds::MAX_GPUS_PER_SERVER {
+                return err(format!(
+                    "{} GPUs per server is more than the {} supported",
+                    g.gpus,
+                    bounds::MAX_GPUS_PER_SERVER
+                ));
+            }
+            if let Err(m) = bounds::positive("cpus", g.cpus, bounds::MAX_CPUS_PER_SERVER).and(
+                bounds::positive("memory_gb", g.memory_gb, bounds::MAX_MEM_GB_PER_SERVER),
+            ) {
+                return err(m);
+            }
+            if let Some(Err(m)) = g
+                .storage_mb_per_s
+                .map(|x| bounds::in_range("storage_mb_per_s", x, 0.0, 1e12))
+            {
+                return err(m);
+            }
+            servers += u64::from(g.count);
+            if servers > bounds::MAX_SERVERS {
+                return err(format!(
+                    "the cluster would have {servers} servers or more; at most {} are supported",
+                    bounds::MAX_SERVERS
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A built-in name, or a TOML file.
     pub fn resolve(name_or_path: &str) -> Result<ClusterSpec, ReplayError> {
         if let Some(spec) = Self::builtin(name_or_path) {
             return Ok(spec);
+        }
+        if let Some(n) = name_or_path.strip_prefix("synergy-")
+            && !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+            && !Path::new(name_or_path).exists()
+        {
+            return Err(ReplayError::Cluster(format!(
+                "{name_or_path:?}: synergy-N needs 1 <= N <= {} servers",
+                bounds::MAX_SERVERS
+            )));
         }
         let path = Path::new(name_or_path);
         if !path.exists() {
@@ -147,28 +221,31 @@ impl ClusterSpec {
                  synergy-deploy, synergy-N) nor a TOML file"
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(ReplayError::io(path))?;
+        // Bounded read: a cluster spec is a few lines, and the path may be a device or pipe.
+        let mut text = String::new();
+        let file = std::fs::File::open(path).map_err(ReplayError::io(path))?;
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(file, bounds::MAX_LINE_BYTES as u64 + 1),
+            &mut text,
+        )
+        .map_err(ReplayError::io(path))?;
+        if text.len() > bounds::MAX_LINE_BYTES {
+            return Err(ReplayError::parse(
+                path,
+                1,
+                format!(
+                    "larger than {} bytes: not a cluster spec",
+                    bounds::MAX_LINE_BYTES
+                ),
+            ));
+        }
         Self::from_toml(&text, path)
     }
 
     pub fn build(&self) -> Result<Cluster, ReplayError> {
-        if self.groups.is_empty() {
-            return Err(ReplayError::Cluster("no [[group]] of servers".into()));
-        }
+        self.validate().map_err(|(_, m)| ReplayError::Cluster(m))?;
         let mut servers = Vec::new();
         for (i, g) in self.groups.iter().enumerate() {
-            let label = g.name.clone().unwrap_or_else(|| format!("group {}", i + 1));
-            if g.count == 0 || g.gpus == 0 {
-                return Err(ReplayError::Cluster(format!(
-                    "{label}: count and gpus must be at least 1"
-                )));
-            }
-            if !(g.cpus.is_finite() && g.cpus > 0.0 && g.memory_gb.is_finite() && g.memory_gb > 0.0)
-            {
-                return Err(ReplayError::Cluster(format!(
-                    "{label}: cpus and memory_gb must be positive"
-                )));
-            }
             for _ in 0..g.count {
                 servers.push(Server {
                     gpus: g.gpus,

@@ -55,6 +55,9 @@ pub struct EngineConfig<'a> {
     pub round_s: f64,
     /// Stop once every job with an id in this inclusive range has finished.
     pub window: Option<(u64, u64)>,
+    /// Simulated time limit, seconds: jobs still active when a round would start at or after it
+    /// are an error ([`ReplayError::Horizon`]) naming them.
+    pub horizon_s: f64,
     pub max_rounds: u64,
     /// Time of the first round; `None`: rounds fall on multiples of the round length from 0.
     /// Synergy's simulator starts a static trace (`--static`) at 1 s, so its rounds fall on
@@ -148,6 +151,23 @@ pub fn bind(
         rounds_run: 0,
         synergy,
     })
+}
+
+/// The error for jobs still active at the horizon (the first few named).
+fn horizon_reached(horizon_s: f64, active: &[JobState]) -> ReplayError {
+    ReplayError::Horizon {
+        horizon_s,
+        count: active.len(),
+        jobs: active
+            .iter()
+            .take(5)
+            .map(|j| super::error::UnfinishedJob {
+                job_id: j.spec.id,
+                remaining_samples: j.remaining,
+                origin: None,
+            })
+            .collect(),
+    }
 }
 
 /// Runs the replay over `arrivals` (sorted by arrival time).
@@ -327,6 +347,9 @@ impl<'c, 'a> Replay<'c, 'a> {
                     self.t = self.t.max(self.t0 + k * r);
                 }
             }
+        }
+        if self.t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
+            return Err(horizon_reached(cfg.horizon_s, &self.active));
         }
         self.round()?;
         Ok(true)

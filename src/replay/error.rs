@@ -36,6 +36,41 @@ pub enum ReplayError {
         gpus: u32,
         max_gpus: u32,
     },
+    /// A trace job wider than every server, named by its row.
+    #[error(
+        "{path}:{line}: job {job_id} asks for {gpus} GPUs but the widest server has {max_gpus}; \
+         a job runs on one server (use a cluster with wider servers, or --wide-jobs skip)"
+    )]
+    WideJob {
+        path: PathBuf,
+        line: usize,
+        job_id: u64,
+        gpus: u32,
+        max_gpus: u32,
+    },
+    #[error("{path}:{line}: job id {job_id} appears twice (first at line {first_line})")]
+    DuplicateJob {
+        path: PathBuf,
+        line: usize,
+        first_line: usize,
+        job_id: u64,
+    },
+    /// Jobs still unfinished when simulated time reached the horizon.
+    #[error(
+        "{count} job(s) could not finish within the horizon of {horizon_s} s simulated \
+         ({days:.1} days): {listed}{more}; raise --horizon if the workload really runs this long, \
+         or check these jobs' work",
+        days = horizon_s / 86400.0,
+        listed = jobs.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "),
+        more = if *count > jobs.len() { ", ..." } else { "" }
+    )]
+    Horizon {
+        horizon_s: f64,
+        /// Jobs active at the horizon (not counting arrivals after it).
+        count: usize,
+        /// The first few of them.
+        jobs: Vec<UnfinishedJob>,
+    },
     #[error("cluster spec: {0}")]
     Cluster(String),
     #[error("profiles: {0}")]
@@ -49,6 +84,28 @@ pub enum ReplayError {
     /// An invariant of the engine broke; this is a bug.
     #[error("internal error (bug): {0}")]
     Internal(String),
+}
+
+/// A job that did not finish, and the trace row it came from (where it came from a trace).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnfinishedJob {
+    pub job_id: u64,
+    pub remaining_samples: f64,
+    pub origin: Option<(PathBuf, usize)>,
+}
+
+impl std::fmt::Display for UnfinishedJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "job {} ({:.3e} samples left",
+            self.job_id, self.remaining_samples
+        )?;
+        if let Some((path, line)) = &self.origin {
+            write!(f, ", {}:{line}", path.display())?;
+        }
+        f.write_str(")")
+    }
 }
 
 impl ReplayError {

@@ -4,6 +4,7 @@
 //!
 //! The CLI builds a [`ReplayOptions`] (see [`cli::ReplayArgs`]) and calls [`run`].
 
+pub mod bounds;
 pub mod cli;
 pub mod cluster;
 pub mod engine;
@@ -27,6 +28,7 @@ use engine::{EngineConfig, RoundRow, simulate};
 use job::JobSpec;
 use metrics::{JobRecord, Summary};
 use profile::ProfileSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use workload::synthetic::{Synthetic, SyntheticSpec};
 use workload::{Assigner, Binder, WideJobs};
@@ -66,6 +68,8 @@ pub struct ReplayOptions {
     pub wide_jobs: WideJobs,
     pub record: Option<PathBuf>,
     pub max_rounds: u64,
+    /// Simulated-time limit, seconds (see [`engine::EngineConfig::horizon_s`]).
+    pub horizon_s: f64,
     /// Write per-job and per-round CSVs and PNG + SVG plots here.
     pub out_dir: Option<PathBuf>,
 }
@@ -86,6 +90,7 @@ impl Default for ReplayOptions {
             wide_jobs: WideJobs::Error,
             record: None,
             max_rounds: 50_000_000,
+            horizon_s: bounds::DEFAULT_HORIZON_S,
             out_dir: None,
         }
     }
@@ -117,26 +122,28 @@ enum Loaded {
     Synthetic(SyntheticSpec),
 }
 
+/// Where each trace job came from: the trace, and job id -> line.
+type Origins = Option<(PathBuf, HashMap<u64, usize>)>;
+
 fn load_workload(
     opts: &ReplayOptions,
     cluster: &Cluster,
     profiles: &ProfileSet,
-) -> Result<(Loaded, u64), ReplayError> {
+) -> Result<(Loaded, u64, Origins), ReplayError> {
     let path = match &opts.workload {
-        WorkloadSpec::Synthetic(s) => return Ok((Loaded::Synthetic(s.clone()), 0)),
+        WorkloadSpec::Synthetic(s) => return Ok((Loaded::Synthetic(s.clone()), 0, None)),
         WorkloadSpec::SynergyCsv(p)
         | WorkloadSpec::PhillyCsv(p)
         | WorkloadSpec::PhillyJson(p)
         | WorkloadSpec::Alibaba(p)
         | WorkloadSpec::Canonical(p) => p.clone(),
     };
-    let mut binder = Binder {
+    let mut binder = Binder::new(
         profiles,
-        max_gpus: cluster.max_server_gpus,
-        path: path.clone(),
-        wide: opts.wide_jobs,
-        skipped_wide: 0,
-    };
+        cluster.max_server_gpus,
+        path.clone(),
+        opts.wide_jobs,
+    );
     let assigner = || {
         Assigner::new(
             profiles,
@@ -158,7 +165,79 @@ fn load_workload(
         WorkloadSpec::Alibaba(_) => workload::alibaba::read(&path, &mut binder, &mut assigner()?)?,
         WorkloadSpec::Synthetic(_) => unreachable!("handled above"),
     };
-    Ok((Loaded::Jobs(jobs), binder.skipped_wide))
+    if jobs.is_empty() {
+        return Err(ReplayError::parse(
+            &path,
+            1,
+            "the trace has no jobs to replay",
+        ));
+    }
+    let origins = std::mem::take(&mut binder.origins);
+    Ok((
+        Loaded::Jobs(jobs),
+        binder.skipped_wide,
+        Some((path, origins)),
+    ))
+}
+
+/// Checks the round length, horizon and window against [`bounds`] ([`run`] does this first).
+pub fn check_options(opts: &ReplayOptions) -> Result<(), ReplayError> {
+    let opt = |r: Result<f64, String>| r.map(|_| ()).map_err(ReplayError::Options);
+    opt(bounds::in_range(
+        "round length (s)",
+        opts.round_s,
+        bounds::MIN_ROUND_S,
+        bounds::MAX_ROUND_S,
+    ))?;
+    opt(bounds::positive(
+        "horizon (s)",
+        opts.horizon_s,
+        bounds::MAX_TIME_S,
+    ))?;
+    if opts.horizon_s / opts.round_s > bounds::MAX_HORIZON_ROUNDS {
+        return Err(ReplayError::Options(format!(
+            "a horizon of {} s is more than {} rounds of {} s; shorten it or lengthen the rounds",
+            opts.horizon_s,
+            bounds::MAX_HORIZON_ROUNDS,
+            opts.round_s
+        )));
+    }
+    if let Some((a, b)) = opts.window {
+        if a > b {
+            return Err(ReplayError::Options(format!("window {a}..{b} is empty")));
+        }
+        if b > bounds::MAX_JOB_ID {
+            return Err(ReplayError::Options(format!(
+                "window {a}..{b}: job ids above {} are not supported",
+                bounds::MAX_JOB_ID
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Names the trace line of each job a horizon error lists.
+fn with_origins(e: ReplayError, origins: &Origins) -> ReplayError {
+    match (e, origins) {
+        (
+            ReplayError::Horizon {
+                horizon_s,
+                count,
+                mut jobs,
+            },
+            Some((path, lines)),
+        ) => {
+            for j in &mut jobs {
+                j.origin = lines.get(&j.job_id).map(|&l| (path.clone(), l));
+            }
+            ReplayError::Horizon {
+                horizon_s,
+                count,
+                jobs,
+            }
+        }
+        (e, _) => e,
+    }
 }
 
 /// Progress of a replay, per scheme `k` (index into the options' schemes). The CLI draws bars
@@ -207,12 +286,8 @@ pub fn run_observed(
         })?;
         schemes.push((policy, mech));
     }
-    if let Some((a, b)) = opts.window
-        && a > b
-    {
-        return Err(ReplayError::Options(format!("window {a}..{b} is empty")));
-    }
-    let (mut loaded, skipped) = load_workload(opts, &cluster, &profiles)?;
+    check_options(opts)?;
+    let (mut loaded, skipped, origins) = load_workload(opts, &cluster, &profiles)?;
     // A synthetic workload with a window and no job count: arrivals go on for as many jobs
     // again as the window holds after it, then stop, so that a policy that starves long jobs
     // under overload (SRTF) still lets the window finish.
@@ -233,6 +308,13 @@ pub fn run_observed(
     {
         return Err(ReplayError::Options(format!(
             "window ends at job {b} but the trace has no job with that id or a later one"
+        )));
+    }
+    if let (Loaded::Jobs(jobs), Some((a, b))) = (&loaded, opts.window)
+        && !jobs.iter().any(|j| (a..=b).contains(&j.id))
+    {
+        return Err(ReplayError::Options(format!(
+            "window {a}..{b} holds no job of the trace, so there would be nothing to measure"
         )));
     }
     let workload_name = match &opts.workload {
@@ -264,6 +346,7 @@ pub fn run_observed(
             semantics: opts.semantics,
             round_s: opts.round_s,
             window: opts.window,
+            horizon_s: opts.horizon_s,
             max_rounds: opts.max_rounds,
             first_round_s: opts.first_round_s,
             audit: None,
@@ -275,7 +358,8 @@ pub fn run_observed(
         };
         let started = std::time::Instant::now();
         let out = match &loaded {
-            Loaded::Jobs(jobs) => simulate(&cfg, &mut jobs.iter().cloned(), recorder.as_mut())?,
+            Loaded::Jobs(jobs) => simulate(&cfg, &mut jobs.iter().cloned(), recorder.as_mut())
+                .map_err(|e| with_origins(e, &origins))?,
             Loaded::Synthetic(s) => {
                 let mut generator = Synthetic::new(
                     s,

@@ -3,8 +3,27 @@
 use super::ReplaySummary;
 use std::fmt::Write as _;
 
+/// `x` with `prec` decimals, or `-` where it is undefined (never `NaN` or `inf` in a table).
+fn num(x: f64, prec: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.prec$}")
+    } else {
+        "-".into()
+    }
+}
+
+/// Seconds as hours, `-` where undefined.
 fn h(s: f64) -> String {
-    format!("{:.2}", s / 3600.0)
+    num(s / 3600.0, 2)
+}
+
+/// `a / b`, `-` where undefined (a zero or missing denominator).
+fn ratio(a: f64, b: f64) -> String {
+    if b != 0.0 {
+        num(a / b, 2)
+    } else {
+        num(f64::NAN, 2)
+    }
 }
 
 /// The summary table (hours for times).
@@ -44,7 +63,7 @@ pub fn render(s: &ReplaySummary) -> String {
         let m = &r.summary;
         let _ = writeln!(
             o,
-            "{:<8} {:<13} {:>6} {:>8}h {:>8}h {:>8}h {:>9}h {:>8}h {:>6.2} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>8.3} {:>8.3}",
+            "{:<8} {:<13} {:>6} {:>8}h {:>8}h {:>8}h {:>9}h {:>8}h {:>6} {:>5} {:>5} {:>5} {:>5} {:>8} {:>8}",
             m.policy,
             m.mechanism,
             m.jobs_measured,
@@ -53,22 +72,22 @@ pub fn render(s: &ReplaySummary) -> String {
             h(m.p99_jct_s),
             h(m.makespan_s),
             h(m.mean_queue_s),
-            m.mean_ftf_rho,
-            m.gpu_alloc * 100.0,
-            m.cpu_alloc * 100.0,
-            m.mem_alloc * 100.0,
-            m.gpu_use * 100.0,
-            m.mean_decision_ms,
-            m.wall_s
+            num(m.mean_ftf_rho, 2),
+            num(m.gpu_alloc * 100.0, 1),
+            num(m.cpu_alloc * 100.0, 1),
+            num(m.mem_alloc * 100.0, 1),
+            num(m.gpu_use * 100.0, 1),
+            num(m.mean_decision_ms, 3),
+            num(m.wall_s, 3)
         );
     }
     for r in &s.runs {
         if let Some(x) = r.summary.lp_rounding_ratio {
             let _ = writeln!(
                 o,
-                "{}+opt: rounded allocation reaches {:.1}% of the LP bound on average ({} LP failures)",
+                "{}+opt: rounded allocation reaches {}% of the LP bound on average ({} LP failures)",
                 r.summary.policy,
-                x * 100.0,
+                num(x * 100.0, 1),
                 r.summary.lp_failures
             );
         }
@@ -109,12 +128,12 @@ pub fn render_ratios(s: &ReplaySummary) -> String {
         let (a, b) = (&base.summary, &r.summary);
         let _ = writeln!(
             o,
-            "{:<8} {:<13} {:>6.2}x {:>6.2}x {:>6.2}x",
+            "{:<8} {:<13} {:>6}x {:>6}x {:>6}x",
             b.policy,
             b.mechanism,
-            a.mean_jct_s / b.mean_jct_s,
-            a.p99_jct_s / b.p99_jct_s,
-            a.makespan_s / b.makespan_s
+            ratio(a.mean_jct_s, b.mean_jct_s),
+            ratio(a.p99_jct_s, b.p99_jct_s),
+            ratio(a.makespan_s, b.makespan_s)
         );
     }
     o

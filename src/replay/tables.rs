@@ -24,6 +24,11 @@ where
     Series::new(name.into(), values).into()
 }
 
+/// A value for a table: undefined values (NaN, infinities) become nulls, never `NaN` in a file.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
 fn frame(height: usize, columns: Vec<Column>) -> Result<DataFrame, ReplayError> {
     DataFrame::new(height, columns)
         .map_err(|e| ReplayError::Internal(format!("building an output table: {e}")))
@@ -44,8 +49,12 @@ fn frame(height: usize, columns: Vec<Column>) -> Result<DataFrame, ReplayError> 
 /// | `gpu_s` | f64 | GPU-seconds used |
 /// | `cpu_request`, `mem_request_gb` | f64 | cores / GB the trace asked for (Alibaba); else null |
 pub fn jobs_frame(jobs: &[JobRecord]) -> Result<DataFrame, ReplayError> {
-    let f = |get: fn(&JobRecord) -> f64| jobs.iter().map(get).collect::<Vec<f64>>();
-    let o = |get: fn(&JobRecord) -> Option<f64>| jobs.iter().map(get).collect::<Vec<_>>();
+    let f = |get: fn(&JobRecord) -> f64| jobs.iter().map(|j| finite(get(j))).collect::<Vec<_>>();
+    let o = |get: fn(&JobRecord) -> Option<f64>| {
+        jobs.iter()
+            .map(|j| get(j).and_then(finite))
+            .collect::<Vec<_>>()
+    };
     frame(
         jobs.len(),
         vec![
@@ -85,9 +94,14 @@ pub fn jobs_frame(jobs: &[JobRecord]) -> Result<DataFrame, ReplayError> {
 /// | `decision_s` | f64 | wall seconds the policy and mechanism took |
 /// | `lp_bound`, `lp_rounded` | f64 | `opt` only: LP objective bound and rounded value; else null |
 pub fn rounds_frame(rounds: &[RoundRow]) -> Result<DataFrame, ReplayError> {
-    let f = |get: fn(&RoundRow) -> f64| rounds.iter().map(get).collect::<Vec<f64>>();
+    let f = |get: fn(&RoundRow) -> f64| rounds.iter().map(|r| finite(get(r))).collect::<Vec<_>>();
     let u = |get: fn(&RoundRow) -> usize| rounds.iter().map(|r| get(r) as u64).collect::<Vec<_>>();
-    let o = |get: fn(&RoundRow) -> Option<f64>| rounds.iter().map(get).collect::<Vec<_>>();
+    let o = |get: fn(&RoundRow) -> Option<f64>| {
+        rounds
+            .iter()
+            .map(|r| get(r).and_then(finite))
+            .collect::<Vec<_>>()
+    };
     frame(
         rounds.len(),
         vec![
@@ -116,7 +130,7 @@ pub fn summary_frame<'a>(
     summaries: impl IntoIterator<Item = &'a Summary>,
 ) -> Result<DataFrame, ReplayError> {
     let s: Vec<&Summary> = summaries.into_iter().collect();
-    let f = |get: fn(&Summary) -> f64| s.iter().map(|m| get(m)).collect::<Vec<f64>>();
+    let f = |get: fn(&Summary) -> f64| s.iter().map(|m| finite(get(m))).collect::<Vec<_>>();
     let u = |get: fn(&Summary) -> usize| s.iter().map(|m| get(m) as u64).collect::<Vec<_>>();
     let t = |get: fn(&Summary) -> &str| s.iter().map(|m| get(m)).collect::<Vec<_>>();
     frame(

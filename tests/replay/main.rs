@@ -394,6 +394,7 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         semantics: Semantics::Exact,
         round_s: 300.0,
         window: None,
+        horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
         max_rounds: 1_000_000,
         first_round_s: None,
         audit: Some(&audit),
@@ -530,11 +531,9 @@ fn cluster_toml_heterogeneous_and_errors() {
         "[[group]]\ncount = 0\ngpus = 8\ncpus = 24\nmemory_gb = 5\n",
         Path::new("c.toml"),
     )
-    .unwrap()
-    .build()
     .unwrap_err()
     .to_string();
-    assert!(e.contains("count"), "{e}");
+    assert!(e.contains("c.toml:1:") && e.contains("count"), "{e}");
     assert_eq!(
         ClusterSpec::builtin("synergy-default")
             .unwrap()
@@ -649,6 +648,7 @@ mod props {
             semantics: sem,
             round_s: 300.0,
             window: None,
+            horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
             max_rounds: 1_000_000,
             first_round_s: None,
             audit: Some(&audit),
@@ -901,3 +901,7 @@ fn out_dir_tables_csv_and_parquet_match_the_summary() {
         );
     }
 }
+
+// Input bounds (regression tests) and fuzzing of every entry point.
+mod bounds;
+mod fuzz;

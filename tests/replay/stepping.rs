@@ -68,6 +68,7 @@ fn step_rounds_of(
         semantics: sem,
         round_s,
         window: None,
+        horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
         max_rounds: 1000,
         first_round_s: None,
         audit: None,

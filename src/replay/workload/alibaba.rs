@@ -7,6 +7,7 @@
 //! model assigned (the trace names none).
 
 use super::{Assigner, Binder, field, finish, for_each_line};
+use crate::replay::bounds;
 use crate::replay::error::ReplayError;
 use crate::replay::job::JobSpec;
 use std::path::Path;
@@ -41,11 +42,19 @@ pub fn read(
         let mem_mib: f64 = field(path, n, &f, 2, "memory_mib")?;
         let gpus: u32 = field(path, n, &f, 3, "num_gpu")?;
         let created: f64 = field(path, n, &f, 8, "creation_time")?;
+        let bounded = |what: &str, x: f64, hi: f64| {
+            bounds::in_range(what, x, 0.0, hi).map_err(|e| ReplayError::parse(path, n, e))
+        };
+        bounded("cpu_milli", cpu_milli, bounds::MAX_REQUEST * 1000.0)?;
+        bounded("memory_mib", mem_mib, bounds::MAX_REQUEST * 1000.0)?;
+        bounded("creation_time", created, bounds::MAX_TIME_S)?;
         if gpus == 0 || f[10].trim().is_empty() || f[9].trim().is_empty() {
             return Ok(());
         }
         let deleted: f64 = field(path, n, &f, 9, "deletion_time")?;
         let scheduled: f64 = field(path, n, &f, 10, "scheduled_time")?;
+        bounded("deletion_time", deleted, bounds::MAX_TIME_S)?;
+        bounded("scheduled_time", scheduled, bounds::MAX_TIME_S)?;
         raw.push((
             n,
             created,

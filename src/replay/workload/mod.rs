@@ -8,12 +8,14 @@ pub mod philly;
 pub mod synergy_csv;
 pub mod synthetic;
 
+use super::bounds;
 use super::error::ReplayError;
 use super::job::JobSpec;
 use super::profile::{JobClass, ProfileSet};
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use std::io::BufRead;
+use std::collections::HashMap;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 /// What to do with a job wider than every server.
@@ -26,18 +28,51 @@ pub enum WideJobs {
     Skip,
 }
 
-/// Checks jobs against the profiles and the cluster while an adapter reads them.
+/// Checks jobs against the profiles, the cluster and the replay's bounds while an adapter reads
+/// them, and remembers the line each job came from (for duplicate ids and later errors).
 pub struct Binder<'a> {
     pub profiles: &'a ProfileSet,
     pub max_gpus: u32,
     pub path: PathBuf,
     pub wide: WideJobs,
     pub skipped_wide: u64,
+    /// Job id -> line of the trace it came from.
+    pub origins: HashMap<u64, usize>,
 }
 
-impl Binder<'_> {
+impl<'a> Binder<'a> {
+    pub fn new(profiles: &'a ProfileSet, max_gpus: u32, path: PathBuf, wide: WideJobs) -> Self {
+        Binder {
+            profiles,
+            max_gpus,
+            path,
+            wide,
+            skipped_wide: 0,
+            origins: HashMap::new(),
+        }
+    }
+
+    fn bad(&self, line: usize, job: &JobSpec, message: String) -> ReplayError {
+        ReplayError::parse(&self.path, line, format!("job {}: {message}", job.id))
+    }
+
+    /// Work in samples, checked: finite, positive, at most [`bounds::MAX_WORK_SAMPLES`].
+    pub fn work(&self, line: usize, job: &JobSpec, work: f64) -> Result<f64, ReplayError> {
+        bounds::positive("work (samples)", work, bounds::MAX_WORK_SAMPLES)
+            .map_err(|e| self.bad(line, job, e))
+    }
+
     /// `Ok(false)`: skip this job (too wide, `--wide-jobs skip`).
     pub fn check(&mut self, line: usize, job: &JobSpec) -> Result<bool, ReplayError> {
+        if let Some(&first_line) = self.origins.get(&job.id) {
+            return Err(ReplayError::DuplicateJob {
+                path: self.path.clone(),
+                line,
+                first_line,
+                job_id: job.id,
+            });
+        }
+        self.origins.insert(job.id, line);
         if self.profiles.lookup(&job.model).is_none() {
             return Err(ReplayError::UnknownModel {
                 path: self.path.clone(),
@@ -48,32 +83,25 @@ impl Binder<'_> {
             });
         }
         if job.gpus == 0 {
-            return Err(ReplayError::parse(
-                &self.path,
-                line,
-                format!("job {}: 0 GPUs", job.id),
-            ));
+            return Err(self.bad(line, job, "0 GPUs".into()));
         }
-        if !(job.arrival_s.is_finite() && job.arrival_s >= 0.0) {
-            return Err(ReplayError::parse(
-                &self.path,
-                line,
-                format!(
-                    "job {}: arrival {} is not a non-negative time",
-                    job.id, job.arrival_s
-                ),
-            ));
-        }
-        if !(job.work_samples.is_finite() && job.work_samples > 0.0) {
-            return Err(ReplayError::parse(
-                &self.path,
-                line,
-                format!("job {}: work {} must be positive", job.id, job.work_samples),
-            ));
+        bounds::in_range("arrival (s)", job.arrival_s, 0.0, bounds::MAX_TIME_S)
+            .map_err(|e| self.bad(line, job, e))?;
+        self.work(line, job, job.work_samples)?;
+        for (what, v) in [
+            ("CPU request", job.cpu_request),
+            ("memory request (GB)", job.mem_request_gb),
+        ] {
+            if let Some(v) = v {
+                bounds::in_range(what, v, 0.0, bounds::MAX_REQUEST)
+                    .map_err(|e| self.bad(line, job, e))?;
+            }
         }
         if job.gpus > self.max_gpus {
             return match self.wide {
-                WideJobs::Error => Err(ReplayError::JobTooWide {
+                WideJobs::Error => Err(ReplayError::WideJob {
+                    path: self.path.clone(),
+                    line,
                     job_id: job.id,
                     gpus: job.gpus,
                     max_gpus: self.max_gpus,
@@ -88,7 +116,8 @@ impl Binder<'_> {
     }
 }
 
-/// Reads `path` line by line, calling `f(line_number, line)` for each non-empty line.
+/// Reads `path` line by line, calling `f(line_number, line)` for each non-empty line. Lines
+/// longer than [`bounds::MAX_LINE_BYTES`] and lines that are not UTF-8 are errors.
 pub fn for_each_line(
     path: &Path,
     mut f: impl FnMut(usize, &str) -> Result<(), ReplayError>,
@@ -99,11 +128,21 @@ pub fn for_each_line(
     let mut n = 0;
     loop {
         buf.clear();
-        let read = reader.read_line(&mut buf).map_err(ReplayError::io(path))?;
+        let read = (&mut reader)
+            .take(bounds::MAX_LINE_BYTES as u64 + 1)
+            .read_line(&mut buf)
+            .map_err(|e| ReplayError::parse(path, n + 1, format!("cannot read the line: {e}")))?;
         if read == 0 {
             return Ok(());
         }
         n += 1;
+        if read > bounds::MAX_LINE_BYTES {
+            return Err(ReplayError::parse(
+                path,
+                n,
+                format!("line longer than {} bytes", bounds::MAX_LINE_BYTES),
+            ));
+        }
         let line = buf.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {
             continue;
@@ -147,7 +186,8 @@ pub struct ModelPicker {
 impl ModelPicker {
     pub fn new(profiles: &ProfileSet, split: [f64; 3]) -> Result<ModelPicker, ReplayError> {
         let total: f64 = split.iter().sum();
-        if total.is_nan() || total <= 0.0 || split.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
+        if !total.is_finite() || total <= 0.0 || split.iter().any(|s| !(s.is_finite() && *s >= 0.0))
+        {
             return Err(ReplayError::Options(format!(
                 "class split {split:?} must be non-negative with a positive sum"
             )));
@@ -231,23 +271,22 @@ pub fn parse_datetime(s: &str) -> Option<i64> {
     let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
     let mut t = time.split(':').map(|x| x.parse::<f64>().ok());
     let (h, mi, se) = (t.next()??, t.next()??, t.next().flatten().unwrap_or(0.0));
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&da) {
+    // Bounded so the arithmetic below cannot overflow.
+    if !(1..=9999).contains(&y)
+        || !(1..=12).contains(&mo)
+        || !(1..=31).contains(&da)
+        || !(0.0..24.0).contains(&h)
+        || !(0.0..60.0).contains(&mi)
+        || !(0.0..61.0).contains(&se)
+    {
         return None;
     }
     Some(days_from_civil(y, mo, da) * 86400 + (h * 3600.0 + mi * 60.0 + se) as i64)
 }
 
-/// Sorts by arrival (stable, so equal arrivals keep trace order) and rejects duplicate ids.
-pub fn finish(mut jobs: Vec<JobSpec>, path: &Path) -> Result<Vec<JobSpec>, ReplayError> {
-    let mut ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
-    ids.sort_unstable();
-    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(ReplayError::parse(
-            path,
-            0,
-            format!("job id {} appears twice", w[0]),
-        ));
-    }
+/// Sorts by arrival (stable, so equal arrivals keep trace order). Duplicate ids were rejected
+/// by [`Binder::check`], with their lines.
+pub fn finish(mut jobs: Vec<JobSpec>, _path: &Path) -> Result<Vec<JobSpec>, ReplayError> {
     jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
     Ok(jobs)
 }
@@ -304,5 +343,15 @@ mod tests {
         assert_eq!(parse_datetime("1970-01-01 00:00:00"), Some(0));
         assert_eq!(parse_datetime("2017-10-09 07:01:55"), Some(1507532515));
         assert_eq!(parse_datetime("None"), None);
+        // Out-of-range fields used to overflow the day arithmetic (a panic in debug builds).
+        for bad in [
+            "9223372036854775807-01-01 00:00:00",
+            "2017-10-09 1e300:00:00",
+            "2017-10-09 00:00:nan",
+            "-5-01-01 00:00:00",
+            "2017-10-09 24:00:00",
+        ] {
+            assert_eq!(parse_datetime(bad), None, "{bad}");
+        }
     }
 }

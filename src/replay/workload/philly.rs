@@ -5,18 +5,22 @@
 //! * The raw `cluster_job_log` JSON: an array of jobs with `submitted_time` and
 //!   `attempts[].{start_time,end_time,detail[].gpus[]}`. Read element by element. A job's GPUs
 //!   are the most any attempt held; its duration the sum of its attempts' run times; jobs that
-//!   never ran (no timed attempt) are left out.
+//!   never ran (no timed attempt) are left out. Errors name the line where the job starts.
 //!
 //! Neither names a model, so each job gets one keeping the class split (seeded), and its
 //! recorded duration becomes work at the proportional share. Arrivals start at 0 at the first
 //! submission.
 
 use super::{Assigner, Binder, field, finish, for_each_line, parse_datetime};
+use crate::replay::bounds;
 use crate::replay::error::ReplayError;
 use crate::replay::job::JobSpec;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
+use std::cell::RefCell;
+use std::io::Read;
 use std::path::Path;
+use std::rc::Rc;
 
 pub fn read_csv(
     path: &Path,
@@ -52,13 +56,8 @@ pub fn read_csv(
         })?;
         let dur: f64 = field(path, n, &f, 1, "duration")?;
         let gpus: u32 = field(path, n, &f, 2, "num_gpus")?;
-        if !(dur.is_finite() && dur >= 0.0) {
-            return Err(ReplayError::parse(
-                path,
-                n,
-                format!("duration {dur} is negative"),
-            ));
-        }
+        bounds::in_range("duration (s)", dur, 0.0, bounds::MAX_TIME_S)
+            .map_err(|e| ReplayError::parse(path, n, e))?;
         raw.push((n, ts, dur, gpus));
         Ok(())
     })?;
@@ -121,7 +120,39 @@ fn time(v: &Option<serde_json::Value>) -> Option<i64> {
     v.as_ref().and_then(|v| v.as_str()).and_then(parse_datetime)
 }
 
-struct Jobs<'a>(&'a mut Vec<(usize, i64, f64, u32)>);
+/// Where serde_json is in the file: it reads byte by byte, peeking at most one byte ahead, so
+/// counting newlines as it reads gives the line of each array element's first byte.
+struct Position {
+    line: usize,
+    /// Looking for the first byte of the next element (set before each element).
+    marked: bool,
+    element_line: usize,
+}
+
+/// A reader that keeps a [`Position`] up to date.
+struct Tracked<R> {
+    inner: R,
+    pos: Rc<RefCell<Position>>,
+}
+
+impl<R: Read> Read for Tracked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut p = self.pos.borrow_mut();
+        for &b in &buf[..n] {
+            if p.marked && !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',') {
+                p.element_line = p.line;
+                p.marked = false;
+            }
+            if b == b'\n' {
+                p.line += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+struct Jobs<'a>(&'a mut Vec<(usize, i64, f64, u32)>, Rc<RefCell<Position>>);
 
 impl<'de> DeserializeSeed<'de> for Jobs<'_> {
     type Value = ();
@@ -136,9 +167,12 @@ impl<'de> Visitor<'de> for Jobs<'_> {
         f.write_str("a JSON array of Philly jobs")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut index = 0usize;
-        while let Some(job) = seq.next_element::<RawJob>()? {
-            index += 1;
+        loop {
+            self.1.borrow_mut().marked = true;
+            let Some(job) = seq.next_element::<RawJob>()? else {
+                break;
+            };
+            let line = self.1.borrow().element_line;
             let Some(submitted) = time(&job.submitted_time) else {
                 continue;
             };
@@ -153,25 +187,32 @@ impl<'de> Visitor<'de> for Jobs<'_> {
                 gpus = gpus.max(a.detail.iter().map(|d| d.gpus.len() as u32).sum());
             }
             if ran && gpus > 0 {
-                // Element index stands in for a line number (the file may be one line).
-                self.0.push((index, submitted, dur, gpus));
+                self.0.push((line, submitted, dur, gpus));
             }
         }
         Ok(())
     }
 }
 
-/// Raw `cluster_job_log` JSON. Errors name the line and column (serde_json's); the
-/// "line" of a job in later validation errors is its index in the array.
+/// Raw `cluster_job_log` JSON. Syntax errors name the line and column (serde_json's);
+/// validation errors name the line where the job's element starts.
 pub fn read_json(
     path: &Path,
     binder: &mut Binder,
     assign: &mut Assigner,
 ) -> Result<Vec<JobSpec>, ReplayError> {
     let file = std::fs::File::open(path).map_err(ReplayError::io(path))?;
-    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
+    let pos = Rc::new(RefCell::new(Position {
+        line: 1,
+        marked: false,
+        element_line: 1,
+    }));
+    let mut de = serde_json::Deserializer::from_reader(Tracked {
+        inner: std::io::BufReader::new(file),
+        pos: Rc::clone(&pos),
+    });
     let mut raw = Vec::new();
-    Jobs(&mut raw)
+    Jobs(&mut raw, pos)
         .deserialize(&mut de)
         .and_then(|()| de.end())
         .map_err(|e| ReplayError::parse(path, e.line(), format!("column {}: {e}", e.column())))?;

@@ -50,7 +50,7 @@ pub fn read(path: &Path, binder: &mut Binder) -> Result<Vec<JobSpec>, ReplayErro
                     ),
                 )
             })?;
-            job.work_samples = iters * batch as f64 * gpus as f64;
+            job.work_samples = binder.work(n, &job, iters * batch as f64 * gpus as f64)?;
             jobs.push(job);
         }
         Ok(())

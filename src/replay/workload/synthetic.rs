@@ -4,11 +4,17 @@
 //! replay that stops when its steady-state window finishes draws only the jobs it needs.
 
 use super::{ModelPicker, unit, work_for_duration};
+use crate::replay::bounds;
 use crate::replay::error::ReplayError;
 use crate::replay::job::JobSpec;
 use crate::replay::profile::{ProfileSet, Semantics};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
+
+/// Lowest and highest Poisson arrival rate, jobs per hour (a job every 114 years on average, or
+/// every 3.6 ms).
+pub const MIN_JOBS_PER_HOUR: f64 = 1e-6;
+pub const MAX_JOBS_PER_HOUR: f64 = 1e6;
 
 /// Job duration at the proportional share, in minutes.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,18 +58,23 @@ impl DurationDist {
                 .map(|x| x.trim().parse::<f64>().map_err(|_| bad()))
                 .collect::<Result<_, _>>()?
         };
-        let ok = nums.iter().all(|x| x.is_finite() && *x > 0.0);
+        // Minutes (fixed, exp) or exponents of minutes (loguniform), at most MAX_TIME_S.
+        let max_min = bounds::MAX_TIME_S / 60.0;
+        let ok = |hi: f64| nums.iter().all(|x| x.is_finite() && *x > 0.0 && *x <= hi);
         match (kind, nums.as_slice()) {
             ("synergy", []) => Ok(Self::SYNERGY),
-            ("fixed", [m]) if ok => Ok(DurationDist::Fixed(*m)),
-            ("exp", [m]) if ok => Ok(DurationDist::Exponential(*m)),
-            ("loguniform", [lo, hi]) if ok && lo <= hi => Ok(DurationDist::LogUniformMix {
-                p: 1.0,
-                lo1: *lo,
-                hi1: *hi,
-                lo2: *lo,
-                hi2: *hi,
-            }),
+            ("fixed", [m]) if ok(max_min) => Ok(DurationDist::Fixed(*m)),
+            // The exponential's tail is cut at 40 means (unit() < 1 - 2^-53).
+            ("exp", [m]) if ok(max_min / 40.0) => Ok(DurationDist::Exponential(*m)),
+            ("loguniform", [lo, hi]) if ok(max_min.log10()) && lo <= hi => {
+                Ok(DurationDist::LogUniformMix {
+                    p: 1.0,
+                    lo1: *lo,
+                    hi1: *hi,
+                    lo2: *lo,
+                    hi2: *hi,
+                })
+            }
             _ => Err(bad()),
         }
     }
@@ -104,7 +115,8 @@ pub fn parse_gpu_demand(s: &str) -> Result<Vec<(u32, f64)>, String> {
         }
         out.push((g, w));
     }
-    if out.iter().map(|x| x.1).sum::<f64>() <= 0.0 {
+    let total = out.iter().map(|x| x.1).sum::<f64>();
+    if !(total.is_finite() && total > 0.0) {
         return Err(bad());
     }
     Ok(out)
@@ -155,10 +167,35 @@ impl<'a> Synthetic<'a> {
         max_server_gpus: u32,
         semantics: Semantics,
     ) -> Result<Self, ReplayError> {
-        if !(spec.jobs_per_hour.is_finite() && spec.jobs_per_hour > 0.0) {
-            return Err(ReplayError::Options(
-                "--jobs-per-hour must be positive".into(),
-            ));
+        bounds::in_range(
+            "--jobs-per-hour",
+            spec.jobs_per_hour,
+            MIN_JOBS_PER_HOUR,
+            MAX_JOBS_PER_HOUR,
+        )
+        .map_err(ReplayError::Options)?;
+        if spec
+            .max_jobs
+            .is_some_and(|n| n > bounds::MAX_SYNTHETIC_JOBS)
+        {
+            return Err(ReplayError::Options(format!(
+                "a synthetic workload of more than {} jobs (--jobs, or a window's end) is too \
+                 large to replay",
+                bounds::MAX_SYNTHETIC_JOBS
+            )));
+        }
+        let total: f64 = spec.gpu_demand.iter().map(|x| x.1).sum();
+        if spec
+            .gpu_demand
+            .iter()
+            .any(|(g, w)| *g == 0 || !(w.is_finite() && *w >= 0.0))
+            || !(total.is_finite() && total > 0.0)
+        {
+            return Err(ReplayError::Options(format!(
+                "GPU demand distribution {:?} needs GPUs >= 1 and finite weights with a \
+                 positive sum",
+                spec.gpu_demand
+            )));
         }
         if let Some((g, _)) = spec
             .gpu_demand
@@ -197,7 +234,15 @@ impl Iterator for Synthetic<'_> {
         let minutes = self.spec.duration.sample_minutes(rng);
         let total: f64 = self.spec.gpu_demand.iter().map(|x| x.1).sum();
         let mut u = unit(rng) * total;
-        let mut gpus = self.spec.gpu_demand[0].0;
+        // Rounding may leave `u` past every weight: fall back on the last entry that has one
+        // (never a zero-weight entry, which may be wider than every server).
+        let mut gpus = self
+            .spec
+            .gpu_demand
+            .iter()
+            .rev()
+            .find(|x| x.1 > 0.0)
+            .map_or(1, |x| x.0);
         for &(g, w) in &self.spec.gpu_demand {
             if u < w {
                 gpus = g;
