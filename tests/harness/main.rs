@@ -36,7 +36,11 @@ macro_rules! require_caps {
             if crate::under_ci() {
                 panic!("{}: CI must run the cgroup tests, but: {why}", $test);
             }
-            eprintln!("SKIPPED: {}: {why}", $test);
+            // Straight to stderr: the test harness hides eprintln! output of passing tests.
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIPPED: {}: {why}\n", $test),
+            );
             return;
         }
     };
