@@ -1029,7 +1029,12 @@ impl Sweep<'_> {
                 if let Some(cg) = &run.cgroup {
                     cg.set_cpu(next.cpu)?;
                     let bytes = self.memory.bytes().expect("resolved")[next.mem];
+                    // Only EBUSY means the kernel could not reclaim; any other failure is
+                    // the sweep's, not the cell's.
                     if let Err(e) = cg.set_memory_limit(Some(bytes)) {
+                        if !e.is_busy() {
+                            return Err(e.into());
+                        }
                         let cell = self.empty_cell(
                             &next,
                             CellSource::Infeasible,

@@ -1,8 +1,10 @@
-//! CPU and memory caps through cgroups (v1 and v2), via cgroups-rs.
+//! CPU and memory caps through cgroups (v1 and v2).
 //!
 //! Every run gets its own cgroup under one profiler-owned parent (`/profiler` by default). Names
-//! are checked so nothing from a spec can address a cgroup outside that parent. Counters are read
-//! straight from the controller files because their names differ between v1 and v2.
+//! are checked so nothing from a spec can address a cgroup outside that parent. cgroups-rs
+//! creates the cgroups and moves tasks; what differs between the versions (the files that set
+//! caps and hold counters) is behind [`Controls`], one file per version (`v1.rs`, `v2.rs`),
+//! tested against fixture directories without root.
 
 use cgroups_rs::CgroupPid;
 use cgroups_rs::fs::hierarchies::{self, V1};
@@ -12,6 +14,9 @@ use nix::unistd::Pid;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+mod v1;
+mod v2;
 
 /// CFS period used for quotas (100 ms, the kernel default).
 const CFS_PERIOD_US: u64 = 100_000;
@@ -38,6 +43,88 @@ pub enum CapsError {
         action: &'static str,
         message: String,
     },
+    #[error("{}: writing {value:?}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        value: String,
+        source: std::io::Error,
+    },
+}
+
+impl CapsError {
+    /// The kernel refused a write because it could not comply now: on a lowered memory limit,
+    /// it could not reclaim down to it.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, CapsError::Write { source, .. } if source.raw_os_error() == Some(libc::EBUSY))
+    }
+}
+
+/// What differs between cgroup v1 and v2 for one cgroup whose controller directories are
+/// `dirs` (a single directory on v2).
+trait Controls: Sync {
+    /// What a fresh cgroup needs before a task joins it.
+    fn prepare(&self, dirs: &ControllerDirs, mems: &str) -> Result<(), CapsError>;
+    /// Caps CPU at `cores` (CFS quota, fractional), pinned to the first ceil(cores) of `cpus`.
+    fn set_cpu(&self, dirs: &ControllerDirs, cpus: &[u32], cores: f64) -> Result<(), CapsError>;
+    /// Sets the memory limit (anonymous memory and page cache together, and no swap beyond
+    /// it); `None` removes it.
+    fn set_memory_limit(&self, dirs: &ControllerDirs, bytes: Option<u64>) -> Result<(), CapsError>;
+    /// Caps read bandwidth from block device `major:minor`; `None` removes the cap.
+    fn set_read_bps(
+        &self,
+        dirs: &ControllerDirs,
+        device: (u64, u64),
+        bytes_per_s: Option<u64>,
+    ) -> Result<(), CapsError>;
+    fn counters(&self, dirs: &ControllerDirs) -> CgroupCounters;
+}
+
+fn controls(version: CgroupVersion) -> &'static dyn Controls {
+    match version {
+        CgroupVersion::V1 => &v1::V1,
+        CgroupVersion::V2 => &v2::V2,
+    }
+}
+
+/// Writes a control file. Never creates it: a file the kernel does not offer is an error, as
+/// it would be on a cgroup file system. The error keeps the `io::Error` (EBUSY matters).
+fn write_file(dir: &Path, file: &str, value: &str) -> Result<(), CapsError> {
+    use std::io::Write;
+    let path = dir.join(file);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(value.as_bytes()))
+        .map_err(|source| CapsError::Write {
+            path,
+            value: value.to_string(),
+            source,
+        })
+}
+
+fn read_u64(dir: &Path, file: &str) -> Option<u64> {
+    std::fs::read_to_string(dir.join(file))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn read_keyed(dir: &Path, file: &str) -> HashMap<String, u64> {
+    keyed(&std::fs::read_to_string(dir.join(file)).unwrap_or_default())
+}
+
+/// The first ceil(cores) of `cpus` (at least one), as a kernel CPU list.
+fn pinned_cpus(cpus: &[u32], cores: f64) -> String {
+    let whole = (cores.ceil() as usize).clamp(1, cpus.len().max(1));
+    let list: Vec<String> = cpus.iter().take(whole).map(|c| c.to_string()).collect();
+    list.join(",")
+}
+
+/// CFS quota per period for `cores`, at least the kernel's least (1 ms).
+fn quota_us(cores: f64) -> u64 {
+    ((cores * CFS_PERIOD_US as f64).round() as u64).max(1000)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -475,14 +562,9 @@ impl CgroupRoot {
     /// Creates the cgroup `name` under the parent. `name` must be a single safe path component.
     pub fn create_run(&self, name: &str) -> Result<RunCgroup, CapsError> {
         let run = self.run_handle(name)?;
-        // cpuset needs cpus and mems before a task can join (v1 copies them from the parent,
-        // but only when the parent has them; set them explicitly).
-        run.write(&run.dirs.cpuset, "cpuset.mems", &self.mems)?;
+        // cpuset needs cpus and mems before a task can join.
+        controls(self.version).prepare(&run.dirs, &self.mems)?;
         run.set_cpu(self.cpus.len() as f64)?;
-        if self.version == CgroupVersion::V2 && run.dirs.memory.join("memory.swap.max").exists() {
-            // Without this a memory cap could be dodged by swapping.
-            run.write(&run.dirs.memory, "memory.swap.max", "0")?;
-        }
         Ok(run)
     }
 
@@ -534,88 +616,25 @@ pub struct RunCgroup {
 }
 
 impl RunCgroup {
-    fn write(&self, dir: &Path, file: &str, value: &str) -> Result<(), CapsError> {
-        std::fs::write(dir.join(file), value).map_err(|e| CapsError::Cgroup {
-            path: self.rel.clone(),
-            action: "write",
-            message: format!("{file} = {value}: {e}"),
-        })
-    }
-
     /// Caps CPU at `cores` (CFS quota, fractional) and pins to ceil(cores) whole CPUs.
     pub fn set_cpu(&self, cores: f64) -> Result<(), CapsError> {
-        let whole = (cores.ceil() as usize).clamp(1, self.cpus.len());
-        let list: Vec<String> = self.cpus[..whole].iter().map(|c| c.to_string()).collect();
-        self.write(&self.dirs.cpuset, "cpuset.cpus", &list.join(","))?;
-        let quota = ((cores * CFS_PERIOD_US as f64).round() as u64).max(1000);
-        match self.version {
-            CgroupVersion::V1 => {
-                self.write(
-                    &self.dirs.cpu,
-                    "cpu.cfs_period_us",
-                    &CFS_PERIOD_US.to_string(),
-                )?;
-                self.write(&self.dirs.cpu, "cpu.cfs_quota_us", &quota.to_string())
-            }
-            CgroupVersion::V2 => self.write(
-                &self.dirs.cpu,
-                "cpu.max",
-                &format!("{quota} {CFS_PERIOD_US}"),
-            ),
-        }
+        controls(self.version).set_cpu(&self.dirs, &self.cpus, cores)
     }
 
-    /// Sets the memory limit (which bounds anonymous memory and page cache together); `None`
-    /// removes it. Lowering it below current usage makes the kernel reclaim page cache first.
-    /// On v1 memory + swap gets the same limit where swap is accounted, so the job cannot swap
-    /// (v2 has `memory.swap.max = 0` from creation).
+    /// Sets the memory limit (which bounds anonymous memory and page cache together, and swap
+    /// where the kernel accounts it); `None` removes it. Lowering it below current usage makes
+    /// the kernel reclaim page cache first; [`CapsError::is_busy`] says it could not.
     pub fn set_memory_limit(&self, bytes: Option<u64>) -> Result<(), CapsError> {
-        let value = |unlimited: &str| bytes.map_or(unlimited.to_string(), |b| b.to_string());
-        match self.version {
-            CgroupVersion::V1 => {
-                let memsw = "memory.memsw.limit_in_bytes";
-                if !self.dirs.memory.join(memsw).exists() {
-                    return self.write(&self.dirs.memory, "memory.limit_in_bytes", &value("-1"));
-                }
-                // memsw must stay >= the memory limit: lower memory first, raise memsw first.
-                let current =
-                    std::fs::read_to_string(self.dirs.memory.join("memory.limit_in_bytes"))
-                        .ok()
-                        .and_then(|t| t.trim().parse::<u64>().ok())
-                        .unwrap_or(u64::MAX);
-                if bytes.is_some_and(|b| b <= current) {
-                    self.write(&self.dirs.memory, "memory.limit_in_bytes", &value("-1"))?;
-                    self.write(&self.dirs.memory, memsw, &value("-1"))
-                } else {
-                    self.write(&self.dirs.memory, memsw, &value("-1"))?;
-                    self.write(&self.dirs.memory, "memory.limit_in_bytes", &value("-1"))
-                }
-            }
-            CgroupVersion::V2 => self.write(&self.dirs.memory, "memory.max", &value("max")),
-        }
+        controls(self.version).set_memory_limit(&self.dirs, bytes)
     }
 
     /// Caps read bandwidth from block device `major:minor` (`None` removes the cap).
     pub fn set_read_bps(
         &self,
-        (major, minor): (u64, u64),
+        device: (u64, u64),
         bytes_per_s: Option<u64>,
     ) -> Result<(), CapsError> {
-        match self.version {
-            CgroupVersion::V1 => self.write(
-                &self.dirs.io,
-                "blkio.throttle.read_bps_device",
-                &format!("{major}:{minor} {}", bytes_per_s.unwrap_or(0)),
-            ),
-            CgroupVersion::V2 => self.write(
-                &self.dirs.io,
-                "io.max",
-                &format!(
-                    "{major}:{minor} rbps={}",
-                    bytes_per_s.map_or("max".to_string(), |b| b.to_string())
-                ),
-            ),
-        }
+        controls(self.version).set_read_bps(&self.dirs, device, bytes_per_s)
     }
 
     /// Moves a process into this cgroup. Children it forks afterwards inherit the cgroup.
@@ -654,42 +673,7 @@ impl RunCgroup {
     }
 
     pub fn counters(&self) -> CgroupCounters {
-        let read =
-            |dir: &Path, file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-        let num = |s: String| s.trim().parse::<u64>().unwrap_or(0);
-        match self.version {
-            CgroupVersion::V1 => {
-                let mem = keyed(&read(&self.dirs.memory, "memory.stat"));
-                let cpu = keyed(&read(&self.dirs.cpu, "cpu.stat"));
-                let oom = keyed(&read(&self.dirs.memory, "memory.oom_control"));
-                CgroupCounters {
-                    cpu_usage_ns: num(read(&self.dirs.cpuacct, "cpuacct.usage")),
-                    throttled_ns: cpu.get("throttled_time").copied().unwrap_or(0),
-                    memory_usage_bytes: num(read(&self.dirs.memory, "memory.usage_in_bytes")),
-                    anon_bytes: mem.get("total_rss").copied().unwrap_or(0),
-                    page_cache_bytes: mem.get("total_cache").copied().unwrap_or(0),
-                    oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
-                    read_bytes: blkio_v1_read(&read(
-                        &self.dirs.io,
-                        "blkio.throttle.io_service_bytes",
-                    )),
-                }
-            }
-            CgroupVersion::V2 => {
-                let mem = keyed(&read(&self.dirs.memory, "memory.stat"));
-                let cpu = keyed(&read(&self.dirs.cpu, "cpu.stat"));
-                let events = keyed(&read(&self.dirs.memory, "memory.events"));
-                CgroupCounters {
-                    cpu_usage_ns: cpu.get("usage_usec").copied().unwrap_or(0) * 1000,
-                    throttled_ns: cpu.get("throttled_usec").copied().unwrap_or(0) * 1000,
-                    memory_usage_bytes: num(read(&self.dirs.memory, "memory.current")),
-                    anon_bytes: mem.get("anon").copied().unwrap_or(0),
-                    page_cache_bytes: mem.get("file").copied().unwrap_or(0),
-                    oom_kills: events.get("oom_kill").copied().unwrap_or(0),
-                    read_bytes: io_v2_read(&read(&self.dirs.io, "io.stat")),
-                }
-            }
-        }
+        controls(self.version).counters(&self.dirs)
     }
 
     /// The run's own name (the last component of its path).
@@ -763,9 +747,93 @@ pub fn parse_cpu_list(text: &str) -> Vec<u32> {
     out
 }
 
+/// Fixture cgroup directories in a temp dir: the control files a kernel would show, so the
+/// version-specific code is tested without root or the hierarchy it targets.
+#[cfg(test)]
+mod fixture {
+    use super::ControllerDirs;
+    use std::path::Path;
+
+    pub struct Fixture {
+        _dir: tempfile::TempDir,
+        pub dirs: ControllerDirs,
+    }
+
+    impl Fixture {
+        /// One directory per v1 controller; `files` are (controller, file, content).
+        pub fn v1(files: &[(&str, &str, &str)]) -> Fixture {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let at = |c: &str| dir.path().join(c);
+            for (controller, file, content) in files {
+                std::fs::create_dir_all(at(controller)).expect("mkdir");
+                std::fs::write(at(controller).join(file), content).expect("write");
+            }
+            let dirs = ControllerDirs {
+                cpu: at("cpu"),
+                cpuacct: at("cpuacct"),
+                cpuset: at("cpuset"),
+                memory: at("memory"),
+                io: at("blkio"),
+            };
+            Fixture { _dir: dir, dirs }
+        }
+
+        /// One directory for every controller (v2); `files` are (file, content).
+        pub fn v2(files: &[(&str, &str)]) -> Fixture {
+            let dir = tempfile::tempdir().expect("tempdir");
+            for (file, content) in files {
+                std::fs::write(dir.path().join(file), content).expect("write");
+            }
+            let p = dir.path().to_path_buf();
+            let dirs = ControllerDirs {
+                cpu: p.clone(),
+                cpuacct: p.clone(),
+                cpuset: p.clone(),
+                memory: p.clone(),
+                io: p,
+            };
+            Fixture { _dir: dir, dirs }
+        }
+    }
+
+    pub fn read(dir: &Path, file: &str) -> String {
+        std::fs::read_to_string(dir.join(file))
+            .expect("control file")
+            .trim()
+            .to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_errors_keep_the_io_error_and_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = write_file(dir.path(), "memory.max", "1").unwrap_err();
+        let CapsError::Write {
+            ref path,
+            ref source,
+            ..
+        } = e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(path, &dir.path().join("memory.max"));
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert!(!dir.path().join("memory.max").exists(), "never created");
+        assert!(
+            !e.is_busy(),
+            "a missing file is not a limit the kernel cannot meet"
+        );
+        let busy = CapsError::Write {
+            path: path.clone(),
+            value: "1".into(),
+            source: std::io::Error::from_raw_os_error(libc::EBUSY),
+        };
+        assert!(busy.is_busy());
+    }
 
     #[test]
     fn parses_cpu_lists_and_counters() {

@@ -1,0 +1,152 @@
+//! cgroup v2: one unified directory per cgroup.
+
+use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
+use super::{io_v2_read, pinned_cpus, quota_us, read_u64, write_file};
+
+pub const CPUSET_CPUS: &str = "cpuset.cpus";
+pub const CPUSET_MEMS: &str = "cpuset.mems";
+pub const CPU_MAX: &str = "cpu.max";
+pub const CPU_STAT: &str = "cpu.stat";
+pub const MEMORY_MAX: &str = "memory.max";
+/// Present only where the kernel accounts swap.
+pub const MEMORY_SWAP_MAX: &str = "memory.swap.max";
+pub const MEMORY_CURRENT: &str = "memory.current";
+pub const MEMORY_STAT: &str = "memory.stat";
+pub const MEMORY_EVENTS: &str = "memory.events";
+pub const IO_MAX: &str = "io.max";
+pub const IO_STAT: &str = "io.stat";
+
+const UNLIMITED: &str = "max";
+
+pub struct V2;
+
+impl Controls for V2 {
+    fn prepare(&self, dirs: &ControllerDirs, mems: &str) -> Result<(), CapsError> {
+        write_file(&dirs.cpuset, CPUSET_MEMS, mems)?;
+        if dirs.memory.join(MEMORY_SWAP_MAX).exists() {
+            // Without this a memory cap could be dodged by swapping.
+            write_file(&dirs.memory, MEMORY_SWAP_MAX, "0")?;
+        }
+        Ok(())
+    }
+
+    fn set_cpu(&self, dirs: &ControllerDirs, cpus: &[u32], cores: f64) -> Result<(), CapsError> {
+        write_file(&dirs.cpuset, CPUSET_CPUS, &pinned_cpus(cpus, cores))?;
+        let max = format!("{} {CFS_PERIOD_US}", quota_us(cores));
+        write_file(&dirs.cpu, CPU_MAX, &max)
+    }
+
+    fn set_memory_limit(&self, dirs: &ControllerDirs, bytes: Option<u64>) -> Result<(), CapsError> {
+        let value = bytes.map_or(UNLIMITED.to_string(), |b| b.to_string());
+        write_file(&dirs.memory, MEMORY_MAX, &value)
+    }
+
+    fn set_read_bps(
+        &self,
+        dirs: &ControllerDirs,
+        (major, minor): (u64, u64),
+        bytes_per_s: Option<u64>,
+    ) -> Result<(), CapsError> {
+        let rbps = bytes_per_s.map_or(UNLIMITED.to_string(), |b| b.to_string());
+        write_file(&dirs.io, IO_MAX, &format!("{major}:{minor} rbps={rbps}"))
+    }
+
+    fn counters(&self, dirs: &ControllerDirs) -> CgroupCounters {
+        let mem = read_keyed(&dirs.memory, MEMORY_STAT);
+        let cpu = read_keyed(&dirs.cpu, CPU_STAT);
+        let events = read_keyed(&dirs.memory, MEMORY_EVENTS);
+        let io = std::fs::read_to_string(dirs.io.join(IO_STAT)).unwrap_or_default();
+        CgroupCounters {
+            cpu_usage_ns: cpu.get("usage_usec").copied().unwrap_or(0) * 1000,
+            throttled_ns: cpu.get("throttled_usec").copied().unwrap_or(0) * 1000,
+            memory_usage_bytes: read_u64(&dirs.memory, MEMORY_CURRENT).unwrap_or(0),
+            anon_bytes: mem.get("anon").copied().unwrap_or(0),
+            page_cache_bytes: mem.get("file").copied().unwrap_or(0),
+            oom_kills: events.get("oom_kill").copied().unwrap_or(0),
+            read_bytes: io_v2_read(&io),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::cgroup::fixture::{Fixture, read};
+
+    /// A v2 cgroup: one directory holding the files the kernel would show.
+    fn v2_cgroup(with_swap: bool) -> Fixture {
+        let mut files = vec![
+            (CPUSET_CPUS, ""),
+            (CPUSET_MEMS, ""),
+            (CPU_MAX, "max 100000"),
+            (
+                CPU_STAT,
+                "usage_usec 5000\nuser_usec 4000\nnr_throttled 3\nthrottled_usec 700\n",
+            ),
+            (MEMORY_MAX, "max"),
+            (MEMORY_CURRENT, "8192\n"),
+            (MEMORY_STAT, "anon 4096\nfile 2048\nkernel 100\n"),
+            (MEMORY_EVENTS, "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n"),
+            (IO_MAX, ""),
+            (
+                IO_STAT,
+                "8:0 rbytes=10 wbytes=3 rios=1\n8:16 rbytes=5 wbytes=0\n",
+            ),
+        ];
+        if with_swap {
+            files.push((MEMORY_SWAP_MAX, "max"));
+        }
+        Fixture::v2(&files)
+    }
+
+    #[test]
+    fn cpu_caps_are_cpu_max_and_pinned_whole_cores() {
+        let cg = v2_cgroup(true);
+        V2.set_cpu(&cg.dirs, &[0, 1, 2, 3], 1.5).unwrap();
+        assert_eq!(read(&cg.dirs.cpu, CPU_MAX), "150000 100000");
+        assert_eq!(read(&cg.dirs.cpuset, CPUSET_CPUS), "0,1");
+        V2.set_cpu(&cg.dirs, &[0, 1], 64.0).unwrap();
+        assert_eq!(
+            read(&cg.dirs.cpuset, CPUSET_CPUS),
+            "0,1",
+            "at most the CPUs given"
+        );
+    }
+
+    #[test]
+    fn a_fresh_cgroup_cannot_swap_and_has_memory_nodes() {
+        let cg = v2_cgroup(true);
+        V2.prepare(&cg.dirs, "0").unwrap();
+        assert_eq!(read(&cg.dirs.memory, MEMORY_SWAP_MAX), "0");
+        assert_eq!(read(&cg.dirs.cpuset, CPUSET_MEMS), "0");
+        // Without swap accounting there is no file to write, and that is not an error.
+        let no_swap = v2_cgroup(false);
+        V2.prepare(&no_swap.dirs, "0").unwrap();
+        assert!(!no_swap.dirs.memory.join(MEMORY_SWAP_MAX).exists());
+    }
+
+    #[test]
+    fn memory_and_read_caps_and_counters_use_v2_files() {
+        let cg = v2_cgroup(true);
+        V2.set_memory_limit(&cg.dirs, Some(3 << 20)).unwrap();
+        assert_eq!(read(&cg.dirs.memory, MEMORY_MAX), "3145728");
+        V2.set_memory_limit(&cg.dirs, None).unwrap();
+        assert_eq!(read(&cg.dirs.memory, MEMORY_MAX), "max");
+        V2.set_read_bps(&cg.dirs, (254, 0), Some(1000)).unwrap();
+        assert_eq!(read(&cg.dirs.io, IO_MAX), "254:0 rbps=1000");
+        V2.set_read_bps(&cg.dirs, (254, 0), None).unwrap();
+        assert_eq!(read(&cg.dirs.io, IO_MAX), "254:0 rbps=max");
+        assert_eq!(
+            V2.counters(&cg.dirs),
+            CgroupCounters {
+                cpu_usage_ns: 5_000_000,
+                throttled_ns: 700_000,
+                memory_usage_bytes: 8192,
+                anon_bytes: 4096,
+                page_cache_bytes: 2048,
+                oom_kills: 1,
+                read_bytes: 15,
+            }
+        );
+    }
+}
