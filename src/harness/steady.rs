@@ -176,7 +176,6 @@ fn t_975(df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     fn report(t: f64, samples: f64, it: f64) -> Report {
         Report {
@@ -241,14 +240,41 @@ mod tests {
         assert_eq!((p.p50, p.p95), (0.25, 0.3));
     }
 
-    proptest! {
-        #[test]
-        fn interval_contains_mean(xs in proptest::collection::vec(1.0f64..1000.0, 2..20)) {
-            let (mean, half) = mean_ci95(&xs);
-            prop_assert!(half >= 0.0);
-            let lo = xs.iter().cloned().fold(f64::INFINITY, f64::min);
-            let hi = xs.iter().cloned().fold(0.0, f64::max);
-            prop_assert!(mean >= lo - 1e-9 && mean <= hi + 1e-9);
+    /// The interval is worth its name: over many samples of a known distribution it covers
+    /// the true mean 95% of the time, for the small sample counts a sweep uses (a normal
+    /// quantile in place of Student's would cover about 88% at 5 windows).
+    #[test]
+    fn the_interval_covers_the_true_mean_95_percent_of_the_time() {
+        let mut state = 7u64;
+        let mut uniform = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let (true_mean, sd) = (500.0, 40.0);
+        for n in [3, 5, 8, 15] {
+            let trials = 4000;
+            let covered = (0..trials)
+                .filter(|_| {
+                    let xs: Vec<f64> = (0..n)
+                        .map(|_| {
+                            // Box-Muller.
+                            let (u, v) = (uniform(), uniform());
+                            true_mean
+                                + sd * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+                        })
+                        .collect();
+                    let (mean, half) = mean_ci95(&xs);
+                    (mean - true_mean).abs() <= half
+                })
+                .count();
+            let coverage = covered as f64 / trials as f64;
+            assert!(
+                (0.935..=0.965).contains(&coverage),
+                "{n} windows: coverage {coverage}"
+            );
         }
     }
 }
