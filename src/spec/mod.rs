@@ -402,19 +402,7 @@ fn check_throughput(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecE
     use crate::harness::progress::{CAPTURE_NAMES, Preset, samples_per_iteration};
     // The line that sets `key` (`key = ...`), else the first mention of it.
     let at = |key: &str, message: String| {
-        let mut offset = 0;
-        let mut found = text.find(key);
-        for l in text.split_inclusive('\n') {
-            let rest = l.trim_start();
-            if rest
-                .strip_prefix(key)
-                .is_some_and(|r| r.trim_start().starts_with('='))
-            {
-                found = Some(offset + l.len() - rest.len());
-                break;
-            }
-            offset += l.len();
-        }
+        let found = assignment_offset(text, key).or_else(|| text.find(key));
         let (line, column) = found.map_or((1, 1), |offset| line_column(text, offset));
         SpecError::Syntax {
             path: path.to_owned(),
@@ -538,15 +526,27 @@ fn key_line(text: &str, message: &str) -> Option<usize> {
         .collect();
     let key = key.trim_end_matches('.');
     let short = key.rsplit('.').next().filter(|k| !k.is_empty())?;
-    text.lines()
-        .position(|line| {
-            let line = line.trim_start();
-            [key, short].iter().any(|k| {
-                line.strip_prefix(k)
-                    .is_some_and(|rest| rest.trim_start().starts_with('='))
-            })
-        })
-        .map(|i| i + 1)
+    [key, short]
+        .iter()
+        .filter_map(|k| assignment_offset(text, k))
+        .min()
+        .map(|offset| line_column(text, offset).0)
+}
+
+/// Byte offset of the first line that assigns `key` (`key = ...`, leading blanks skipped).
+fn assignment_offset(text: &str, key: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let rest = line.trim_start();
+        if rest
+            .strip_prefix(key)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+        {
+            return Some(offset + line.len() - rest.len());
+        }
+        offset += line.len();
+    }
+    None
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {

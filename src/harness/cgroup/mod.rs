@@ -714,23 +714,6 @@ fn keyed(text: &str) -> HashMap<String, u64> {
         .collect()
 }
 
-/// Sums `MAJ:MIN Read N` lines of `blkio.throttle.io_service_bytes`.
-fn blkio_v1_read(text: &str) -> u64 {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[1] == "Read").then(|| f[2].parse::<u64>().ok())?
-        })
-        .sum()
-}
-
-/// Sums `rbytes=` of every device in `io.stat`.
-fn io_v2_read(text: &str) -> u64 {
-    text.split_whitespace()
-        .filter_map(|f| f.strip_prefix("rbytes=")?.parse::<u64>().ok())
-        .sum()
-}
-
 /// Parses a kernel CPU list such as `0-3,8,10-11`.
 pub fn parse_cpu_list(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
@@ -836,17 +819,9 @@ mod tests {
     }
 
     #[test]
-    fn parses_cpu_lists_and_counters() {
+    fn parses_cpu_lists_and_keyed_counters() {
         assert_eq!(parse_cpu_list("0-2,5,7-8\n"), vec![0, 1, 2, 5, 7, 8]);
         assert_eq!(parse_cpu_list(""), Vec::<u32>::new());
-        assert_eq!(
-            blkio_v1_read("254:0 Read 4096\n254:0 Write 10\n8:0 Read 100\nTotal 4206\n"),
-            4196
-        );
-        assert_eq!(
-            io_v2_read("254:0 rbytes=10 wbytes=3 rios=1\n8:0 rbytes=5 wbytes=0\n"),
-            15
-        );
         assert_eq!(keyed("cache 12\nrss 3\n").get("rss"), Some(&3));
     }
 

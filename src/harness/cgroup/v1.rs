@@ -1,7 +1,7 @@
 //! cgroup v1: one hierarchy per controller (cpu, cpuacct, cpuset, memory, blkio).
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{blkio_v1_read, pinned_cpus, quota_us, read_u64, write_file};
+use super::{pinned_cpus, quota_us, read_u64, write_file};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -82,6 +82,16 @@ impl Controls for V1 {
     }
 }
 
+/// Sums `MAJ:MIN Read N` lines of `blkio.throttle.io_service_bytes`.
+fn blkio_v1_read(text: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[1] == "Read").then(|| f[2].parse::<u64>().ok())?
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +133,14 @@ mod tests {
             files.push(("memory", MEMSW_LIMIT, "9223372036854771712\n"));
         }
         Fixture::v1(&files)
+    }
+
+    #[test]
+    fn service_bytes_sum_the_reads_of_every_device() {
+        assert_eq!(
+            blkio_v1_read("254:0 Read 4096\n254:0 Write 10\n8:0 Read 100\nTotal 4206\n"),
+            4196
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! cgroup v2: one unified directory per cgroup.
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{io_v2_read, pinned_cpus, quota_us, read_u64, write_file};
+use super::{pinned_cpus, quota_us, read_u64, write_file};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -68,6 +68,13 @@ impl Controls for V2 {
     }
 }
 
+/// Sums `rbytes=` of every device in `io.stat`.
+fn io_v2_read(text: &str) -> u64 {
+    text.split_whitespace()
+        .filter_map(|f| f.strip_prefix("rbytes=")?.parse::<u64>().ok())
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +104,14 @@ mod tests {
             files.push((MEMORY_SWAP_MAX, "max"));
         }
         Fixture::v2(&files)
+    }
+
+    #[test]
+    fn io_stat_sums_the_reads_of_every_device() {
+        assert_eq!(
+            io_v2_read("254:0 rbytes=10 wbytes=3 rios=1\n8:0 rbytes=5 wbytes=0\n"),
+            15
+        );
     }
 
     #[test]
