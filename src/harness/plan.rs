@@ -28,11 +28,15 @@ impl MemoryLevels {
             MemoryLevels::PctOfDataset { pct, .. } => pct.len(),
         }
     }
+    /// Fixes `pct` levels at 1.1 x the job's resident size + 8 MiB + p% of the dataset: headroom
+    /// for buffers that grow after warm-up and for kernel memory. `resident_bytes` is 0 when the
+    /// job died before telling.
     pub fn resolve(&mut self, resident_bytes: u64) {
         if let MemoryLevels::PctOfDataset { pct, dataset_bytes } = self {
+            let base = resident_bytes + resident_bytes / 10 + (8 << 20);
             *self = MemoryLevels::Bytes(
                 pct.iter()
-                    .map(|p| resident_bytes + (p / 100.0 * *dataset_bytes as f64) as u64)
+                    .map(|p| base + (p / 100.0 * *dataset_bytes as f64) as u64)
                     .collect(),
             );
         }
@@ -154,6 +158,24 @@ mod tests {
             mem,
             params: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn levels_relative_to_the_dataset_add_headroom_to_the_resident_size() {
+        const MIB: u64 = 1 << 20;
+        let pct = |resident| {
+            let mut m = MemoryLevels::PctOfDataset {
+                pct: vec![100.0, 25.0],
+                dataset_bytes: 400 * MIB,
+            };
+            m.resolve(resident);
+            m.bytes().expect("resolved").to_vec()
+        };
+        assert_eq!(pct(100 * MIB), vec![518 * MIB, 218 * MIB]);
+        assert_eq!(pct(0), vec![408 * MIB, 108 * MIB], "unknown resident size");
+        let mut fixed = MemoryLevels::Bytes(vec![5, 3]);
+        fixed.resolve(100 * MIB);
+        assert_eq!(fixed.bytes(), Some(&[5, 3][..]));
     }
 
     /// Splits points, in order, into launches as the sweep does.

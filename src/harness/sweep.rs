@@ -978,7 +978,7 @@ impl Sweep<'_> {
                     // Levels relative to the dataset need the job's resident size, which a job
                     // that died cannot tell; fix them now without it so the file stays
                     // loadable and resumable and the other points have levels to run at.
-                    self.memory.resolve(8 << 20);
+                    self.memory.resolve(0);
                     self.memory_note = Some(
                         "the first launch ended before its warm-up, so memory levels leave out the job's resident memory".into(),
                     );
@@ -993,8 +993,7 @@ impl Sweep<'_> {
                 let resident = run
                     .resident_bytes()
                     .max(run.cgroup.as_ref().map_or(0, |c| c.counters().anon_bytes));
-                // Headroom for buffers that grow after warm-up and for kernel memory.
-                self.memory.resolve(resident + resident / 10 + (8 << 20));
+                self.memory.resolve(resident);
                 let bytes = self.memory.bytes().expect("resolved")[first.mem];
                 if let Some(cg) = &run.cgroup {
                     cg.set_memory_limit(Some(bytes))?;
