@@ -94,15 +94,16 @@ impl Matrix {
     }
 }
 
-/// Replaces the header line of the matrix at `path`, keeping every cell line byte for byte.
+/// Replaces the header line of the matrix at `path`, keeping every cell line byte for byte
+/// (a header holding NaN or an infinity is refused, the file left as it was).
 /// The new file is written beside the old one and renamed over it, so a crash leaves either.
 pub fn rewrite_header(path: &Path, header: &MatrixHeader) -> Result<(), MatrixError> {
+    let line = finite_json(path, header, "the header")?;
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     let cells = text.split_once('\n').map_or("", |(_, rest)| rest);
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let line = serde_json::to_string(header).expect("header serializes");
     let write = || -> std::io::Result<()> {
         let mut f = File::create(&tmp)?;
         f.write_all(line.as_bytes())?;
@@ -145,25 +146,20 @@ fn generation_name(path: &Path) -> PathBuf {
         .expect("some generation name is free")
 }
 
-/// Refuses a value holding NaN or an infinity. serde_json writes those as `null`, so a value
-/// that does not read back equal to itself holds one (`float_roundtrip` makes every finite
-/// number read back exactly).
-fn check_finite<T>(path: &Path, value: &T, what: &str) -> Result<(), MatrixError>
+/// The JSON line of `value`, refused if it holds NaN or an infinity. serde_json writes those as
+/// `null`, so a value that does not read back equal to itself holds one (`float_roundtrip`
+/// makes every finite number read back exactly).
+fn finite_json<T>(path: &Path, value: &T, what: &str) -> Result<String, MatrixError>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + PartialEq,
 {
-    let same = serde_json::to_string(value)
+    serde_json::to_string(value)
         .ok()
-        .and_then(|text| serde_json::from_str::<T>(&text).ok())
-        .is_some_and(|back| back == *value);
-    if same {
-        Ok(())
-    } else {
-        Err(MatrixError::NonFinite {
+        .filter(|text| serde_json::from_str::<T>(text).is_ok_and(|back| back == *value))
+        .ok_or_else(|| MatrixError::NonFinite {
             path: path.to_owned(),
             what: what.to_string(),
         })
-    }
 }
 
 /// Appends cells to a matrix file, each flushed and synced before `append` returns.
@@ -181,7 +177,7 @@ impl MatrixWriter {
         path: &Path,
         header: &MatrixHeader,
     ) -> Result<(Self, Option<PathBuf>), MatrixError> {
-        check_finite(path, header, "the header")?;
+        let header_line = finite_json(path, header, "the header")?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         }
@@ -197,7 +193,7 @@ impl MatrixWriter {
             file,
             path: path.to_owned(),
         };
-        writer.write_line(&serde_json::to_string(header).expect("header serializes"))?;
+        writer.write_line(&header_line)?;
         Ok((writer, kept))
     }
 
@@ -224,8 +220,8 @@ impl MatrixWriter {
     }
 
     pub fn append(&mut self, cell: &Cell) -> Result<(), MatrixError> {
-        check_finite(&self.path, cell, "a cell")?;
-        self.write_line(&serde_json::to_string(cell).expect("cell serializes"))
+        let line = finite_json(&self.path, cell, "a cell")?;
+        self.write_line(&line)
     }
 
     pub fn path(&self) -> &Path {
@@ -235,7 +231,6 @@ impl MatrixWriter {
     /// Replaces the header line, keeping every cell (a CPU search learns the CPU axis as it
     /// goes), and goes on appending to the new file ([`rewrite_header`]).
     pub fn replace_header(&mut self, header: &MatrixHeader) -> Result<(), MatrixError> {
-        check_finite(&self.path, header, "the header")?;
         rewrite_header(&self.path, header)?;
         self.file = OpenOptions::new()
             .append(true)
@@ -355,6 +350,9 @@ mod tests {
         let mut h = header("j");
         h.axes.cpu = vec![f64::NAN];
         assert!(w.replace_header(&h).is_err());
+        // The same for a header rewritten from outside a sweep (validate records its result so).
+        let e = rewrite_header(&path, &h).unwrap_err();
+        assert!(matches!(e, MatrixError::NonFinite { .. }), "{e}");
         assert_eq!(load_matrix(&path).unwrap().cells, vec![cell(1.0), zero]);
     }
 
