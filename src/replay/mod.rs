@@ -7,6 +7,7 @@
 pub mod bounds;
 pub mod cli;
 pub mod cluster;
+pub mod elastic;
 pub mod engine;
 pub mod error;
 pub mod job;

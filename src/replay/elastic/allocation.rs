@@ -1,0 +1,117 @@
+//! What an elastic scheduler decides for one job, and whether a whole decision fits the cluster.
+
+use super::super::cluster::{Cluster, EPS};
+use super::job::ElasticJob;
+
+/// One job's allocation: GPUs on each server it spans, the global batch it runs, and the CPU
+/// cores and GB of memory it gets per GPU (on every server it spans).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Allocation {
+    /// (server index, GPUs there), ascending by server, no zero counts.
+    pub gpus_per_server: Vec<(usize, u32)>,
+    pub global_batch: u32,
+    pub cpus_per_gpu: f64,
+    pub mem_gb_per_gpu: f64,
+}
+
+impl Allocation {
+    pub fn gpus(&self) -> u32 {
+        self.gpus_per_server.iter().map(|&(_, g)| g).sum()
+    }
+
+    /// Servers spanned.
+    pub fn nodes(&self) -> u32 {
+        self.gpus_per_server.len() as u32
+    }
+
+    /// Per-GPU (local) batch.
+    pub fn local_batch(&self) -> f64 {
+        self.global_batch as f64 / self.gpus().max(1) as f64
+    }
+
+    /// Same GPUs on the same servers with the same batch: nothing to restart (CPU and memory
+    /// changes are applied live, as cgroup limits are).
+    pub fn same_placement(&self, other: &Allocation) -> bool {
+        self.gpus_per_server == other.gpus_per_server && self.global_batch == other.global_batch
+    }
+}
+
+/// Why a decision does not fit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Infeasible {
+    #[error("decision has {got} entries for {jobs} jobs")]
+    Length { got: usize, jobs: usize },
+    #[error("job {job}: {what}")]
+    Job { job: u64, what: String },
+    #[error("server {server}: {what}")]
+    Server { server: usize, what: String },
+}
+
+/// Checks a decision (one entry per job, `None`: not running) against the cluster: every
+/// allocation well formed (servers exist, GPUs > 0, batch within the job's bounds and at
+/// least one sample per GPU, finite non-negative CPU and memory) and no server's GPUs, cores
+/// or GB over-committed.
+pub fn check(
+    jobs: &[ElasticJob],
+    decision: &[Option<Allocation>],
+    cluster: &Cluster,
+) -> Result<(), Infeasible> {
+    if decision.len() != jobs.len() {
+        return Err(Infeasible::Length {
+            got: decision.len(),
+            jobs: jobs.len(),
+        });
+    }
+    let n = cluster.servers.len();
+    let mut used = vec![(0u32, 0.0f64, 0.0f64); n];
+    for (job, a) in jobs.iter().zip(decision) {
+        let Some(a) = a else { continue };
+        let bad = |what: String| Infeasible::Job {
+            job: job.spec.id,
+            what,
+        };
+        if a.gpus_per_server.is_empty() || a.gpus_per_server.iter().any(|&(_, g)| g == 0) {
+            return Err(bad("an allocation with no GPUs on a server it names".into()));
+        }
+        if a.gpus_per_server.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(bad("servers not strictly ascending".into()));
+        }
+        let b = a.global_batch;
+        if b < job.spec.min_batch || b > job.spec.max_batch || b < a.gpus() {
+            return Err(bad(format!(
+                "global batch {b} outside [{}, {}] or below one sample per GPU ({} GPUs)",
+                job.spec.min_batch,
+                job.spec.max_batch,
+                a.gpus()
+            )));
+        }
+        if !(a.cpus_per_gpu.is_finite() && a.cpus_per_gpu >= 0.0)
+            || !(a.mem_gb_per_gpu.is_finite() && a.mem_gb_per_gpu >= 0.0)
+        {
+            return Err(bad(format!(
+                "CPU {} / memory {} per GPU not finite and non-negative",
+                a.cpus_per_gpu, a.mem_gb_per_gpu
+            )));
+        }
+        for &(s, g) in &a.gpus_per_server {
+            let Some(u) = used.get_mut(s) else {
+                return Err(bad(format!("server {s} does not exist ({n} servers)")));
+            };
+            u.0 += g;
+            u.1 += g as f64 * a.cpus_per_gpu;
+            u.2 += g as f64 * a.mem_gb_per_gpu;
+        }
+    }
+    for (s, (u, server)) in used.iter().zip(&cluster.servers).enumerate() {
+        if u.0 > server.gpus || u.1 > server.cpus + EPS || u.2 > server.mem_gb + EPS {
+            return Err(Infeasible::Server {
+                server: s,
+                what: format!(
+                    "{} GPUs, {:.3} cores, {:.3} GB allocated; it has {}, {}, {}",
+                    u.0, u.1, u.2, server.gpus, server.cpus, server.mem_gb
+                ),
+            });
+        }
+    }
+    Ok(())
+}

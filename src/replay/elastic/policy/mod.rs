@@ -1,0 +1,42 @@
+//! Elastic schedulers: each is one file implementing [`ElasticPolicy`], registered in [`ALL`].
+//! A policy sees the active jobs and the cluster and returns a whole decision; the engine
+//! checks it ([`super::allocation::check`]), applies it and charges reconfigurations.
+
+use super::super::cluster::Cluster;
+use super::allocation::Allocation;
+use super::job::ElasticJob;
+use super::model::AppModels;
+
+/// What a policy may look at.
+pub struct DecisionCtx<'a> {
+    pub now: f64,
+    /// Active jobs (arrived, unfinished), ascending by id; each holds its current allocation.
+    pub jobs: &'a [ElasticJob],
+    pub cluster: &'a Cluster,
+    pub models: &'a AppModels,
+    /// Seconds until the next decision.
+    pub interval_s: f64,
+    /// Seconds of no progress charged when a job's allocation changes.
+    pub reconfiguration_s: f64,
+}
+
+pub trait ElasticPolicy: Send {
+    fn name(&self) -> &'static str;
+    /// One entry per `ctx.jobs` entry (same order): the job's allocation until the next
+    /// decision, `None` to leave it queued or preempt it.
+    fn decide(&mut self, ctx: &DecisionCtx) -> Vec<Option<Allocation>>;
+}
+
+/// Builds a policy from the replay's seed (policies that draw random numbers use only it).
+pub type Ctor = fn(seed: u64) -> Box<dyn ElasticPolicy>;
+
+/// Every elastic policy: (name, one-line description, constructor).
+pub const ALL: &[(&str, &str, Ctor)] = &[];
+
+pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn ElasticPolicy>> {
+    ALL.iter().find(|p| p.0 == name).map(|p| (p.2)(seed))
+}
+
+pub fn names() -> String {
+    ALL.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+}
