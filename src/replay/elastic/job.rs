@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-/// How a job's global batch follows the GPUs it gets.
+/// How a job's own script sets its global batch from the GPUs it gets. Batch-adaptive
+/// schedulers (Pollux-like, the joint search) may instead choose any global batch within
+/// [`ElasticJobSpec::min_batch`, `ElasticJobSpec::max_batch`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BatchRule {
     /// The global batch is fixed (the user's), whatever the GPU count: Pollux's workloads

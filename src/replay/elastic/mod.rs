@@ -10,6 +10,7 @@
 //! - [`model`]: the calibrated job model: step time versus GPUs, servers and local batch
 //!   (Pollux's model), statistical efficiency of a batch size, CPU/memory sensitivity;
 //! - [`workload`]: trace adapters (ONES's trace, Pollux's workloads);
+//! - [`placement`]: free resources per server and the shared placement rule;
 //! - [`policy`]: one file per elastic scheduler behind [`policy::ElasticPolicy`];
 //! - [`engine`]: the stepped simulation that applies decisions, charges reconfigurations and
 //!   advances progress.
@@ -20,5 +21,6 @@
 pub mod allocation;
 pub mod job;
 pub mod model;
+pub mod placement;
 pub mod policy;
 pub mod workload;
