@@ -7,6 +7,11 @@ use super::allocation::Allocation;
 use super::job::ElasticJob;
 use super::model::AppModels;
 
+pub mod evolution;
+pub mod joint;
+pub mod ones;
+pub mod sampling;
+
 /// What a policy may look at.
 pub struct DecisionCtx<'a> {
     pub now: f64,
@@ -31,7 +36,48 @@ pub trait ElasticPolicy: Send {
 pub type Ctor = fn(seed: u64) -> Box<dyn ElasticPolicy>;
 
 /// Every elastic policy: (name, one-line description, constructor).
-pub const ALL: &[(&str, &str, Ctor)] = &[];
+pub const ALL: &[(&str, &str, Ctor)] = &[
+    (
+        "ones",
+        "ONES (SC'21): online evolutionary search over GPU slots, batch by the job's rule",
+        ones::ones,
+    ),
+    (
+        "ones+queue",
+        "ONES whose fitness also counts queued jobs (estimated sum of completion times)",
+        ones::ones_queue,
+    ),
+    (
+        "ones+mutate",
+        "ONES whose mutation also moves GPUs between jobs (not only removes jobs)",
+        ones::ones_mutate,
+    ),
+    (
+        "ones+batch",
+        "ONES with the batch size chosen by goodput instead of the job's rule",
+        ones::ones_batch,
+    ),
+    (
+        "ones+mean",
+        "ONES with the progress predictor's mean instead of a fresh sample per generation",
+        ones::ones_mean,
+    ),
+    (
+        "ones-plus",
+        "ONES with all four improvements (queue, mutate, batch, mean)",
+        ones::ones_plus,
+    ),
+    (
+        "joint",
+        "ones-plus that also chooses each job's CPU and memory per GPU from its matrix",
+        joint::joint,
+    ),
+    (
+        "joint-resources",
+        "CPU and memory per GPU searched, GPUs by the search, batch by the job's rule",
+        joint::joint_resources,
+    ),
+];
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn ElasticPolicy>> {
     ALL.iter().find(|p| p.0 == name).map(|p| (p.2)(seed))
