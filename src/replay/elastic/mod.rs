@@ -19,6 +19,7 @@
 //! ONES and Pollux.
 
 pub mod allocation;
+pub mod engine;
 pub mod job;
 pub mod model;
 pub mod placement;

@@ -2,15 +2,20 @@
 //! A policy sees the active jobs and the cluster and returns a whole decision; the engine
 //! checks it ([`super::allocation::check`]), applies it and charges reconfigurations.
 
+pub mod evolution;
+pub mod gang;
+pub mod joint;
+pub mod ones;
+pub mod optimus;
+pub mod pollux;
+pub mod sampling;
+pub mod support;
+pub mod tiresias;
+
 use super::super::cluster::Cluster;
 use super::allocation::Allocation;
 use super::job::ElasticJob;
 use super::model::AppModels;
-
-pub mod evolution;
-pub mod joint;
-pub mod ones;
-pub mod sampling;
 
 /// What a policy may look at.
 pub struct DecisionCtx<'a> {
@@ -37,6 +42,36 @@ pub type Ctor = fn(seed: u64) -> Box<dyn ElasticPolicy>;
 
 /// Every elastic policy: (name, one-line description, constructor).
 pub const ALL: &[(&str, &str, Ctor)] = &[
+    (
+        "fifo",
+        "gang at the requested GPUs and own batch, arrival order, non-preemptive, backfilling",
+        gang::fifo,
+    ),
+    (
+        "srtf",
+        "gang at the requested GPUs, shortest estimated remaining time first, preemptive",
+        gang::srtf,
+    ),
+    (
+        "las",
+        "gang at the requested GPUs, least attained GPU-seconds first, preemptive",
+        gang::las,
+    ),
+    (
+        "tiresias",
+        "Tiresias: 2D discretised LAS, 2 queues split at 16 GPU-hours, FIFO within, gang",
+        tiresias::tiresias,
+    ),
+    (
+        "optimus",
+        "Optimus+Oracle-like: one GPU at a time to the largest drop of remaining time, own batch",
+        optimus::optimus,
+    ),
+    (
+        "pollux",
+        "Pollux-like: goodput-best batch per GPU count, restart-aware speed-up power mean (p=-1)",
+        pollux::pollux,
+    ),
     (
         "ones",
         "ONES (SC'21): online evolutionary search over GPU slots, batch by the job's rule",
