@@ -4,10 +4,19 @@ use profiler::replay::elastic::model::fit;
 use profiler::replay::elastic::model::reference;
 use std::path::{Path, PathBuf};
 
-const POLLUX_APPS: [&str; 6] = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"];
+const POLLUX_APPS: [&str; 6] = [
+    "bert",
+    "cifar10",
+    "deepspeech2",
+    "imagenet",
+    "ncf",
+    "yolov3",
+];
 
 fn pollux_dir(app: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/elastic/pollux").join(app)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("workloads/elastic/pollux")
+        .join(app)
 }
 
 #[test]
@@ -17,11 +26,17 @@ fn explore_print_fits() {
         let mut data = reference::read_placements(&d.join("placements.csv")).unwrap();
         data.extend(reference::read_scalability(&d.join("scalability.csv")).unwrap());
         let f = fit::fit_step_time(&data).unwrap();
-        eprintln!("{app}: {:?} med {:.4} max {:.4} n {}", f.model, f.median_rel_err, f.max_rel_err, f.samples);
+        eprintln!(
+            "{app}: {:?} med {:.4} max {:.4} n {}",
+            f.model, f.median_rel_err, f.max_rel_err, f.samples
+        );
         let curves = reference::read_validations(&d).unwrap();
         let e = fit::fit_efficiency(&curves).unwrap();
         for c in fit::check_efficiency(&e, &curves) {
-            eprintln!("   B {} med {:.4} max {:.4}", c.batch, c.median_rel_err, c.max_rel_err);
+            eprintln!(
+                "   B {} med {:.4} max {:.4}",
+                c.batch, c.median_rel_err, c.max_rel_err
+            );
         }
     }
 }

@@ -10,11 +10,10 @@
 //! carries over from one decision to the next. See docs/REPLAY.md ("ONES") for what differs from
 //! the artifact.
 
-use super::super::super::cluster::Cluster;
+use super::super::super::cluster::{Cluster, EPS};
 use super::super::allocation::Allocation;
 use super::super::job::ElasticJob;
 use super::super::model::AppModel;
-use super::super::placement::FreePool;
 use super::sampling;
 use super::{DecisionCtx, ElasticPolicy};
 use rand_chacha::ChaCha8Rng;
@@ -873,43 +872,52 @@ impl<'a> Prepared<'a> {
 
     /// Places `counts` on servers: pinned jobs where they are, jobs keeping their GPU count
     /// (and fitting) where they are, the others largest first (best fit on one server, else
-    /// fewest servers); a job that fits nowhere (CPU or memory short) tries lower CPU levels,
-    /// then waits. Rewrites the slot vector server by server.
+    /// the roomiest servers first); a job that fits nowhere (CPU or memory short) tries lower
+    /// CPU levels, then waits. Rewrites the slot vector server by server.
     fn place(&mut self, ind: &mut Ind, counts: &mut [u32]) {
         let ctx = self.ctx;
-        let mut pool = FreePool::new(ctx.cluster);
+        let servers = &ctx.cluster.servers;
+        let mut free = Free {
+            gpus: servers.iter().map(|s| s.gpus).collect(),
+            cpus: servers.iter().map(|s| s.cpus).collect(),
+            mem: servers.iter().map(|s| s.mem_gb).collect(),
+            buckets: vec![Vec::new(); self.max_server_gpus as usize + 1],
+            at: vec![0; servers.len()],
+        };
+        for (s, srv) in servers.iter().enumerate() {
+            free.at[s] = free.buckets[srv.gpus as usize].len();
+            free.buckets[srv.gpus as usize].push(s);
+        }
+        ind.slots.iter_mut().for_each(|s| *s = NONE);
+        let mut cursor = self.first_slot.clone();
         let nj = self.info.len();
-        let mut placed: Vec<Option<Vec<(usize, u32)>>> = vec![None; nj];
         let mut rest: Vec<usize> = Vec::new();
+        let mut scratch: Vec<(usize, u32)> = Vec::new();
         for j in 0..nj {
             if counts[j] == 0 {
                 continue;
             }
             let i = &self.info[j];
             let live = ctx.jobs[j].allocation.as_ref();
-            if i.pinned {
-                let a = live.expect("pinned jobs run");
-                if pool.fits(&a.gpus_per_server, a.cpus_per_gpu, a.mem_gb_per_gpu) {
-                    pool.take(a);
-                    placed[j] = Some(a.gpus_per_server.clone());
-                    ind.level[j] = self.level_of(a.cpus_per_gpu);
-                } else {
-                    counts[j] = 0;
+            let (cp, mp) = match (i.pinned, live) {
+                (true, Some(a)) => (a.cpus_per_gpu, a.mem_gb_per_gpu),
+                _ => self.resources_of(j, ind.level[j]),
+            };
+            if let Some(a) = live
+                && a.gpus() == counts[j]
+                && free.fits(&a.gpus_per_server, cp, mp)
+            {
+                for &(s, g) in &a.gpus_per_server {
+                    free.take(s, g, cp, mp);
+                    put(&mut ind.slots, &mut cursor, s, g, j as u32);
+                }
+                if i.pinned {
+                    ind.level[j] = self.level_of(cp);
                 }
                 continue;
             }
-            let (cp, mp) = self.resources_of(j, ind.level[j]);
-            if let Some(a) = live
-                && a.gpus() == counts[j]
-                && pool.fits(&a.gpus_per_server, cp, mp)
-            {
-                pool.take(&Allocation {
-                    gpus_per_server: a.gpus_per_server.clone(),
-                    global_batch: 0,
-                    cpus_per_gpu: cp,
-                    mem_gb_per_gpu: mp,
-                });
-                placed[j] = Some(a.gpus_per_server.clone());
+            if i.pinned {
+                counts[j] = 0;
                 continue;
             }
             rest.push(j);
@@ -919,14 +927,16 @@ impl<'a> Prepared<'a> {
             let mut level = ind.level[j];
             loop {
                 let (cp, mp) = self.resources_of(j, level);
-                if let Some(g) = pool.place(counts[j], cp, mp, None) {
-                    pool.take(&Allocation {
-                        gpus_per_server: g.clone(),
-                        global_batch: 0,
-                        cpus_per_gpu: cp,
-                        mem_gb_per_gpu: mp,
-                    });
-                    placed[j] = Some(g);
+                let ok = if self.variant.resources {
+                    free.find_scan(counts[j], cp, mp, &mut scratch)
+                } else {
+                    free.find_buckets(counts[j], &mut scratch)
+                };
+                if ok {
+                    for &(s, g) in &scratch {
+                        free.take(s, g, cp, mp);
+                        put(&mut ind.slots, &mut cursor, s, g, j as u32);
+                    }
                     ind.level[j] = level;
                     break;
                 }
@@ -935,18 +945,6 @@ impl<'a> Prepared<'a> {
                     break;
                 }
                 level -= 1;
-            }
-        }
-        ind.slots.iter_mut().for_each(|s| *s = NONE);
-        let mut cursor = self.first_slot.clone();
-        for (j, p) in placed.iter().enumerate() {
-            if let Some(g) = p {
-                for &(s, n) in g {
-                    for _ in 0..n {
-                        ind.slots[cursor[s]] = j as u32;
-                        cursor[s] += 1;
-                    }
-                }
             }
         }
     }
@@ -1043,6 +1041,123 @@ impl<'a> Prepared<'a> {
                 })
             })
             .collect()
+    }
+}
+
+/// Writes `g` slots of server `s` to job `j`.
+fn put(slots: &mut [u32], cursor: &mut [usize], s: usize, g: u32, j: u32) {
+    for _ in 0..g {
+        slots[cursor[s]] = j;
+        cursor[s] += 1;
+    }
+}
+
+/// What is left on each server while an individual is placed, with servers bucketed by free
+/// GPUs (for placements at the proportional share, where GPUs are the only constraint).
+struct Free {
+    gpus: Vec<u32>,
+    cpus: Vec<f64>,
+    mem: Vec<f64>,
+    buckets: Vec<Vec<usize>>,
+    /// Position of each server in its bucket.
+    at: Vec<usize>,
+}
+
+impl Free {
+    fn room(&self, s: usize, c: f64, m: f64) -> u32 {
+        let by = |have: f64, per: f64| {
+            if per > 0.0 {
+                ((have + EPS) / per).floor().clamp(0.0, u32::MAX as f64) as u32
+            } else {
+                u32::MAX
+            }
+        };
+        self.gpus[s]
+            .min(by(self.cpus[s], c))
+            .min(by(self.mem[s], m))
+    }
+
+    fn fits(&self, g: &[(usize, u32)], c: f64, m: f64) -> bool {
+        g.iter()
+            .all(|&(s, n)| s < self.gpus.len() && self.room(s, c, m) >= n)
+    }
+
+    fn take(&mut self, s: usize, g: u32, c: f64, m: f64) {
+        let old = self.gpus[s] as usize;
+        let new = old - g as usize;
+        // Move s from bucket old to bucket new.
+        let k = self.at[s];
+        let last = *self.buckets[old].last().expect("s is in its bucket");
+        self.buckets[old].swap_remove(k);
+        if last != s {
+            self.at[last] = k;
+        }
+        self.at[s] = self.buckets[new].len();
+        self.buckets[new].push(s);
+        self.gpus[s] = new as u32;
+        self.cpus[s] = (self.cpus[s] - g as f64 * c).max(0.0);
+        self.mem[s] = (self.mem[s] - g as f64 * m).max(0.0);
+    }
+
+    /// GPUs only: best fit on one server, else the roomiest servers first.
+    fn find_buckets(&self, n: u32, out: &mut Vec<(usize, u32)>) -> bool {
+        out.clear();
+        let top = self.buckets.len() - 1;
+        if (n as usize) <= top
+            && let Some(b) = (n as usize..=top).find(|&k| !self.buckets[k].is_empty())
+        {
+            // Any server of the tightest bucket (the bucket's order is deterministic).
+            let s = *self.buckets[b].last().expect("non-empty");
+            out.push((s, n));
+            return true;
+        }
+        let mut left = n;
+        for k in (1..=top).rev() {
+            for &s in self.buckets[k].iter().rev() {
+                let g = left.min(k as u32);
+                out.push((s, g));
+                left -= g;
+                if left == 0 {
+                    out.sort_unstable();
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// With CPU and memory: the same rule over every server's room.
+    fn find_scan(&self, n: u32, c: f64, m: f64, out: &mut Vec<(usize, u32)>) -> bool {
+        out.clear();
+        let servers = self.gpus.len();
+        // One server: the fewest free GPUs first, the first whose cores and GB also suffice.
+        let top = self.buckets.len() - 1;
+        for k in (n as usize).min(top + 1)..=top {
+            if let Some(&s) = self.buckets[k]
+                .iter()
+                .rev()
+                .find(|&&s| self.room(s, c, m) >= n)
+            {
+                out.push((s, n));
+                return true;
+            }
+        }
+        let mut rooms: Vec<(u32, usize)> = (0..servers)
+            .map(|s| (self.room(s, c, m), s))
+            .filter(|r| r.0 > 0)
+            .collect();
+        rooms.sort_by_key(|&(r, s)| (std::cmp::Reverse(r), s));
+        let mut left = n;
+        for (r, s) in rooms {
+            let g = left.min(r);
+            out.push((s, g));
+            left -= g;
+            if left == 0 {
+                out.sort_unstable();
+                return true;
+            }
+        }
+        false
     }
 }
 
