@@ -4,6 +4,8 @@
 //! measured data (see docs/REPLAY.md, "Elastic jobs").
 
 pub mod efficiency;
+pub mod fit;
+pub mod reference;
 pub mod resources;
 pub mod step_time;
 

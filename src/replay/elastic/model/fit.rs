@@ -1,0 +1,368 @@
+//! Calibration: fits [`StepTimeModel`] to measured step times and [`EfficiencyModel`] to
+//! measured gradient statistics, and measures how well each reproduces its data.
+//!
+//! Step time, in stages (each stage's data fixes a few parameters; a final joint refinement
+//! corrects what the stages' simplifications leave):
+//! 1. compute: 1-GPU steps (no synchronisation) against the local batch, least squares on the
+//!    relative error;
+//! 2. synchronisation within one server, then across servers: the measured `sync_time` of
+//!    multi-GPU steps against the replicas beyond two, same criterion;
+//! 3. gamma: golden-section search in [1, 10] on the squared log error of the step time;
+//! 4. all seven parameters together: Nelder-Mead on the squared log error of the step time,
+//!    started from stages 1-3 (deterministic: fixed start, fixed iteration budget).
+
+use super::efficiency::EfficiencyModel;
+use super::reference::{StepSample, ValidationCurve};
+use super::step_time::StepTimeModel;
+
+/// Largest gamma the fit considers (Pollux's bound).
+pub const MAX_GAMMA: f64 = 10.0;
+
+/// A fitted step-time model and its relative errors on the data it was fitted to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepTimeFit {
+    pub model: StepTimeModel,
+    pub median_rel_err: f64,
+    pub max_rel_err: f64,
+    pub samples: usize,
+}
+
+/// |predicted - measured| / measured for every sample.
+pub fn step_time_errors(m: &StepTimeModel, data: &[StepSample]) -> Vec<f64> {
+    data.iter()
+        .map(|s| (m.step_time(s.replicas, s.nodes, s.local_batch) - s.step_s).abs() / s.step_s)
+        .collect()
+}
+
+/// Median of a non-empty slice (NaN-free); 0 for an empty one.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Weighted least squares of y ~ a + b x minimising sum ((a + b x - y) / y)^2, with a, b >= 0.
+fn relative_line(points: &[(f64, f64)]) -> (f64, f64) {
+    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(x, y) in points {
+        let w = 1.0 / (y * y).max(1e-18);
+        sw += w;
+        sx += w * x;
+        sy += w * y;
+        sxx += w * x * x;
+        sxy += w * x * y;
+    }
+    if sw == 0.0 {
+        return (0.0, 0.0);
+    }
+    let det = sw * sxx - sx * sx;
+    let (a, b) = if det.abs() > 1e-12 * sw * sxx.max(1e-300) {
+        ((sxx * sy - sx * sxy) / det, (sw * sxy - sx * sy) / det)
+    } else {
+        (sy / sw, 0.0)
+    };
+    if a < 0.0 {
+        // Through the origin: b = sum w x y / sum w x^2.
+        (0.0, if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 })
+    } else if b < 0.0 {
+        (sy / sw, 0.0)
+    } else {
+        (a, b)
+    }
+}
+
+fn log_loss(m: &StepTimeModel, data: &[StepSample]) -> f64 {
+    data.iter()
+        .map(|s| {
+            let t = m.step_time(s.replicas, s.nodes, s.local_batch);
+            if t > 0.0 && t.is_finite() {
+                (t / s.step_s).ln().powi(2)
+            } else {
+                1e6
+            }
+        })
+        .sum()
+}
+
+fn golden(lo: f64, hi: f64, f: impl Fn(f64) -> f64) -> f64 {
+    let r = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (lo, hi);
+    let mut c = b - r * (b - a);
+    let mut d = a + r * (b - a);
+    let (mut fc, mut fd) = (f(c), f(d));
+    for _ in 0..60 {
+        if fc < fd {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - r * (b - a);
+            fc = f(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + r * (b - a);
+            fd = f(d);
+        }
+    }
+    0.5 * (a + b)
+}
+
+/// Minimises `f` from `x0` with the Nelder-Mead simplex (initial steps `step`), at most
+/// `iters` iterations.
+pub fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], step: f64, iters: usize) -> Vec<f64> {
+    let n = x0.len();
+    let mut pts: Vec<Vec<f64>> = vec![x0.to_vec()];
+    for i in 0..n {
+        let mut p = x0.to_vec();
+        p[i] += step;
+        pts.push(p);
+    }
+    let mut vals: Vec<f64> = pts.iter().map(|p| f(p)).collect();
+    for _ in 0..iters {
+        let mut order: Vec<usize> = (0..=n).collect();
+        order.sort_by(|&a, &b| vals[a].total_cmp(&vals[b]));
+        pts = order.iter().map(|&i| pts[i].clone()).collect();
+        vals = order.iter().map(|&i| vals[i]).collect();
+        if (vals[n] - vals[0]).abs() <= 1e-12 * (1.0 + vals[0].abs()) {
+            break;
+        }
+        let centroid: Vec<f64> = (0..n)
+            .map(|j| pts[..n].iter().map(|p| p[j]).sum::<f64>() / n as f64)
+            .collect();
+        let along = |t: f64| -> Vec<f64> {
+            (0..n)
+                .map(|j| centroid[j] + t * (pts[n][j] - centroid[j]))
+                .collect()
+        };
+        let xr = along(-1.0);
+        let fr = f(&xr);
+        if fr < vals[0] {
+            let xe = along(-2.0);
+            let fe = f(&xe);
+            if fe < fr {
+                pts[n] = xe;
+                vals[n] = fe;
+            } else {
+                pts[n] = xr;
+                vals[n] = fr;
+            }
+        } else if fr < vals[n - 1] {
+            pts[n] = xr;
+            vals[n] = fr;
+        } else {
+            let xc = if fr < vals[n] { along(-0.5) } else { along(0.5) };
+            let fc = f(&xc);
+            if fc < vals[n].min(fr) {
+                pts[n] = xc;
+                vals[n] = fc;
+            } else {
+                for i in 1..=n {
+                    for j in 0..n {
+                        pts[i][j] = pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]);
+                    }
+                    vals[i] = f(&pts[i]);
+                }
+            }
+        }
+    }
+    let best = (0..=n).min_by(|&a, &b| vals[a].total_cmp(&vals[b])).unwrap_or(0);
+    pts[best].clone()
+}
+
+/// Floor of the time parameters in the refinement's log space (seconds): zero in effect.
+const TINY_S: f64 = 1e-9;
+
+fn to_params(m: &StepTimeModel) -> Vec<f64> {
+    let l = |x: f64| x.max(TINY_S).ln();
+    vec![
+        l(m.compute_s),
+        l(m.compute_s_per_sample),
+        l(m.sync_local_s),
+        l(m.sync_local_s_per_replica),
+        l(m.sync_node_s),
+        l(m.sync_node_s_per_replica),
+        m.gamma,
+    ]
+}
+
+fn from_params(p: &[f64]) -> StepTimeModel {
+    let e = |x: f64| {
+        let v = x.exp();
+        if v <= 2.0 * TINY_S { 0.0 } else { v }
+    };
+    StepTimeModel {
+        compute_s: e(p[0]),
+        compute_s_per_sample: e(p[1]),
+        sync_local_s: e(p[2]),
+        sync_local_s_per_replica: e(p[3]),
+        sync_node_s: e(p[4]),
+        sync_node_s_per_replica: e(p[5]),
+        gamma: p[6].clamp(1.0, MAX_GAMMA),
+    }
+}
+
+/// Fits the step-time model to `data` (see the module's description). `None` without 1-GPU
+/// samples.
+pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
+    let one: Vec<(f64, f64)> = data
+        .iter()
+        .filter(|s| s.replicas == 1)
+        .map(|s| (s.local_batch, s.step_s))
+        .collect();
+    if one.is_empty() {
+        return None;
+    }
+    let (compute_s, compute_s_per_sample) = relative_line(&one);
+    let sync = |multi_node: bool| {
+        let pts: Vec<(f64, f64)> = data
+            .iter()
+            .filter(|s| s.replicas > 1 && (s.nodes > 1) == multi_node && s.sync_s > 0.0)
+            .map(|s| (s.replicas.saturating_sub(2) as f64, s.sync_s))
+            .collect();
+        relative_line(&pts)
+    };
+    let (sync_local_s, sync_local_s_per_replica) = sync(false);
+    let (sync_node_s, sync_node_s_per_replica) = sync(true);
+    let mut m = StepTimeModel {
+        compute_s,
+        compute_s_per_sample,
+        sync_local_s,
+        sync_local_s_per_replica,
+        sync_node_s,
+        sync_node_s_per_replica,
+        gamma: 1.0,
+    };
+    m.gamma = golden(1.0, MAX_GAMMA, |g| log_loss(&StepTimeModel { gamma: g, ..m }, data));
+    let staged = m;
+    let p = nelder_mead(
+        |p| {
+            let pen = (p[6] - p[6].clamp(1.0, MAX_GAMMA)).powi(2);
+            log_loss(&from_params(p), data) + pen
+        },
+        &to_params(&staged),
+        0.3,
+        4000,
+    );
+    let refined = from_params(&p);
+    let model = if log_loss(&refined, data) <= log_loss(&staged, data) {
+        refined
+    } else {
+        staged
+    };
+    let errs = step_time_errors(&model, data);
+    Some(StepTimeFit {
+        model,
+        median_rel_err: median(&errs),
+        max_rel_err: errs.iter().copied().fold(0.0, f64::max),
+        samples: data.len(),
+    })
+}
+
+/// The final progress every curve reaches (base-batch steps): the least of the curves' last
+/// rows (Pollux's simulator finishes a job at the progress all its curves reach).
+pub fn total_progress(curves: &[ValidationCurve]) -> f64 {
+    curves
+        .iter()
+        .filter_map(|c| c.rows.last().map(|r| r.progress))
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// phi versus progress fraction from the curves: B0 is the smallest curve's batch; phi at each
+/// row start from every curve, and the model's points are the geometric mean over the curves
+/// of the rows that start at the same row index (all curves are recorded at the same progress
+/// points).
+pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<EfficiencyModel> {
+    let pooled = std::env::var("PHI_BASE_ONLY").is_err();
+    let b0u = curves.iter().map(|c| c.batch).min()?;
+    let curves: Vec<ValidationCurve> = curves.iter().filter(|c| pooled || c.batch == b0u).cloned().collect();
+    let curves = &curves[..];
+    let b0 = curves.iter().map(|c| c.batch).min()? as f64;
+    let total = total_progress(curves);
+    if !(total.is_finite() && total > 0.0) {
+        return None;
+    }
+    let rows = curves.iter().map(|c| c.rows.len()).min()?;
+    let mut phi = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let mut logs = Vec::new();
+        let mut starts = Vec::new();
+        for c in curves {
+            let start = if std::env::var("PHI_AT_END").is_ok() { c.rows[i].progress } else if i == 0 { 0.0 } else { c.rows[i - 1].progress };
+            let r = c.rows[i];
+            let p = b0 * r.grad_var / r.grad_sqr;
+            if p.is_finite() && p > 0.0 {
+                logs.push(p.ln());
+                starts.push(start / total);
+            }
+        }
+        if logs.is_empty() {
+            continue;
+        }
+        let f = (median(&starts)).clamp(0.0, 1.0);
+        let g = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+        if phi.last().is_none_or(|&(lf, _): &(f64, f64)| f > lf) {
+            phi.push((f, g));
+        }
+    }
+    if phi.is_empty() {
+        return None;
+    }
+    Some(EfficiencyModel { phi })
+}
+
+/// How well an efficiency model predicts one curve: for each row, the steps the model says a
+/// run at the curve's batch takes to reach the row's progress (integrating
+/// 1 / ((B / B0) E(B, fraction)) over progress), against the measured `iteration`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurveCheck {
+    pub batch: u32,
+    pub median_rel_err: f64,
+    pub max_rel_err: f64,
+}
+
+/// Predicted steps at batch `b` to reach progress `p` (base-batch steps) when the job's total is
+/// `total`.
+pub fn predicted_steps(m: &EfficiencyModel, b: f64, b0: f64, p: f64, total: f64) -> f64 {
+    const N: usize = 400;
+    let h = p / N as f64;
+    let rate = |x: f64| (b / b0) * m.efficiency(b, b0, (x / total).clamp(0.0, 1.0));
+    // Midpoint rule.
+    (0..N).map(|i| h / rate((i as f64 + 0.5) * h)).sum()
+}
+
+/// [`CurveCheck`] for every curve but the base batch's (where prediction is exact by
+/// construction).
+pub fn check_efficiency(m: &EfficiencyModel, curves: &[ValidationCurve]) -> Vec<CurveCheck> {
+    let Some(b0) = curves.iter().map(|c| c.batch).min() else {
+        return Vec::new();
+    };
+    let total = total_progress(curves);
+    curves
+        .iter()
+        .filter(|c| c.batch != b0)
+        .map(|c| {
+            let errs: Vec<f64> = c
+                .rows
+                .iter()
+                .map(|r| {
+                    let pred = predicted_steps(m, c.batch as f64, b0 as f64, r.progress, total);
+                    (pred - r.iteration).abs() / r.iteration
+                })
+                .collect();
+            CurveCheck {
+                batch: c.batch,
+                median_rel_err: median(&errs),
+                max_rel_err: errs.iter().copied().fold(0.0, f64::max),
+            }
+        })
+        .collect()
+}
