@@ -5,7 +5,7 @@
 
 /// phi as a function of the progress fraction: piecewise log-linear through `(fraction, phi)`
 /// points, fraction ascending in [0, 1], phi > 0; constant beyond the ends.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EfficiencyModel {
     pub phi: Vec<(f64, f64)>,
 }

@@ -276,15 +276,14 @@ pub fn total_progress(curves: &[ValidationCurve]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// phi versus progress fraction from the curves: B0 is the smallest curve's batch; phi at each
-/// row start from every curve, and the model's points are the geometric mean over the curves
-/// of the rows that start at the same row index (all curves are recorded at the same progress
-/// points).
+/// phi versus progress fraction from the curves: B0 is the smallest curve's batch; each row's
+/// phi = B0 x grad_var / grad_sqr holds from the previous row's progress on (a row's statistics
+/// are measured over the interval that ends at its progress); the model's point for row i is
+/// the geometric mean over the curves of their row i's phi (every curve is recorded at the same
+/// progress points), at the median of their start fractions. Pooling the curves predicts the
+/// measured iterations better than the base batch's curve alone (docs/REPLAY.md).
 pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<EfficiencyModel> {
-    let pooled = std::env::var("PHI_BASE_ONLY").is_err();
-    let b0u = curves.iter().map(|c| c.batch).min()?;
-    let curves: Vec<ValidationCurve> = curves.iter().filter(|c| pooled || c.batch == b0u).cloned().collect();
-    let curves = &curves[..];
+
     let b0 = curves.iter().map(|c| c.batch).min()? as f64;
     let total = total_progress(curves);
     if !(total.is_finite() && total > 0.0) {
@@ -296,7 +295,7 @@ pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<EfficiencyModel> {
         let mut logs = Vec::new();
         let mut starts = Vec::new();
         for c in curves {
-            let start = if std::env::var("PHI_AT_END").is_ok() { c.rows[i].progress } else if i == 0 { 0.0 } else { c.rows[i - 1].progress };
+            let start = if i == 0 { 0.0 } else { c.rows[i - 1].progress };
             let r = c.rows[i];
             let p = b0 * r.grad_var / r.grad_sqr;
             if p.is_finite() && p > 0.0 {
