@@ -159,7 +159,11 @@ pub fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], step: f64, iters: usiz
             pts[n] = xr;
             vals[n] = fr;
         } else {
-            let xc = if fr < vals[n] { along(-0.5) } else { along(0.5) };
+            let xc = if fr < vals[n] {
+                along(-0.5)
+            } else {
+                along(0.5)
+            };
             let fc = f(&xc);
             if fc < vals[n].min(fr) {
                 pts[n] = xc;
@@ -174,7 +178,9 @@ pub fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], step: f64, iters: usiz
             }
         }
     }
-    let best = (0..=n).min_by(|&a, &b| vals[a].total_cmp(&vals[b])).unwrap_or(0);
+    let best = (0..=n)
+        .min_by(|&a, &b| vals[a].total_cmp(&vals[b]))
+        .unwrap_or(0);
     pts[best].clone()
 }
 
@@ -241,7 +247,9 @@ pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
         sync_node_s_per_replica,
         gamma: 1.0,
     };
-    m.gamma = golden(1.0, MAX_GAMMA, |g| log_loss(&StepTimeModel { gamma: g, ..m }, data));
+    m.gamma = golden(1.0, MAX_GAMMA, |g| {
+        log_loss(&StepTimeModel { gamma: g, ..m }, data)
+    });
     let staged = m;
     let p = nelder_mead(
         |p| {
@@ -283,7 +291,6 @@ pub fn total_progress(curves: &[ValidationCurve]) -> f64 {
 /// progress points), at the median of their start fractions. Pooling the curves predicts the
 /// measured iterations better than the base batch's curve alone (docs/REPLAY.md).
 pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<EfficiencyModel> {
-
     let b0 = curves.iter().map(|c| c.batch).min()? as f64;
     let total = total_progress(curves);
     if !(total.is_finite() && total > 0.0) {
