@@ -9,6 +9,7 @@ use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
 mod elastic_engine;
+mod elastic_search;
 mod semantics;
 mod stepping;
 

@@ -2,9 +2,13 @@
 //! A policy sees the active jobs and the cluster and returns a whole decision; the engine
 //! checks it ([`super::allocation::check`]), applies it and charges reconfigurations.
 
+pub mod evolution;
 pub mod gang;
+pub mod joint;
+pub mod ones;
 pub mod optimus;
 pub mod pollux;
+pub mod sampling;
 pub mod support;
 pub mod tiresias;
 
@@ -67,6 +71,46 @@ pub const ALL: &[(&str, &str, Ctor)] = &[
         "pollux",
         "Pollux-like: goodput-best batch per GPU count, restart-aware speed-up power mean (p=-1)",
         pollux::pollux,
+    ),
+    (
+        "ones",
+        "ONES (SC'21): online evolutionary search over GPU slots, batch by the job's rule",
+        ones::ones,
+    ),
+    (
+        "ones+queue",
+        "ONES whose fitness also counts queued jobs (estimated sum of completion times)",
+        ones::ones_queue,
+    ),
+    (
+        "ones+mutate",
+        "ONES whose mutation also moves GPUs between jobs (not only removes jobs)",
+        ones::ones_mutate,
+    ),
+    (
+        "ones+batch",
+        "ONES with the batch size chosen by goodput instead of the job's rule",
+        ones::ones_batch,
+    ),
+    (
+        "ones+mean",
+        "ONES with the progress predictor's mean instead of a fresh sample per generation",
+        ones::ones_mean,
+    ),
+    (
+        "ones-plus",
+        "ONES with all four improvements (queue, mutate, batch, mean)",
+        ones::ones_plus,
+    ),
+    (
+        "joint",
+        "ones-plus that also chooses each job's CPU and memory per GPU from its matrix",
+        joint::joint,
+    ),
+    (
+        "joint-resources",
+        "CPU and memory per GPU searched, GPUs by the search, batch by the job's rule",
+        joint::joint_resources,
     ),
 ];
 
