@@ -349,7 +349,7 @@ fn horizon_names_unfinished_jobs() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(16))]
     /// Every registered policy, on random jobs: each decision passes the feasibility check
     /// (else the engine fails with an internal error), every job finishes, no earlier than it
     /// could alone on its best allocation.

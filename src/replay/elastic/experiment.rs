@@ -221,8 +221,15 @@ pub fn render(e: &ElasticExperiment) -> String {
         s,
         "seeds:    {seeds} (figures are means over seeds +- their standard deviation; JCT in minutes)"
     );
+    let w = e
+        .policies
+        .iter()
+        .map(|p| p.len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
     let mut header = format!(
-        "{:<10} {:>16} {:>16} {:>14} {:>16} {:>9} {:>7} {:>10}",
+        "{:<w$} {:>16} {:>16} {:>14} {:>16} {:>9} {:>7} {:>10}",
         "policy",
         "mean JCT",
         "p99 JCT",
@@ -242,7 +249,7 @@ pub fn render(e: &ElasticExperiment) -> String {
     };
     for (name, runs) in e.policies.iter().zip(&e.runs) {
         let mut line = format!(
-            "{:<10} {:>16} {:>16} {:>14} {:>16} {:>9.2} {:>6.0}% {:>10.2}",
+            "{:<w$} {:>16} {:>16} {:>14} {:>16} {:>9.2} {:>6.0}% {:>10.2}",
             name,
             pm(per_seed(runs, |x| x.mean_jct_s), 60.0),
             pm(per_seed(runs, |x| x.p99_jct_s), 60.0),
@@ -369,6 +376,22 @@ pub fn jct_cdf(e: &ElasticExperiment) -> Chart {
         .y_label("fraction of jobs")
         .y_range(0.0, 1.0)
         .x_scale(Scale::Log);
+    // 1-2-5 ticks over the JCTs (the log axis's own ticks crowd above 50).
+    let all = e
+        .runs
+        .iter()
+        .flatten()
+        .flat_map(|r| r.jobs.iter().map(|j| j.jct_s / 60.0));
+    let (lo, hi) = all
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    if lo.is_finite() && hi > 0.0 {
+        let ticks: Vec<f64> = (-3..8)
+            .flat_map(|k| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(k)))
+            .filter(|&t| t >= lo / 2.0 && t <= hi * 2.0)
+            .collect();
+        chart = chart.x_ticks(ticks);
+    }
     for (name, runs) in e.policies.iter().zip(&e.runs) {
         let mut v: Vec<f64> = runs
             .iter()
