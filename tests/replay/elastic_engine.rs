@@ -201,6 +201,26 @@ fn exact_completion_time_and_record() {
     assert!((s.gpu_utilization - 500.0 / 1040.0).abs() < 1e-12);
 }
 
+#[test]
+fn step_until_stops_before_the_next_decision_after_t() {
+    let (cluster, models) = (two_servers(), linear_app());
+    let p = policy::by_name("fifo", 0).unwrap();
+    let jobs = vec![job(0, 0.0, 2, 20_000.0), job(1, 10.0, 4, 12_000.0)];
+    let mut r = ElasticReplay::new(jobs, &cluster, &models, p, config(0.0, 0)).unwrap();
+    r.step_until(60.0).unwrap();
+    // Decisions at 0 and 60 ran; job 1 ran out of work at 120 exactly, job 0 has 2000 left.
+    assert_eq!(r.now(), 120.0);
+    assert_eq!(r.decisions().len(), 2);
+    assert_eq!(r.active()[1].finish_s, Some(120.0));
+    assert_eq!(r.active()[0].finish_s, None);
+    assert_eq!(r.active()[0].progress, 200.0 * 90.0);
+    // Finished jobs are released (and recorded) at the next decision.
+    assert!(r.finished().is_empty());
+    r.step_decision().unwrap();
+    assert_eq!(r.finished().len(), 1);
+    assert_eq!(r.active().len(), 1);
+}
+
 /// Plays back a fixed list of decisions for one job.
 struct Script(Vec<Option<Allocation>>, usize);
 impl ElasticPolicy for Script {
