@@ -222,11 +222,18 @@ pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
         return None;
     }
     let (compute_s, compute_s_per_sample) = relative_line(&one);
+    // Measured synchronisation times; where a sample has none, what the step takes beyond
+    // its compute time.
     let sync = |multi_node: bool| {
         let pts: Vec<(f64, f64)> = data
             .iter()
-            .filter(|s| s.replicas > 1 && (s.nodes > 1) == multi_node && s.sync_s > 0.0)
-            .map(|s| (s.replicas.saturating_sub(2) as f64, s.sync_s))
+            .filter(|s| s.replicas > 1 && (s.nodes > 1) == multi_node)
+            .map(|s| {
+                let excess = s.step_s - (compute_s + compute_s_per_sample * s.local_batch);
+                let y = if s.sync_s > 0.0 { s.sync_s } else { excess };
+                (s.replicas.saturating_sub(2) as f64, y)
+            })
+            .filter(|&(_, y)| y > 0.0)
             .collect();
         relative_line(&pts)
     };
@@ -243,12 +250,25 @@ pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
     };
     m.gamma = golden(1.0, MAX_GAMMA, |g| log_loss(&StepTimeModel { gamma: g, ..m }, data));
     let staged = m;
+    // A stage without data leaves a parameter at 0, which the refinement (in log space) could
+    // not leave: start those at a small fraction of the shortest measured step instead.
+    let floor = 1e-3 * data.iter().map(|s| s.step_s).fold(f64::INFINITY, f64::min);
+    let lift = |x: f64| if x > floor { x } else { floor };
+    let start = StepTimeModel {
+        compute_s: lift(m.compute_s),
+        compute_s_per_sample: m.compute_s_per_sample.max(TINY_S),
+        sync_local_s: lift(m.sync_local_s),
+        sync_local_s_per_replica: lift(m.sync_local_s_per_replica),
+        sync_node_s: lift(m.sync_node_s),
+        sync_node_s_per_replica: lift(m.sync_node_s_per_replica),
+        gamma: m.gamma,
+    };
     let p = nelder_mead(
         |p| {
             let pen = (p[6] - p[6].clamp(1.0, MAX_GAMMA)).powi(2);
             log_loss(&from_params(p), data) + pen
         },
-        &to_params(&staged),
+        &to_params(&start),
         0.3,
         4000,
     );
