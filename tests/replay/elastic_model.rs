@@ -126,6 +126,16 @@ fn fit_errors() {
             100.0 * f.max,
             a.step_time
         );
+        let data = calibration::step_samples(&root().join("pollux").join(app)).unwrap();
+        let errs = fit::step_time_errors(&a.step_time, &data);
+        let worst = (0..errs.len()).max_by(|&i, &j| errs[i].total_cmp(&errs[j])).unwrap();
+        let high = errs.iter().filter(|&&e| e > 0.2).count();
+        eprintln!(
+            "{app}: worst {:?} ({:.0}%); {high} of {} steps off by more than 20%",
+            data[worst],
+            100.0 * errs[worst],
+            errs.len()
+        );
         assert!(f.median <= med && f.max <= max, "{app}: {f:?}");
         assert!(f.samples > 100, "{app}");
     }
