@@ -438,3 +438,30 @@ pub fn calibrate(root: &Path) -> Result<Calibration, ReplayError> {
     let ones = calibrate_ones(&pollux, &history, &types, &history_path)?;
     Ok(Calibration { pollux, ones })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_table_loads_with_every_application() {
+        let c = Calibration::builtin();
+        let names: Vec<&str> = c.pollux.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, POLLUX_APPS);
+        let keys: Vec<&str> = c.ones.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ONES_TYPES.map(|t| t.0));
+        assert_eq!(AppModels::builtin().apps.len(), 16);
+    }
+
+    #[test]
+    fn ones_work_scales_with_the_nearest_history_size() {
+        let c = Calibration::builtin();
+        let t = c.ones_type("alexnet-imagenet").unwrap();
+        let w10 = t.work_for(10_000.0).unwrap();
+        let w20 = t.work_for(20_000.0).unwrap();
+        // The history's 20k run took 69 epochs, the 10k run 21.
+        assert!(w20 > 3.0 * w10, "{w10} {w20}");
+        // A size between takes the nearest size's epochs.
+        assert!((t.work_for(11_000.0).unwrap() - 1.1 * w10).abs() < 1e-6 * w10);
+    }
+}

@@ -385,3 +385,67 @@ pub fn check_efficiency(m: &EfficiencyModel, curves: &[ValidationCurve]) -> Vec<
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::elastic::model::reference::ValidationRow;
+
+    #[test]
+    fn relative_line_is_exact_on_a_line_and_never_negative() {
+        let pts: Vec<(f64, f64)> = (1..10).map(|x| (x as f64, 0.5 + 2.0 * x as f64)).collect();
+        let (a, b) = relative_line(&pts);
+        assert!((a - 0.5).abs() < 1e-9 && (b - 2.0).abs() < 1e-9, "{a} {b}");
+        // A falling line is fitted as a constant, not with a negative slope.
+        let falling: Vec<(f64, f64)> = (1..10).map(|x| (x as f64, 20.0 - x as f64)).collect();
+        let (a, b) = relative_line(&falling);
+        assert!(a > 0.0 && b == 0.0, "{a} {b}");
+    }
+
+    #[test]
+    fn nelder_mead_and_golden_find_minima() {
+        let x = nelder_mead(
+            |p| (p[0] - 3.0).powi(2) + 10.0 * (p[1] + 1.0).powi(2),
+            &[0.0, 0.0],
+            0.5,
+            2000,
+        );
+        assert!((x[0] - 3.0).abs() < 1e-4 && (x[1] + 1.0).abs() < 1e-4, "{x:?}");
+        let g = golden(1.0, 10.0, |v| (v - 4.2).powi(2));
+        assert!((g - 4.2).abs() < 1e-6, "{g}");
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    /// Curves generated from a known constant phi are predicted exactly (up to the quadrature)
+    /// and the fit recovers phi.
+    #[test]
+    fn efficiency_fit_recovers_a_constant_phi() {
+        let (phi, b0) = (500.0, 64.0);
+        let curve = |b: f64| {
+            let gain = (b / b0) * (phi + b0) / (phi + b);
+            let rows = (1..=10)
+                .map(|k| {
+                    let progress = 1000.0 * k as f64;
+                    ValidationRow {
+                        progress,
+                        iteration: progress / gain,
+                        metric: 0.0,
+                        grad_sqr: 1.0,
+                        grad_var: phi / b0,
+                    }
+                })
+                .collect();
+            ValidationCurve {
+                batch: b as u32,
+                rows,
+            }
+        };
+        let curves: Vec<ValidationCurve> = [64.0, 256.0, 1024.0].map(curve).into();
+        let m = fit_efficiency(&curves).unwrap();
+        assert!(m.phi.iter().all(|&(_, p)| (p - phi).abs() < 1e-9), "{m:?}");
+        for c in check_efficiency(&m, &curves) {
+            assert!(c.max_rel_err < 1e-9, "{c:?}");
+        }
+    }
+}
