@@ -296,46 +296,98 @@ pub fn total_progress(curves: &[ValidationCurve]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// phi versus progress fraction from the curves: B0 is the smallest curve's batch; each row's
-/// phi = B0 x grad_var / grad_sqr holds from the previous row's progress on (a row's statistics
-/// are measured over the interval that ends at its progress); the model's point for row i is
-/// the geometric mean over the curves of their row i's phi (every curve is recorded at the same
-/// progress points), at the median of their start fractions. Pooling the curves predicts the
-/// measured iterations better than the base batch's curve alone (docs/REPLAY.md).
-pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<EfficiencyModel> {
+/// Where the phi of an efficiency model comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PhiSource {
+    /// phi = B0 x grad_var / grad_sqr as measured: each row's phi holds from the previous row's
+    /// progress on (a row's statistics are measured over the interval that ends at its
+    /// progress); the point for row i is the geometric mean over the curves of their row i's
+    /// phi (every curve is recorded at the same progress points), at the median of their start
+    /// fractions.
+    GradientStatistics,
+    /// The phi that best explains the steps taken: for row i, the phi minimising the squared
+    /// log error of every non-base curve's steps between rows i-1 and i, given the progress
+    /// made (steps = progress x B0 (phi + B) / (B (phi + B0))). Needs two curves or more.
+    Iterations,
+}
 
+/// Fits phi versus progress fraction from the curves with `source`; B0 is the smallest
+/// curve's batch.
+pub fn fit_efficiency_from(curves: &[ValidationCurve], source: PhiSource) -> Option<EfficiencyModel> {
     let b0 = curves.iter().map(|c| c.batch).min()? as f64;
     let total = total_progress(curves);
     if !(total.is_finite() && total > 0.0) {
         return None;
     }
     let rows = curves.iter().map(|c| c.rows.len()).min()?;
-    let mut phi = Vec::with_capacity(rows);
+    let before = |c: &ValidationCurve, i: usize| {
+        if i == 0 {
+            (0.0, 0.0)
+        } else {
+            (c.rows[i - 1].progress, c.rows[i - 1].iteration)
+        }
+    };
+    let mut phi: Vec<(f64, f64)> = Vec::with_capacity(rows);
     for i in 0..rows {
-        let mut logs = Vec::new();
-        let mut starts = Vec::new();
-        for c in curves {
-            let start = if i == 0 { 0.0 } else { c.rows[i - 1].progress };
-            let r = c.rows[i];
-            let p = b0 * r.grad_var / r.grad_sqr;
-            if p.is_finite() && p > 0.0 {
-                logs.push(p.ln());
-                starts.push(start / total);
+        let starts: Vec<f64> = curves.iter().map(|c| before(c, i).0 / total).collect();
+        let f = median(&starts).clamp(0.0, 1.0);
+        let value = match source {
+            PhiSource::GradientStatistics => {
+                let logs: Vec<f64> = curves
+                    .iter()
+                    .map(|c| b0 * c.rows[i].grad_var / c.rows[i].grad_sqr)
+                    .filter(|p| p.is_finite() && *p > 0.0)
+                    .map(f64::ln)
+                    .collect();
+                (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
             }
-        }
-        if logs.is_empty() {
-            continue;
-        }
-        let f = (median(&starts)).clamp(0.0, 1.0);
-        let g = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
-        if phi.last().is_none_or(|&(lf, _): &(f64, f64)| f > lf) {
+            PhiSource::Iterations => {
+                // (batch, progress made, steps taken) over the row's interval.
+                let obs: Vec<(f64, f64, f64)> = curves
+                    .iter()
+                    .filter(|c| c.batch as f64 != b0)
+                    .map(|c| {
+                        let (p0, it0) = before(c, i);
+                        (c.batch as f64, c.rows[i].progress - p0, c.rows[i].iteration - it0)
+                    })
+                    .filter(|&(_, dp, dit)| dp > 0.0 && dit > 0.0)
+                    .collect();
+                (!obs.is_empty()).then(|| {
+                    let loss = |lp: f64| {
+                        let p = lp.exp();
+                        obs.iter()
+                            .map(|&(b, dp, dit)| {
+                                (dp * b0 * (p + b) / (b * (p + b0)) / dit).ln().powi(2)
+                            })
+                            .sum::<f64>()
+                    };
+                    golden(1e-2f64.ln(), 1e10f64.ln(), loss).exp()
+                })
+            }
+        };
+        if let Some(g) = value
+            && phi.last().is_none_or(|&(lf, _)| f > lf)
+        {
             phi.push((f, g));
         }
     }
-    if phi.is_empty() {
-        return None;
-    }
-    Some(EfficiencyModel { phi })
+    (!phi.is_empty()).then_some(EfficiencyModel { phi })
+}
+
+/// The efficiency model of the source whose worst iteration error over the curves is the
+/// smaller (see docs/REPLAY.md for both sources' errors per application).
+pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<(EfficiencyModel, PhiSource)> {
+    let worst = |m: &EfficiencyModel| {
+        check_efficiency(m, curves)
+            .iter()
+            .map(|c| c.max_rel_err)
+            .fold(0.0, f64::max)
+    };
+    [PhiSource::GradientStatistics, PhiSource::Iterations]
+        .into_iter()
+        .filter_map(|s| fit_efficiency_from(curves, s).map(|m| (worst(&m), m, s)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, m, s)| (m, s))
 }
 
 /// How well an efficiency model predicts one curve: for each row, the steps the model says a
@@ -442,10 +494,12 @@ mod tests {
             }
         };
         let curves: Vec<ValidationCurve> = [64.0, 256.0, 1024.0].map(curve).into();
-        let m = fit_efficiency(&curves).unwrap();
-        assert!(m.phi.iter().all(|&(_, p)| (p - phi).abs() < 1e-9), "{m:?}");
-        for c in check_efficiency(&m, &curves) {
-            assert!(c.max_rel_err < 1e-9, "{c:?}");
+        for source in [PhiSource::GradientStatistics, PhiSource::Iterations] {
+            let m = fit_efficiency_from(&curves, source).unwrap();
+            assert!(m.phi.iter().all(|&(_, p)| (p - phi).abs() < 1e-6 * phi), "{m:?}");
+            for c in check_efficiency(&m, &curves) {
+                assert!(c.max_rel_err < 1e-6, "{c:?}");
+            }
         }
     }
 }
