@@ -54,8 +54,7 @@ fn close_step(a: &StepTimeModel, b: &StepTimeModel) -> bool {
 
 fn close_phi(a: &EfficiencyModel, b: &EfficiencyModel) -> bool {
     a.phi.len() == b.phi.len()
-        && a
-            .phi
+        && a.phi
             .iter()
             .zip(&b.phi)
             .all(|(x, y)| close(x.0, y.0) && close(x.1, y.1))
@@ -70,8 +69,16 @@ fn committed_models_match_a_refit() {
     assert_eq!(built.ones.len(), 10, "{stale}");
     for (a, b) in built.pollux.iter().zip(&fresh.pollux) {
         assert_eq!(a.name, b.name, "{stale}");
-        assert!(close_step(&a.step_time, &b.step_time), "{}: {stale}", a.name);
-        assert!(close_phi(&a.efficiency, &b.efficiency), "{}: {stale}", a.name);
+        assert!(
+            close_step(&a.step_time, &b.step_time),
+            "{}: {stale}",
+            a.name
+        );
+        assert!(
+            close_phi(&a.efficiency, &b.efficiency),
+            "{}: {stale}",
+            a.name
+        );
         assert_eq!(a.phi_source, b.phi_source, "{stale}");
         assert_eq!(
             (a.base_batch, a.max_batch, a.max_local_batch),
@@ -84,7 +91,11 @@ fn committed_models_match_a_refit() {
     for (a, b) in built.ones.iter().zip(&fresh.ones) {
         assert_eq!(a.key, b.key, "{stale}");
         assert!(close_step(&a.step_time, &b.step_time), "{}: {stale}", a.key);
-        assert!(close_phi(&a.efficiency, &b.efficiency), "{}: {stale}", a.key);
+        assert!(
+            close_phi(&a.efficiency, &b.efficiency),
+            "{}: {stale}",
+            a.key
+        );
         assert_eq!(a.work.len(), b.work.len(), "{stale}");
         for (x, y) in a.work.iter().zip(&b.work) {
             assert!(close(x.work_samples, y.work_samples), "{}: {stale}", a.key);
@@ -129,7 +140,9 @@ fn fit_errors() {
         );
         let data = calibration::step_samples(&root().join("pollux").join(app)).unwrap();
         let errs = fit::step_time_errors(&a.step_time, &data);
-        let worst = (0..errs.len()).max_by(|&i, &j| errs[i].total_cmp(&errs[j])).unwrap();
+        let worst = (0..errs.len())
+            .max_by(|&i, &j| errs[i].total_cmp(&errs[j]))
+            .unwrap();
         let high = errs.iter().filter(|&&e| e > 0.2).count();
         eprintln!(
             "{app}: worst {:?} ({:.0}%); {high} of {} steps off by more than 20%",
@@ -158,7 +171,11 @@ fn fit_errors() {
                 100.0 * i.median,
                 100.0 * i.max
             );
-            assert!(c.median <= med && c.max <= max, "{app} B {}: {c:?}", c.batch);
+            assert!(
+                c.median <= med && c.max <= max,
+                "{app} B {}: {c:?}",
+                c.batch
+            );
         }
         assert!(a.efficiency_fit.len() >= 4, "{app}");
     }
@@ -372,7 +389,10 @@ fn ones_trace_reads_as_the_artifact_describes() {
     let sst2 = jobs.iter().find(|j| j.app == "bert-sst2").unwrap();
     assert_eq!(sst2.max_batch, 256);
     for j in jobs {
-        assert!(j.work() > 0.0 && j.work() <= 100.0 * j.epoch_samples, "{j:?}");
+        assert!(
+            j.work() > 0.0 && j.work() <= 100.0 * j.epoch_samples,
+            "{j:?}"
+        );
     }
 }
 
@@ -399,20 +419,56 @@ fn adapter_errors_name_file_line_and_expectation() {
     let ones_row = "0,resnet50,imagenet,10000,10,32,5.00E-04,0.008,0.55,16";
     let cases: [(&str, &str, &str); 9] = [
         ("time,model\n", "", "expected header"),
-        (ones::HEADER, "0,resnet99,imagenet,10000,10,32,5e-4,0.008,0.55,16", "known: bert-cola"),
-        (ones::HEADER, "NaN,resnet50,imagenet,10000,10,32,5e-4,0.008,0.55,16", "time"),
-        (ones::HEADER, "0,resnet50,imagenet,-5,10,32,5e-4,0.008,0.55,16", "epoch_size"),
-        (ones::HEADER, "0,resnet50,imagenet,10000,10,32,5e-4,0.0001,0.55,16", "max_lr / lr"),
-        (ones::HEADER, "0,resnet50,imagenet,10000,10,32,5e-4,0.008,0.55,0", "num_gpus"),
-        (ones::HEADER, "0,resnet50,imagenet,10000,10,32,5e-4,0.008,0.55", "expected 10 columns"),
-        (ones::HEADER, "0,resnet50,imagenet,10000,10,32,5e-4,0.008,7,16", "target_acc"),
-        (ones::HEADER, "0,resnet50,imagenet,10000,10,0,5e-4,0.008,0.55,16", "batch_size"),
+        (
+            ones::HEADER,
+            "0,resnet99,imagenet,10000,10,32,5e-4,0.008,0.55,16",
+            "known: bert-cola",
+        ),
+        (
+            ones::HEADER,
+            "NaN,resnet50,imagenet,10000,10,32,5e-4,0.008,0.55,16",
+            "time",
+        ),
+        (
+            ones::HEADER,
+            "0,resnet50,imagenet,-5,10,32,5e-4,0.008,0.55,16",
+            "epoch_size",
+        ),
+        (
+            ones::HEADER,
+            "0,resnet50,imagenet,10000,10,32,5e-4,0.0001,0.55,16",
+            "max_lr / lr",
+        ),
+        (
+            ones::HEADER,
+            "0,resnet50,imagenet,10000,10,32,5e-4,0.008,0.55,0",
+            "num_gpus",
+        ),
+        (
+            ones::HEADER,
+            "0,resnet50,imagenet,10000,10,32,5e-4,0.008,0.55",
+            "expected 10 columns",
+        ),
+        (
+            ones::HEADER,
+            "0,resnet50,imagenet,10000,10,32,5e-4,0.008,7,16",
+            "target_acc",
+        ),
+        (
+            ones::HEADER,
+            "0,resnet50,imagenet,10000,10,0,5e-4,0.008,0.55,16",
+            "batch_size",
+        ),
     ];
     for (k, (header, row, want)) in cases.iter().enumerate() {
         let p = d.path().join(format!("o{k}.csv"));
         std::fs::write(&p, format!("{header}\n{ones_row}\n{row}\n")).unwrap();
         let e = ones::read(&p, cal).unwrap_err().to_string();
-        let line = if header.starts_with("time,model\n") { 1 } else { 3 };
+        let line = if header.starts_with("time,model\n") {
+            1
+        } else {
+            3
+        };
         assert!(
             e.contains(&format!("o{k}.csv:{line}:")) && e.contains(want),
             "{e}"
@@ -430,6 +486,9 @@ fn adapter_errors_name_file_line_and_expectation() {
         let p = d.path().join(format!("p{k}.csv"));
         std::fs::write(&p, format!("{}\n{good}\n{row}\n", pollux::HEADER)).unwrap();
         let e = pollux::read(&p, cal).unwrap_err().to_string();
-        assert!(e.contains(&format!("p{k}.csv:3:")) && e.contains(want), "{e}");
+        assert!(
+            e.contains(&format!("p{k}.csv:3:")) && e.contains(want),
+            "{e}"
+        );
     }
 }

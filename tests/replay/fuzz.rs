@@ -665,10 +665,16 @@ mod elastic {
         for (i, j) in jobs.iter().enumerate() {
             prop_assert_eq!(j.id, i as u64);
             prop_assert!((0.0..=bounds::MAX_TIME_S).contains(&j.arrival_s), "{j:?}");
-            prop_assert!(j.work() > 0.0 && j.work() <= bounds::MAX_WORK_SAMPLES, "{j:?}");
+            prop_assert!(
+                j.work() > 0.0 && j.work() <= bounds::MAX_WORK_SAMPLES,
+                "{j:?}"
+            );
             prop_assert!(j.requested_gpus >= 1, "{j:?}");
             prop_assert!(j.base_batch >= 1 && j.min_batch <= j.max_batch, "{j:?}");
-            prop_assert!(j.epoch_samples.is_finite() && j.epoch_samples > 0.0, "{j:?}");
+            prop_assert!(
+                j.epoch_samples.is_finite() && j.epoch_samples > 0.0,
+                "{j:?}"
+            );
             prop_assert!(cal.app_models().get(&j.app).is_some(), "{j:?}");
             for g in [1, 2, 7, 64] {
                 let b = j.rule_batch(g).unwrap();
@@ -747,7 +753,13 @@ mod elastic {
     #[test]
     fn fuzz_pollux_workload() {
         let apps = prop::sample::select(vec![
-            "bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3", "resnet",
+            "bert",
+            "cifar10",
+            "deepspeech2",
+            "imagenet",
+            "ncf",
+            "yolov3",
+            "resnet",
         ]);
         let row = (
             f("[a-z0-9-]{1,12}".boxed()),

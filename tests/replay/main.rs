@@ -904,5 +904,5 @@ fn out_dir_tables_csv_and_parquet_match_the_summary() {
 
 // Input bounds (regression tests) and fuzzing of every entry point.
 mod bounds;
-mod fuzz;
 mod elastic_model;
+mod fuzz;

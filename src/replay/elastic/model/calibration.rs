@@ -19,7 +19,14 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 /// Pollux's applications, in the order of the table.
-pub const POLLUX_APPS: [&str; 6] = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"];
+pub const POLLUX_APPS: [&str; 6] = [
+    "bert",
+    "cifar10",
+    "deepspeech2",
+    "imagenet",
+    "ncf",
+    "yolov3",
+];
 
 /// GPUs per server of the cluster ONES's history was measured on (4-GPU nodes).
 pub const ONES_GPUS_PER_SERVER: u32 = 4;
@@ -217,10 +224,14 @@ pub fn calibrate_pollux(name: &str, dir: &Path) -> Result<PolluxApp, ReplayError
     };
     let b0 = curves[0].batch;
     let total = fit::total_progress(&curves);
-    let rows = curves.iter().map(|c| c.rows.len()).min().unwrap_or(1).max(1);
-    let local = |pick: fn(f64, f64) -> f64, init: f64| {
-        data.iter().map(|s| s.local_batch).fold(init, pick)
-    };
+    let rows = curves
+        .iter()
+        .map(|c| c.rows.len())
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    let local =
+        |pick: fn(f64, f64) -> f64, init: f64| data.iter().map(|s| s.local_batch).fold(init, pick);
     Ok(PolluxApp {
         name: name.to_owned(),
         base_batch: b0,
@@ -403,10 +414,7 @@ pub fn calibrate_ones(
         distinct.sort_by(f64::total_cmp);
         distinct.dedup();
         for s in distinct {
-            let same: Vec<&&Run> = mine
-                .iter()
-                .filter(|r| r.rows[0].epoch_size == s)
-                .collect();
+            let same: Vec<&&Run> = mine.iter().filter(|r| r.rows[0].epoch_size == s).collect();
             let epochs = same
                 .iter()
                 .map(|r| r.rows[0].total_workload / s)

@@ -159,22 +159,29 @@ pub fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], step: f64, iters: usiz
             pts[n] = xr;
             vals[n] = fr;
         } else {
-            let xc = if fr < vals[n] { along(-0.5) } else { along(0.5) };
+            let xc = if fr < vals[n] {
+                along(-0.5)
+            } else {
+                along(0.5)
+            };
             let fc = f(&xc);
             if fc < vals[n].min(fr) {
                 pts[n] = xc;
                 vals[n] = fc;
             } else {
+                let best = pts[0].clone();
                 for i in 1..=n {
-                    for j in 0..n {
-                        pts[i][j] = pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]);
+                    for (x, b) in pts[i].iter_mut().zip(&best) {
+                        *x = b + 0.5 * (*x - b);
                     }
                     vals[i] = f(&pts[i]);
                 }
             }
         }
     }
-    let best = (0..=n).min_by(|&a, &b| vals[a].total_cmp(&vals[b])).unwrap_or(0);
+    let best = (0..=n)
+        .min_by(|&a, &b| vals[a].total_cmp(&vals[b]))
+        .unwrap_or(0);
     pts[best].clone()
 }
 
@@ -248,7 +255,9 @@ pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
         sync_node_s_per_replica,
         gamma: 1.0,
     };
-    m.gamma = golden(1.0, MAX_GAMMA, |g| log_loss(&StepTimeModel { gamma: g, ..m }, data));
+    m.gamma = golden(1.0, MAX_GAMMA, |g| {
+        log_loss(&StepTimeModel { gamma: g, ..m }, data)
+    });
     let staged = m;
     // A stage without data leaves a parameter at 0, which the refinement (in log space) could
     // not leave: start those at a small fraction of the shortest measured step instead.
@@ -313,7 +322,10 @@ pub enum PhiSource {
 
 /// Fits phi versus progress fraction from the curves with `source`; B0 is the smallest
 /// curve's batch.
-pub fn fit_efficiency_from(curves: &[ValidationCurve], source: PhiSource) -> Option<EfficiencyModel> {
+pub fn fit_efficiency_from(
+    curves: &[ValidationCurve],
+    source: PhiSource,
+) -> Option<EfficiencyModel> {
     let b0 = curves.iter().map(|c| c.batch).min()? as f64;
     let total = total_progress(curves);
     if !(total.is_finite() && total > 0.0) {
@@ -348,7 +360,11 @@ pub fn fit_efficiency_from(curves: &[ValidationCurve], source: PhiSource) -> Opt
                     .filter(|c| c.batch as f64 != b0)
                     .map(|c| {
                         let (p0, it0) = before(c, i);
-                        (c.batch as f64, c.rows[i].progress - p0, c.rows[i].iteration - it0)
+                        (
+                            c.batch as f64,
+                            c.rows[i].progress - p0,
+                            c.rows[i].iteration - it0,
+                        )
                     })
                     .filter(|&(_, dp, dit)| dp > 0.0 && dit > 0.0)
                     .collect();
@@ -462,7 +478,10 @@ mod tests {
             0.5,
             2000,
         );
-        assert!((x[0] - 3.0).abs() < 1e-4 && (x[1] + 1.0).abs() < 1e-4, "{x:?}");
+        assert!(
+            (x[0] - 3.0).abs() < 1e-4 && (x[1] + 1.0).abs() < 1e-4,
+            "{x:?}"
+        );
         let g = golden(1.0, 10.0, |v| (v - 4.2).powi(2));
         assert!((g - 4.2).abs() < 1e-6, "{g}");
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
@@ -496,7 +515,10 @@ mod tests {
         let curves: Vec<ValidationCurve> = [64.0, 256.0, 1024.0].map(curve).into();
         for source in [PhiSource::GradientStatistics, PhiSource::Iterations] {
             let m = fit_efficiency_from(&curves, source).unwrap();
-            assert!(m.phi.iter().all(|&(_, p)| (p - phi).abs() < 1e-6 * phi), "{m:?}");
+            assert!(
+                m.phi.iter().all(|&(_, p)| (p - phi).abs() < 1e-6 * phi),
+                "{m:?}"
+            );
             for c in check_efficiency(&m, &curves) {
                 assert!(c.max_rel_err < 1e-6, "{c:?}");
             }

@@ -17,7 +17,8 @@ use crate::replay::error::ReplayError;
 use crate::replay::workload::for_each_line;
 use std::path::Path;
 
-pub const HEADER: &str = "time,model,task,epoch_size,patience,batch_size,lr,max_lr,target_acc,num_gpus";
+pub const HEADER: &str =
+    "time,model,task,epoch_size,patience,batch_size,lr,max_lr,target_acc,num_gpus";
 
 /// Largest learning-rate cap over base learning rate (ONES's trace uses 4 to 16).
 pub const MAX_SCALE: f64 = 65536.0;
@@ -62,7 +63,9 @@ pub fn read(path: &Path, cal: &Calibration) -> Result<Vec<ElasticJobSpec>, Repla
             return Err(ReplayError::parse(
                 path,
                 n,
-                format!("the largest batch, {max_batch} (max_lr / lr x batch_size), is over {MAX_BATCH}"),
+                format!(
+                    "the largest batch, {max_batch} (max_lr / lr x batch_size), is over {MAX_BATCH}"
+                ),
             ));
         }
         number_in(path, n, &f, 8, "target_acc", 0.0, 1.0)?;
@@ -71,7 +74,11 @@ pub fn read(path: &Path, cal: &Calibration) -> Result<Vec<ElasticJobSpec>, Repla
             .work_for(epoch_size)
             .filter(|w| w.is_finite() && *w > 0.0 && *w <= bounds::MAX_WORK_SAMPLES)
             .ok_or_else(|| {
-                ReplayError::parse(path, n, format!("no usable work for {key} at epoch_size {epoch_size}"))
+                ReplayError::parse(
+                    path,
+                    n,
+                    format!("no usable work for {key} at epoch_size {epoch_size}"),
+                )
             })?;
         jobs.push(ElasticJobSpec {
             id: jobs.len() as u64,

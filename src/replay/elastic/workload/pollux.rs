@@ -27,7 +27,11 @@ pub fn read(path: &Path, cal: &Calibration) -> Result<Vec<ElasticJobSpec>, Repla
         columns(path, n, &f, 5)?;
         let name = f[0].trim();
         if name.is_empty() || name.len() > 256 {
-            return Err(ReplayError::parse(path, n, "name is empty or longer than 256 bytes"));
+            return Err(ReplayError::parse(
+                path,
+                n,
+                "name is empty or longer than 256 bytes",
+            ));
         }
         let arrival_s = number_in(path, n, &f, 1, "time", 0.0, bounds::MAX_TIME_S)?;
         let app_name = f[2].trim();
@@ -36,7 +40,10 @@ pub fn read(path: &Path, cal: &Calibration) -> Result<Vec<ElasticJobSpec>, Repla
             return Err(ReplayError::parse(
                 path,
                 n,
-                format!("unknown application {app_name:?}; known: {}", known.join(", ")),
+                format!(
+                    "unknown application {app_name:?}; known: {}",
+                    known.join(", ")
+                ),
             ));
         };
         let gpus = count_in(path, n, &f, 3, "num_replicas", 1, MAX_GPUS)?;
