@@ -94,6 +94,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Replay(args) if args.is_elastic() => {
+            let experiment = profiler::replay::run_elastic(&args.to_elastic()?)?;
+            print!(
+                "{}",
+                profiler::replay::elastic::experiment::render(&experiment)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay(args) => {
             let progress = ReplayProgress::new();
             let summary = profiler::replay::run_observed(&args.to_options()?, &progress);

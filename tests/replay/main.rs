@@ -8,6 +8,8 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
+mod elastic_engine;
+mod elastic_search;
 mod semantics;
 mod stepping;
 

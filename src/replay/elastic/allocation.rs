@@ -85,9 +85,8 @@ pub fn check(
                 a.gpus()
             )));
         }
-        if !(a.cpus_per_gpu.is_finite() && a.cpus_per_gpu >= 0.0)
-            || !(a.mem_gb_per_gpu.is_finite() && a.mem_gb_per_gpu >= 0.0)
-        {
+        let usable = |x: f64| x.is_finite() && x >= 0.0;
+        if !(usable(a.cpus_per_gpu) && usable(a.mem_gb_per_gpu)) {
             return Err(bad(format!(
                 "CPU {} / memory {} per GPU not finite and non-negative",
                 a.cpus_per_gpu, a.mem_gb_per_gpu

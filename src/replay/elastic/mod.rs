@@ -19,6 +19,8 @@
 //! ONES and Pollux.
 
 pub mod allocation;
+pub mod engine;
+pub mod experiment;
 pub mod job;
 pub mod model;
 pub mod placement;

@@ -2,6 +2,16 @@
 //! A policy sees the active jobs and the cluster and returns a whole decision; the engine
 //! checks it ([`super::allocation::check`]), applies it and charges reconfigurations.
 
+pub mod evolution;
+pub mod gang;
+pub mod joint;
+pub mod ones;
+pub mod optimus;
+pub mod pollux;
+pub mod sampling;
+pub mod support;
+pub mod tiresias;
+
 use super::super::cluster::Cluster;
 use super::allocation::Allocation;
 use super::job::ElasticJob;
@@ -31,7 +41,78 @@ pub trait ElasticPolicy: Send {
 pub type Ctor = fn(seed: u64) -> Box<dyn ElasticPolicy>;
 
 /// Every elastic policy: (name, one-line description, constructor).
-pub const ALL: &[(&str, &str, Ctor)] = &[];
+pub const ALL: &[(&str, &str, Ctor)] = &[
+    (
+        "fifo",
+        "gang at the requested GPUs and own batch, arrival order, non-preemptive, backfilling",
+        gang::fifo,
+    ),
+    (
+        "srtf",
+        "gang at the requested GPUs, shortest estimated remaining time first, preemptive",
+        gang::srtf,
+    ),
+    (
+        "las",
+        "gang at the requested GPUs, least attained GPU-seconds first, preemptive",
+        gang::las,
+    ),
+    (
+        "tiresias",
+        "Tiresias: 2D discretised LAS, 2 queues split at 16 GPU-hours, FIFO within, gang",
+        tiresias::tiresias,
+    ),
+    (
+        "optimus",
+        "Optimus+Oracle-like: one GPU at a time to the largest drop of remaining time, own batch",
+        optimus::optimus,
+    ),
+    (
+        "pollux",
+        "Pollux-like: goodput-best batch per GPU count, restart-aware speed-up power mean (p=-1)",
+        pollux::pollux,
+    ),
+    (
+        "ones",
+        "ONES (SC'21): online evolutionary search over GPU slots, batch by the job's rule",
+        ones::ones,
+    ),
+    (
+        "ones+queue",
+        "ONES whose fitness also counts queued jobs (estimated sum of completion times)",
+        ones::ones_queue,
+    ),
+    (
+        "ones+mutate",
+        "ONES whose mutation also moves GPUs between jobs (not only removes jobs)",
+        ones::ones_mutate,
+    ),
+    (
+        "ones+batch",
+        "ONES with the batch size chosen by goodput instead of the job's rule",
+        ones::ones_batch,
+    ),
+    (
+        "ones+mean",
+        "ONES with the progress predictor's mean instead of a fresh sample per generation",
+        ones::ones_mean,
+    ),
+    (
+        "ones-plus",
+        "ONES with all four improvements (queue, mutate, batch, mean)",
+        ones::ones_plus,
+    ),
+    (
+        "joint",
+        "ones-plus that also chooses each job's CPU and memory per GPU from its matrix",
+        joint::joint,
+    ),
+    (
+        "joint-resources",
+        "CPU and memory per GPU searched, GPUs by the search, batch by the job's rule",
+        joint::joint_resources,
+    ),
+];
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn ElasticPolicy>> {
     ALL.iter().find(|p| p.0 == name).map(|p| (p.2)(seed))
