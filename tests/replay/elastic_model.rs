@@ -492,3 +492,64 @@ fn adapter_errors_name_file_line_and_expectation() {
         );
     }
 }
+
+/// The adapters and the table drive the elastic engine end to end: ONES's first 50 jobs on
+/// ONES's 64 GPUs (every registered policy) and the first 40 jobs of Pollux's first workload on
+/// its 64 GPUs (four policies; the whole workload takes a minute in a debug build), one seed.
+/// Every job finishes, and no policy's mean JCT is below what the jobs would take alone at
+/// their requested GPUs with no queueing divided by 20 (a sanity bound on the model's scale).
+#[test]
+fn adapters_drive_the_elastic_engine() {
+    use profiler::replay::cluster::ClusterSpec;
+    use profiler::replay::elastic::experiment::{ElasticOptions, render, run};
+    use profiler::replay::elastic::policy;
+    let cal = Calibration::builtin();
+    let models = AppModels::builtin();
+    let mut ones_jobs = ones_jobs().to_vec();
+    ones_jobs.truncate(50);
+    let mut pollux_jobs =
+        pollux::read(&repo("workloads/traces/pollux/workload-1.csv"), cal).unwrap();
+    pollux_jobs.truncate(40);
+    let all: Vec<String> = policy::ALL.iter().map(|p| p.0.to_owned()).collect();
+    let some: Vec<String> = ["tiresias", "optimus", "pollux", "ones"]
+        .iter()
+        .filter(|p| all.iter().any(|a| a == *p))
+        .map(|p| p.to_string())
+        .collect();
+    for (jobs, cluster, policies) in [
+        (ones_jobs, "ones-64", all.clone()),
+        (pollux_jobs, "pollux-64", some),
+    ] {
+        let opts = ElasticOptions {
+            cluster: ClusterSpec::builtin(cluster).unwrap(),
+            policies,
+            first_seed: 0,
+            seeds: 1,
+            engine: Default::default(),
+            versus: vec![],
+            out_dir: None,
+        };
+        let started = std::time::Instant::now();
+        let e = run(&opts, &jobs, &models, cluster).unwrap();
+        eprintln!("{}({:.1} s)", render(&e), started.elapsed().as_secs_f64());
+        let alone: f64 = jobs
+            .iter()
+            .map(|j| {
+                let m = models.get(&j.app).unwrap();
+                let g = j.requested_gpus.min(64);
+                let b = j.rule_batch(g).unwrap_or(j.base_batch * g);
+                j.work() / m.goodput(g, g.div_ceil(4), b, j.base_batch, 0.5)
+            })
+            .sum::<f64>()
+            / jobs.len() as f64;
+        for r in e.runs.iter().flatten() {
+            assert_eq!(r.summary.jobs, jobs.len());
+            assert!(
+                r.summary.mean_jct_s > alone / 20.0,
+                "{}: {} vs alone {alone}",
+                r.summary.policy,
+                r.summary.mean_jct_s
+            );
+        }
+    }
+}
