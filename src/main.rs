@@ -3,6 +3,7 @@ use clap::Parser;
 use profiler::cli::{Cli, Command};
 use profiler::harness::{signals, sweep, validate};
 use profiler::matrix::{load_matrix, render_cells, render_demands, render_summary};
+use profiler::output::grid_progress::GridProgress;
 use profiler::output::progress::SweepProgress;
 use profiler::output::replay_progress::ReplayProgress;
 use std::process::ExitCode;
@@ -92,6 +93,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for p in &written {
                 println!("wrote {}", p.display());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay(args) if args.grid.grid.is_some() => {
+            let progress = GridProgress::new();
+            let out = profiler::replay::grid::cli::run(
+                &args.grid,
+                args.out.as_deref(),
+                &progress,
+                &mut |line| eprintln!("{line}"),
+            );
+            progress.finish();
+            print!("{}", out?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay(args) => {

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cluster;
 pub mod engine;
 pub mod error;
+pub mod grid;
 pub mod job;
 pub mod mechanism;
 pub mod metrics;

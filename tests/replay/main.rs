@@ -8,6 +8,7 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
+mod grid;
 mod semantics;
 mod stepping;
 
