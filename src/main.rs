@@ -104,8 +104,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &mut |line| eprintln!("{line}"),
             );
             progress.finish();
-            print!("{}", out?);
-            Ok(ExitCode::SUCCESS)
+            match out {
+                Err(e @ profiler::replay::grid::GridError::Interrupted(_)) => {
+                    eprintln!("{e}");
+                    Ok(ExitCode::from(130))
+                }
+                out => {
+                    print!("{}", out?);
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
         }
         Command::Replay(args) => {
             let progress = ReplayProgress::new();

@@ -5,18 +5,9 @@
 use profiler::replay::grid::{self, GridError, GridSpec, local::Unobserved};
 use std::path::{Path, PathBuf};
 
-/// 2 clusters x 5 loads x 5 seeds x 2 schemes = 100 small synthetic scenarios.
-pub const GRID_100: &str = r#"
-clusters = ["synergy-1", "synergy-2"]
-loads = [2, 4, 6, 8, 10]
-seeds = [0, 1, 2, 3, 4]
-schemes = ["fifo+proportional", "srtf+tune"]
-
-[settings]
-jobs = 15
-duration = "exp:60"
-gpu_demand = "1:3,2:1"
-"#;
+/// 2 clusters x 5 loads x 5 seeds x 2 schemes = 100 small synthetic scenarios (also run as a
+/// Slurm array by `tests/slurm/grid.rs`).
+const GRID_100: &str = include_str!("../data/grid-100.toml");
 
 fn write_grid(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join("grid.toml");
@@ -25,7 +16,7 @@ fn write_grid(dir: &Path, text: &str) -> PathBuf {
 }
 
 /// Runs a grid's chunks as the array tasks would, in reverse order, then merges them.
-pub fn run_as_chunks(grid: &GridSpec, chunk: usize, out: &Path) {
+fn run_as_chunks(grid: &GridSpec, chunk: usize, out: &Path) {
     let tasks = grid::expand::chunk_count(grid.len(), chunk);
     for i in (0..tasks).rev() {
         grid::run_chunk(grid, chunk, i, 2, &Unobserved, out).unwrap();

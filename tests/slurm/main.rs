@@ -7,6 +7,7 @@
 //! `flock /tmp/measure.lock cargo test --test slurm`.
 
 mod cluster;
+mod grid;
 mod steps;
 
 use cluster::Cluster;
@@ -40,5 +41,7 @@ fn slurm_scenarios() {
     let cluster = Cluster::up(|_| {});
     steps::node_is_idle_with_fake_gpus(&cluster);
     steps::steps_are_confined_by_cgroups(&cluster);
+    grid::grid_as_job_array_matches_the_local_run(&cluster);
+    grid::ctrl_c_cancels_the_array_and_the_merge(&cluster);
     cluster.down();
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Default scenarios per Slurm array task.
 pub const DEFAULT_CHUNK: usize = 10;
 
-#[derive(clap::Args, Debug, Clone, PartialEq, Default)]
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct GridArgs {
     /// Run every scenario of a grid file (clusters x loads or traces x splits x seeds x
     /// schemes, see docs/REPLAY.md "Scenario grids") instead of one replay; with --out, writes
@@ -32,6 +32,10 @@ pub struct GridArgs {
     /// Grid with --slurm: CPUs per array task (each task replays that many scenarios at once).
     #[arg(long, requires = "slurm", default_value_t = 1)]
     pub cpus_per_task: usize,
+    /// Grid with --slurm: memory per array task and for the merge job, in Slurm's syntax
+    /// (`2G`, `500M`); `none` leaves it to the cluster's default (which may be a whole node).
+    #[arg(long, requires = "slurm", default_value = "2G")]
+    pub mem_per_task: String,
     /// Grid: scenarios per Slurm array task.
     #[arg(long, requires = "grid", default_value_t = DEFAULT_CHUNK)]
     pub chunk: usize,
@@ -103,6 +107,7 @@ pub fn run(
             partition: args.partition.clone(),
             chunk: args.chunk,
             cpus_per_task: args.cpus_per_task.max(1),
+            mem: (args.mem_per_task != "none").then(|| args.mem_per_task.clone()),
             profiler: std::env::current_exe().map_err(|e| {
                 GridError::Slurm(format!("finding the profiler binary to run: {e}"))
             })?,

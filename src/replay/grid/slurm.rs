@@ -27,6 +27,9 @@ pub struct SlurmOptions {
     pub chunk: usize,
     /// CPUs per task (`--cpus-per-task`); each task replays that many scenarios at once.
     pub cpus_per_task: usize,
+    /// Memory per task (`--mem`, Slurm's syntax: `2G`, `500M`). Without one, a cluster with no
+    /// default memory per CPU gives each task the whole node, and tasks run one at a time.
+    pub mem: Option<String>,
     /// The profiler binary the tasks run (default: this one).
     pub profiler: PathBuf,
 }
@@ -53,6 +56,9 @@ pub fn array_script(grid: &Path, out: &Path, tasks: usize, opts: &SlurmOptions) 
     let mut s = String::from("#!/bin/sh\n#SBATCH --job-name=profiler-grid\n");
     s += &format!("#SBATCH --array=0-{}\n", tasks.saturating_sub(1));
     s += &format!("#SBATCH --cpus-per-task={}\n", opts.cpus_per_task);
+    if let Some(m) = &opts.mem {
+        s += &format!("#SBATCH --mem={m}\n");
+    }
     s += &format!(
         "#SBATCH --output={}\n",
         out.join("slurm").join("task-%a.out").display()
@@ -80,6 +86,9 @@ pub fn merge_script(grid: &Path, out: &Path, opts: &SlurmOptions) -> String {
     );
     if let Some(p) = &opts.partition {
         s += &format!("#SBATCH --partition={p}\n");
+    }
+    if let Some(m) = &opts.mem {
+        s += &format!("#SBATCH --mem={m}\n");
     }
     s += &format!(
         "exec {} replay --grid {} --chunk {} --merge-parts --out {}\n",
@@ -127,6 +136,21 @@ fn scancel(ids: &[&str]) {
         .status();
 }
 
+/// Values that go into `#SBATCH` lines: a partition list or a memory size, nothing that could
+/// end the line or the option.
+fn check_value(what: &str, v: &str) -> Result<(), GridError> {
+    if v.is_empty()
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.,-".contains(&b))
+    {
+        return Err(GridError::Slurm(format!(
+            "{what} {v:?}: expected letters, digits and _ . , - only"
+        )));
+    }
+    Ok(())
+}
+
 /// Submits the array and the merge job, then waits for the merge to finish. `log` gets one
 /// line per step (job ids, where the logs go).
 pub fn submit_and_wait(
@@ -138,6 +162,12 @@ pub fn submit_and_wait(
     log: &mut dyn FnMut(&str),
 ) -> Result<Submission, GridError> {
     use super::super::ReplayError;
+    if let Some(p) = &opts.partition {
+        check_value("partition", p)?;
+    }
+    if let Some(m) = &opts.mem {
+        check_value("memory per task", m)?;
+    }
     // Tasks may start anywhere: every path they see is absolute.
     let grid = std::path::absolute(grid).map_err(ReplayError::io(grid))?;
     std::fs::create_dir_all(out).map_err(ReplayError::io(out))?;
@@ -256,6 +286,7 @@ mod tests {
             partition: Some("debug".into()),
             chunk: 7,
             cpus_per_task: 2,
+            mem: Some("3G".into()),
             profiler: "/opt/bin/profiler".into(),
         }
     }
@@ -267,6 +298,7 @@ mod tests {
         assert!(s.contains("#SBATCH --array=0-14\n"), "{s}");
         assert!(s.contains("#SBATCH --partition=debug\n"), "{s}");
         assert!(s.contains("#SBATCH --cpus-per-task=2\n"), "{s}");
+        assert!(s.contains("#SBATCH --mem=3G\n"), "{s}");
         assert!(s.contains("#SBATCH --output=/o/slurm/task-%a.out\n"), "{s}");
         assert!(
             s.contains(
@@ -278,6 +310,15 @@ mod tests {
         let m = merge_script(Path::new("/g/x.toml"), Path::new("/o"), &opts());
         assert!(m.contains("--chunk 7 --merge-parts --out '/o'"), "{m}");
         assert!(m.contains("#SBATCH --output=/o/slurm/merge.out"), "{m}");
+    }
+
+    #[test]
+    fn sbatch_values_cannot_break_the_script() {
+        assert!(check_value("partition", "gpu,debug").is_ok());
+        assert!(check_value("memory per task", "2G").is_ok());
+        for bad in ["", "a b", "x\n#SBATCH --uid=0", "$(id)"] {
+            assert!(check_value("partition", bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
