@@ -34,17 +34,22 @@ Examples:
 
   # Elastic jobs (batch and GPUs change while they run): ONES's scenario, the first 50 jobs
   # of its trace on 64 GPUs (ones-64), every elastic policy, 5 seeds, reductions vs two
-  profiler replay --elastic all --elastic-trace ones:workloads/elastic/ones/trace_1.csv \
+  profiler replay --elastic all --elastic-trace ones:workloads/traces/ones/trace_1.csv \\
       --first 50 --seeds 5 --versus tiresias,optimus -o results/ones/
 
   # Pollux's workload 1 on Pollux's testbed (pollux-64, the default for a pollux trace), no
   # throughput noise, decisions every 60 s, 30 s per restart (the defaults)
-  profiler replay --elastic pollux,optimus,tiresias \
-      --elastic-trace pollux:workloads/elastic/pollux/workload-1.csv --noise 0
+  profiler replay --elastic pollux,optimus,tiresias \\
+      --elastic-trace pollux:workloads/traces/pollux/workload-1.csv --noise 0
 
   # Stop after 30 simulated days (default 365d); jobs unfinished then are an error naming
   # them and their trace lines
   profiler replay --trace philly_jobs.csv --horizon 30d
+
+  # A scenario grid (clusters x loads x splits x seeds x schemes, docs/REPLAY.md): locally on
+  # every CPU, then the same grid as a Slurm job array of 10 scenarios per task
+  profiler replay --grid workloads/grids/load-sweep.toml --out sweep/
+  profiler replay --grid workloads/grids/load-sweep.toml --slurm --partition debug --out /shared/sweep/
 
 Cluster TOML:
   [[group]]
@@ -201,6 +206,8 @@ pub struct ReplayArgs {
     /// w: `3600`, `36h`, `365d`.
     #[arg(long, default_value = "365d")]
     pub horizon: String,
+    #[command(flatten)]
+    pub grid: super::grid::cli::GridArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -408,7 +408,7 @@ impl std::str::FromStr for ElasticTrace {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "{s:?}: expected KIND:PATH with KIND ones or pollux, e.g. ones:workloads/elastic/ones/trace_1.csv"
+                "{s:?}: expected KIND:PATH with KIND ones or pollux, e.g. ones:workloads/traces/ones/trace_1.csv"
             )
         };
         let (k, p) = s.split_once(':').ok_or_else(bad)?;
@@ -446,13 +446,14 @@ pub struct ElasticRun {
     pub first: Option<usize>,
 }
 
-/// Reads an elastic trace and the application models its jobs use.
+/// Reads an elastic trace with the built-in calibration, and the application models.
 pub fn load_trace(trace: &ElasticTrace) -> Result<(Vec<ElasticJobSpec>, AppModels), ReplayError> {
-    Err(ReplayError::Options(format!(
-        "{}: the {:?} trace adapter is not part of this build",
-        trace.path.display(),
-        trace.kind
-    )))
+    let cal = super::model::calibration::Calibration::builtin();
+    let jobs = match trace.kind {
+        TraceKind::Ones => super::workload::ones::read(&trace.path, cal)?,
+        TraceKind::Pollux => super::workload::pollux::read(&trace.path, cal)?,
+    };
+    Ok((jobs, cal.app_models()))
 }
 
 /// Loads the trace, keeps its first `run.first` jobs (by arrival) and runs the experiment.

@@ -133,13 +133,13 @@ impl ElasticPolicy for Pollux {
         let mut free = total;
         loop {
             let mut best: Option<(f64, usize, u32)> = None;
-            for i in 0..n {
-                if let Some(h) = next_up(i, greedy[i]) {
-                    let need = h - greedy[i];
+            for (i, &gi) in greedy.iter().enumerate() {
+                if let Some(h) = next_up(i, gi) {
+                    let need = h - gi;
                     if need > free {
                         continue;
                     }
-                    let gain = (cost_of(i, greedy[i]) - cost_of(i, h)) / need as f64;
+                    let gain = (cost_of(i, gi) - cost_of(i, h)) / need as f64;
                     if gain > 1e-12 && best.is_none_or(|b| gain > b.0) {
                         best = Some((gain, i, h));
                     }
@@ -161,16 +161,16 @@ impl ElasticPolicy for Pollux {
                     } else {
                         0.0
                     };
-                    for b in 0..n {
+                    for (b, &cb) in c.iter().enumerate() {
                         if b == a {
                             continue;
                         }
-                        let Some(hb) = next_up(b, c[b]) else { continue };
-                        let need = hb - c[b];
+                        let Some(hb) = next_up(b, cb) else { continue };
+                        let need = hb - cb;
                         if need > free + freed {
                             continue;
                         }
-                        let db = cost_of(b, hb) - cost_of(b, c[b]);
+                        let db = cost_of(b, hb) - cost_of(b, cb);
                         // Take from a only when b needs more than the free GPUs.
                         let delta = if need <= free {
                             db
