@@ -46,6 +46,11 @@ Examples:
   # them and their trace lines
   profiler replay --trace philly_jobs.csv --horizon 30d
 
+  # A scenario grid (clusters x loads x splits x seeds x schemes, docs/REPLAY.md): locally on
+  # every CPU, then the same grid as a Slurm job array of 10 scenarios per task
+  profiler replay --grid workloads/grids/load-sweep.toml --out sweep/
+  profiler replay --grid workloads/grids/load-sweep.toml --slurm --partition debug --out /shared/sweep/
+
 Cluster TOML:
   [[group]]
   count = 16        # servers
@@ -201,6 +206,8 @@ pub struct ReplayArgs {
     /// w: `3600`, `36h`, `365d`.
     #[arg(long, default_value = "365d")]
     pub horizon: String,
+    #[command(flatten)]
+    pub grid: super::grid::cli::GridArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod elastic;
 pub mod engine;
 pub mod error;
+pub mod grid;
 pub mod job;
 pub mod mechanism;
 pub mod metrics;

@@ -79,6 +79,7 @@ fn committed_models_match_a_refit() {
             "{}: {stale}",
             a.name
         );
+        assert_eq!(a.phi_source, b.phi_source, "{stale}");
         assert_eq!(
             (a.base_batch, a.max_batch, a.max_local_batch),
             (b.base_batch, b.max_batch, b.max_local_batch),
@@ -114,14 +115,14 @@ const STEP_BOUNDS: [(&str, f64, f64); 6] = [
 ];
 
 /// Measured bounds of the efficiency model: median and max relative error of the predicted
-/// iterations over every row of every curve but the base batch's.
+/// iterations over every row of every curve but the base batch's (the chosen phi source's).
 const EFFICIENCY_BOUNDS: [(&str, f64, f64); 6] = [
-    ("bert", 0.04, 0.05),
-    ("cifar10", 0.22, 0.76),
+    ("bert", 0.02, 0.02),
+    ("cifar10", 0.05, 0.22),
     ("deepspeech2", 0.05, 0.18),
-    ("imagenet", 0.13, 0.74),
+    ("imagenet", 0.04, 0.33),
     ("ncf", 0.01, 0.03),
-    ("yolov3", 0.47, 4.6),
+    ("yolov3", 0.05, 0.34),
 ];
 
 #[test]
@@ -137,17 +138,38 @@ fn fit_errors() {
             100.0 * f.max,
             a.step_time
         );
+        let data = calibration::step_samples(&root().join("pollux").join(app)).unwrap();
+        let errs = fit::step_time_errors(&a.step_time, &data);
+        let worst = (0..errs.len())
+            .max_by(|&i, &j| errs[i].total_cmp(&errs[j]))
+            .unwrap();
+        let high = errs.iter().filter(|&&e| e > 0.2).count();
+        eprintln!(
+            "{app}: worst {:?} ({:.0}%); {high} of {} steps off by more than 20%",
+            data[worst],
+            100.0 * errs[worst],
+            errs.len()
+        );
         assert!(f.median <= med && f.max <= max, "{app}: {f:?}");
         assert!(f.samples > 100, "{app}");
     }
     for (app, med, max) in EFFICIENCY_BOUNDS {
         let a = cal.pollux_app(app).unwrap();
-        for c in &a.efficiency_fit {
+        eprintln!("{app}: phi from {:?}", a.phi_source);
+        for (c, (g, i)) in a.efficiency_fit.iter().zip(
+            a.efficiency_fit_gradient_statistics
+                .iter()
+                .zip(&a.efficiency_fit_iterations),
+        ) {
             eprintln!(
-                "{app}: B {}: iterations median {:.1}%, max {:.1}%",
+                "{app}: B {}: iterations median {:.1}%, max {:.1}% (gradient statistics {:.1}%, {:.1}%; iterations {:.1}%, {:.1}%)",
                 c.batch,
                 100.0 * c.median,
-                100.0 * c.max
+                100.0 * c.max,
+                100.0 * g.median,
+                100.0 * g.max,
+                100.0 * i.median,
+                100.0 * i.max
             );
             assert!(
                 c.median <= med && c.max <= max,
@@ -173,9 +195,16 @@ fn fit_errors() {
     }
 }
 
-/// The staged fit recovers a model it generated the data from.
+/// The staged fit recovers a model it generated the data from, with and without the measured
+/// synchronisation times (without them the refinement alone finds the synchronisation).
 #[test]
 fn step_time_fit_recovers_a_known_model() {
+    for with_sync in [true, false] {
+        recover(with_sync);
+    }
+}
+
+fn recover(with_sync: bool) {
     let truth = StepTimeModel {
         compute_s: 0.02,
         compute_s_per_sample: 0.001,
@@ -189,17 +218,23 @@ fn step_time_fit_recovers_a_known_model() {
     for &(n, nodes) in &[(1, 1), (2, 1), (4, 1), (8, 2), (16, 4), (32, 8)] {
         for &b in &[16.0, 64.0, 256.0, 1024.0] {
             let t = truth.step_time(n, nodes, b);
+            let beyond = n.saturating_sub(2) as f64;
+            let sync = match (n, nodes) {
+                (1, _) => 0.0,
+                (_, 1) => truth.sync_local_s + truth.sync_local_s_per_replica * beyond,
+                _ => truth.sync_node_s + truth.sync_node_s_per_replica * beyond,
+            };
             data.push(reference::StepSample {
                 replicas: n,
                 nodes,
                 local_batch: b,
                 step_s: t,
-                sync_s: 0.0,
+                sync_s: if with_sync { sync } else { 0.0 },
             });
         }
     }
     let f = fit::fit_step_time(&data).unwrap();
-    assert!(f.max_rel_err < 0.01, "{f:?}");
+    assert!(f.max_rel_err < 0.02, "with_sync {with_sync}: {f:?}");
 }
 
 /// ONES's per-GPU throughputs at the GPU counts the history has are matched by one time scale
@@ -248,20 +283,40 @@ fn builtin_models_cover_every_trace_application() {
     }
 }
 
-/// Throughput grows with GPUs on one server where the data says so (every application's
-/// measured 1 -> 2 -> 4 GPU steps on one server do, at the base batch per GPU).
+/// Throughput grows with GPUs on one server where the data says so: at every local batch where
+/// Pollux measured 1, 2, 3 and 4 GPUs on one server (and the measured throughput grows, which it
+/// does everywhere), so does the model's; ONES's types at their base batch likewise.
 #[test]
 fn throughput_grows_with_gpus_on_one_server() {
     let models = AppModels::builtin();
     let cal = Calibration::builtin();
     for a in &cal.pollux {
         let m = models.get(&a.name).unwrap();
-        let local = (a.base_batch as f64).min(a.max_local_batch as f64);
-        let x: Vec<f64> = [1, 2, 3, 4]
-            .iter()
-            .map(|&g| m.throughput(g, 1, local))
-            .collect();
-        assert!(x.windows(2).all(|w| w[1] >= w[0]), "{}: {x:?}", a.name);
+        let data = calibration::step_samples(&root().join("pollux").join(&a.name)).unwrap();
+        let mut batches: Vec<f64> = data.iter().map(|s| s.local_batch).collect();
+        batches.sort_by(f64::total_cmp);
+        batches.dedup();
+        let mut checked = 0;
+        for b in batches {
+            let measured: Vec<f64> = (1..=4)
+                .filter_map(|g| {
+                    data.iter()
+                        .find(|s| s.replicas == g && s.nodes == 1 && s.local_batch == b)
+                        .map(|s| g as f64 * b / s.step_s)
+                })
+                .collect();
+            if measured.len() < 4 || measured.windows(2).any(|w| w[1] < w[0]) {
+                continue;
+            }
+            let x: Vec<f64> = (1..=4).map(|g| m.throughput(g, 1, b)).collect();
+            assert!(
+                x.windows(2).all(|w| w[1] >= w[0]),
+                "{} at {b}: {x:?}",
+                a.name
+            );
+            checked += 1;
+        }
+        assert!(checked >= 5, "{}: {checked} batches", a.name);
     }
     for t in &cal.ones {
         let m = models.get(&t.key).unwrap();
@@ -455,5 +510,66 @@ fn adapter_errors_name_file_line_and_expectation() {
             e.contains(&format!("p{k}.csv:3:")) && e.contains(want),
             "{e}"
         );
+    }
+}
+
+/// The adapters and the table drive the elastic engine end to end: ONES's first 50 jobs on
+/// ONES's 64 GPUs (every registered policy) and the first 40 jobs of Pollux's first workload on
+/// its 64 GPUs (four policies; the whole workload takes a minute in a debug build), one seed.
+/// Every job finishes, and no policy's mean JCT is below what the jobs would take alone at
+/// their requested GPUs with no queueing divided by 20 (a sanity bound on the model's scale).
+#[test]
+fn adapters_drive_the_elastic_engine() {
+    use profiler::replay::cluster::ClusterSpec;
+    use profiler::replay::elastic::experiment::{ElasticOptions, render, run};
+    use profiler::replay::elastic::policy;
+    let cal = Calibration::builtin();
+    let models = AppModels::builtin();
+    let mut ones_jobs = ones_jobs().to_vec();
+    ones_jobs.truncate(50);
+    let mut pollux_jobs =
+        pollux::read(&repo("workloads/traces/pollux/workload-1.csv"), cal).unwrap();
+    pollux_jobs.truncate(40);
+    let all: Vec<String> = policy::ALL.iter().map(|p| p.0.to_owned()).collect();
+    let some: Vec<String> = ["tiresias", "optimus", "pollux", "ones"]
+        .iter()
+        .filter(|p| all.iter().any(|a| a == *p))
+        .map(|p| p.to_string())
+        .collect();
+    for (jobs, cluster, policies) in [
+        (ones_jobs, "ones-64", all.clone()),
+        (pollux_jobs, "pollux-64", some),
+    ] {
+        let opts = ElasticOptions {
+            cluster: ClusterSpec::builtin(cluster).unwrap(),
+            policies,
+            first_seed: 0,
+            seeds: 1,
+            engine: Default::default(),
+            versus: vec![],
+            out_dir: None,
+        };
+        let started = std::time::Instant::now();
+        let e = run(&opts, &jobs, &models, cluster).unwrap();
+        eprintln!("{}({:.1} s)", render(&e), started.elapsed().as_secs_f64());
+        let alone: f64 = jobs
+            .iter()
+            .map(|j| {
+                let m = models.get(&j.app).unwrap();
+                let g = j.requested_gpus.min(64);
+                let b = j.rule_batch(g).unwrap_or(j.base_batch * g);
+                j.work() / m.goodput(g, g.div_ceil(4), b, j.base_batch, 0.5)
+            })
+            .sum::<f64>()
+            / jobs.len() as f64;
+        for r in e.runs.iter().flatten() {
+            assert_eq!(r.summary.jobs, jobs.len());
+            assert!(
+                r.summary.mean_jct_s > alone / 20.0,
+                "{}: {} vs alone {alone}",
+                r.summary.policy,
+                r.summary.mean_jct_s
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 mod elastic_engine;
 mod elastic_search;
+mod grid;
 mod semantics;
 mod stepping;
 

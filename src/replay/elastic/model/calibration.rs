@@ -9,7 +9,7 @@
 //! change of data or of the fit shows.
 
 use super::efficiency::EfficiencyModel;
-use super::fit::{self, median};
+use super::fit::{self, PhiSource, median};
 use super::reference::{self, HistoryRow, StepSample, ValidationCurve};
 use super::step_time::StepTimeModel;
 use super::{AppModel, AppModels};
@@ -64,7 +64,13 @@ pub struct PolluxApp {
     pub step_time: StepTimeModel,
     pub step_fit: FitError,
     pub efficiency: EfficiencyModel,
+    /// Where `efficiency`'s phi comes from: the source with the smaller worst error.
+    pub phi_source: PhiSource,
+    /// Iteration errors of the chosen model, per curve.
     pub efficiency_fit: Vec<CurveError>,
+    /// Iteration errors with phi from each source, for comparison.
+    pub efficiency_fit_gradient_statistics: Vec<CurveError>,
+    pub efficiency_fit_iterations: Vec<CurveError>,
 }
 
 /// Measured against modelled per-GPU throughput of a ONES job type at one GPU count.
@@ -199,8 +205,23 @@ pub fn calibrate_pollux(name: &str, dir: &Path) -> Result<PolluxApp, ReplayError
     let data = step_samples(dir)?;
     let st = fit::fit_step_time(&data).ok_or_else(|| bad(dir, "no 1-GPU step times"))?;
     let curves: Vec<ValidationCurve> = reference::read_validations(dir)?;
-    let eff = fit::fit_efficiency(&curves)
+    let (eff, phi_source) = fit::fit_efficiency(&curves)
         .ok_or_else(|| bad(dir, "no usable validation-<B>.csv curves"))?;
+    let errors = |m: &EfficiencyModel| -> Vec<CurveError> {
+        fit::check_efficiency(m, &curves)
+            .into_iter()
+            .map(|c| CurveError {
+                batch: c.batch,
+                median: c.median_rel_err,
+                max: c.max_rel_err,
+            })
+            .collect()
+    };
+    let by_source = |s: PhiSource| {
+        fit::fit_efficiency_from(&curves, s)
+            .map(|m| errors(&m))
+            .unwrap_or_default()
+    };
     let b0 = curves[0].batch;
     let total = fit::total_progress(&curves);
     let rows = curves
@@ -230,15 +251,11 @@ pub fn calibrate_pollux(name: &str, dir: &Path) -> Result<PolluxApp, ReplayError
             max: st.max_rel_err,
             samples: st.samples,
         },
-        efficiency_fit: fit::check_efficiency(&eff, &curves)
-            .into_iter()
-            .map(|c| CurveError {
-                batch: c.batch,
-                median: c.median_rel_err,
-                max: c.max_rel_err,
-            })
-            .collect(),
+        efficiency_fit: errors(&eff),
+        efficiency_fit_gradient_statistics: by_source(PhiSource::GradientStatistics),
+        efficiency_fit_iterations: by_source(PhiSource::Iterations),
         efficiency: eff,
+        phi_source,
     })
 }
 
@@ -445,4 +462,31 @@ pub fn calibrate(root: &Path) -> Result<Calibration, ReplayError> {
     let types = read_history_types(&root.join("ones/history_types.csv"))?;
     let ones = calibrate_ones(&pollux, &history, &types, &history_path)?;
     Ok(Calibration { pollux, ones })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_table_loads_with_every_application() {
+        let c = Calibration::builtin();
+        let names: Vec<&str> = c.pollux.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, POLLUX_APPS);
+        let keys: Vec<&str> = c.ones.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ONES_TYPES.map(|t| t.0));
+        assert_eq!(AppModels::builtin().apps.len(), 16);
+    }
+
+    #[test]
+    fn ones_work_scales_with_the_nearest_history_size() {
+        let c = Calibration::builtin();
+        let t = c.ones_type("alexnet-imagenet").unwrap();
+        let w10 = t.work_for(10_000.0).unwrap();
+        let w20 = t.work_for(20_000.0).unwrap();
+        // The history's 20k run took 69 epochs, the 10k run 21.
+        assert!(w20 > 3.0 * w10, "{w10} {w20}");
+        // A size between takes the nearest size's epochs.
+        assert!((t.work_for(11_000.0).unwrap() - 1.1 * w10).abs() < 1e-6 * w10);
+    }
 }
