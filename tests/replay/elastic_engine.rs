@@ -122,6 +122,32 @@ fn fifo_and_tiresias_gang_in_arrival_order_with_backfill() {
 }
 
 #[test]
+fn tiresias_demotes_past_16_gpu_hours() {
+    // A holds all 8 GPUs from 0; by 7260 s it has attained 8 x 7260 GPU-s > 16 GPU-hours
+    // (57600 GPU-s), so B, arriving at 7250 s, outranks it at the decision at 7260 (preempting
+    // it); under FIFO B waits.
+    let jobs = vec![job(0, 0.0, 8, 1e12), job(1, 7250.0, 8, 1e12)];
+    let (cluster, models) = (two_servers(), linear_app());
+    for (pol, runs) in [("tiresias", 1u64), ("fifo", 0)] {
+        let p = policy::by_name(pol, 0).unwrap();
+        let mut r = ElasticReplay::new(jobs.clone(), &cluster, &models, p, config(0.0, 0)).unwrap();
+        r.step_until(7200.0).unwrap();
+        // Attained service counts the GPUs held, restart included.
+        assert_eq!(r.active()[0].attained_gpu_s, 8.0 * 7260.0);
+        r.step_decision().unwrap();
+        assert_eq!(r.now(), 7320.0);
+        let running: Vec<u64> = placements(r.active()).iter().map(|p| p.0).collect();
+        assert_eq!(running, vec![runs], "{pol}");
+    }
+    use profiler::replay::elastic::policy::tiresias::{THRESHOLDS_GPU_S, Tiresias};
+    let t = Tiresias::new(THRESHOLDS_GPU_S.to_vec());
+    assert_eq!(
+        (t.queue(0.0), t.queue(57_599.0), t.queue(57_600.0)),
+        (0, 0, 1)
+    );
+}
+
+#[test]
 fn srtf_runs_the_shortest_first() {
     let jobs = after_one("srtf", abc());
     // B (1e6 samples on 2 GPUs: 5000 s) and C (1e7 on 4: 25000 s) before A (250000 s).
