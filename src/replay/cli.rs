@@ -177,7 +177,7 @@ pub struct ReplayArgs {
     pub first: Option<usize>,
     /// Elastic: seeds per policy (--seed, --seed + 1, ...); each seed draws the jobs'
     /// throughput noise and the policies' random numbers.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = super::elastic::experiment::DEFAULT_SEEDS)]
     pub seeds: u64,
     /// Elastic: seconds between scheduling decisions (Pollux's interval).
     #[arg(long, default_value_t = super::elastic::engine::DEFAULT_INTERVAL_S)]
@@ -361,6 +361,22 @@ impl ReplayArgs {
             (self.elastic_trace.is_some(), "--elastic-trace"),
             (self.first.is_some(), "--first"),
             (!self.versus.is_empty(), "--versus"),
+            (
+                self.seeds != super::elastic::experiment::DEFAULT_SEEDS,
+                "--seeds",
+            ),
+            (
+                self.interval != super::elastic::engine::DEFAULT_INTERVAL_S,
+                "--interval (the other replay's rounds are --round-s)",
+            ),
+            (
+                self.reconfiguration != super::elastic::engine::DEFAULT_RECONFIGURATION_S,
+                "--reconfiguration",
+            ),
+            (
+                self.noise != super::elastic::engine::DEFAULT_NOISE_SIGMA,
+                "--noise",
+            ),
         ];
         for (set, name) in elastic_only {
             if set {

@@ -586,6 +586,12 @@ mod cli {
             .unwrap()
             .to_string();
         assert!(e.contains("--elastic"), "{e}");
+        let e = args(&["--interval", "30"])
+            .to_options()
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--interval") && e.contains("--round-s"), "{e}");
         assert!(
             Cli::try_parse_from([
                 "replay",

@@ -12,6 +12,9 @@ use crate::plot::{Chart, Scale, thin};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// Seeds per policy by default: the ONES scenario's results are means over at least 5.
+pub const DEFAULT_SEEDS: u64 = 5;
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElasticOptions {
