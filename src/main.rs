@@ -3,6 +3,7 @@ use clap::Parser;
 use profiler::cli::{Cli, Command};
 use profiler::harness::{signals, sweep, validate};
 use profiler::matrix::{load_matrix, render_cells, render_demands, render_summary};
+use profiler::output::grid_progress::GridProgress;
 use profiler::output::progress::SweepProgress;
 use profiler::output::replay_progress::ReplayProgress;
 use std::process::ExitCode;
@@ -93,6 +94,34 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("wrote {}", p.display());
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay(args) if args.is_elastic() => {
+            let experiment = profiler::replay::run_elastic(&args.to_elastic()?)?;
+            print!(
+                "{}",
+                profiler::replay::elastic::experiment::render(&experiment)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay(args) if args.grid.grid.is_some() => {
+            let progress = GridProgress::new();
+            let out = profiler::replay::grid::cli::run(
+                &args.grid,
+                args.out.as_deref(),
+                &progress,
+                &mut |line| eprintln!("{line}"),
+            );
+            progress.finish();
+            match out {
+                Err(e @ profiler::replay::grid::GridError::Interrupted(_)) => {
+                    eprintln!("{e}");
+                    Ok(ExitCode::from(130))
+                }
+                out => {
+                    print!("{}", out?);
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
         }
         Command::Replay(args) => {
             let progress = ReplayProgress::new();

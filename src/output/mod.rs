@@ -1,4 +1,5 @@
 //! What the user sees while work runs: progress bars and warnings.
 
+pub mod grid_progress;
 pub mod progress;
 pub mod replay_progress;

@@ -1,6 +1,8 @@
 //! Command-line arguments of `profiler replay` (wired into the binary by `main.rs`).
 
 use super::cluster::ClusterSpec;
+use super::elastic::engine::EngineConfig;
+use super::elastic::experiment::{ElasticOptions, ElasticRun};
 use super::error::ReplayError;
 use super::profile::Semantics;
 use super::workload::WideJobs;
@@ -30,9 +32,24 @@ Examples:
   # A heterogeneous cluster and our own measured matrices
   profiler replay --cluster my-cluster.toml --profiles matrices/ --jobs 500
 
+  # Elastic jobs (batch and GPUs change while they run): ONES's scenario, the first 50 jobs
+  # of its trace on 64 GPUs (ones-64), every elastic policy, 5 seeds, reductions vs two
+  profiler replay --elastic all --elastic-trace ones:workloads/traces/ones/trace_1.csv \\
+      --first 50 --seeds 5 --versus tiresias,optimus -o results/ones/
+
+  # Pollux's workload 1 on Pollux's testbed (pollux-64, the default for a pollux trace), no
+  # throughput noise, decisions every 60 s, 30 s per restart (the defaults)
+  profiler replay --elastic pollux,optimus,tiresias \\
+      --elastic-trace pollux:workloads/traces/pollux/workload-1.csv --noise 0
+
   # Stop after 30 simulated days (default 365d); jobs unfinished then are an error naming
   # them and their trace lines
   profiler replay --trace philly_jobs.csv --horizon 30d
+
+  # A scenario grid (clusters x loads x splits x seeds x schemes, docs/REPLAY.md): locally on
+  # every CPU, then the same grid as a Slurm job array of 10 scenarios per task
+  profiler replay --grid workloads/grids/load-sweep.toml --out sweep/
+  profiler replay --grid workloads/grids/load-sweep.toml --slurm --partition debug --out /shared/sweep/
 
 Cluster TOML:
   [[group]]
@@ -59,14 +76,17 @@ fn described<T>(what: &str, registry: &[(&str, &str, T)]) -> String {
     format!("{what}:\n{}", lines.join("\n"))
 }
 
-/// Replay a cluster schedule with Synergy's policies and mechanisms.
+/// Replay a cluster schedule with Synergy's policies and mechanisms, or elastic jobs
+/// (`--elastic`) with ONES, Pollux and their baselines.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
 #[command(after_long_help = EXAMPLES)]
 pub struct ReplayArgs {
-    /// Cluster: built-in `synergy-default` (16 x 8 GPUs, 24 CPUs, 500 GB), `synergy-deploy`
-    /// (4 such servers), `synergy-N`, or a TOML file of server groups.
-    #[arg(long, default_value = "synergy-default")]
-    pub cluster: String,
+    /// Cluster: built-in `synergy-default` (16 x 8 GPUs, 24 CPUs, 500 GB; the default),
+    /// `synergy-deploy` (4 such servers), `synergy-N`, `ones-64` (16 x 4 GPUs, 16 cores, 128 GB;
+    /// the default for an ONES trace), `pollux-64` (16 x 4 GPUs, 48 cores, 192 GB; the default
+    /// for a Pollux workload), or a TOML file of server groups.
+    #[arg(long)]
+    pub cluster: Option<String>,
     /// Directory (or file) of `*.matrix.jsonl` profiles. Default: the built-in Synergy model
     /// zoo (matrices/zoo).
     #[arg(long)]
@@ -138,11 +158,45 @@ pub struct ReplayArgs {
     /// Write the workload as replayed to this canonical trace (replay it with --trace).
     #[arg(long)]
     pub record: Option<PathBuf>,
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help = format!("Elastic policies to run, or `all`: {}", super::elastic::policy::names()),
+        long_help = described(
+            "Elastic policies to run (comma-separated, or `all`), each on the same jobs with every seed",
+            super::elastic::policy::ALL,
+        ),
+    )]
+    pub elastic: Vec<String>,
+    /// Elastic trace, KIND:PATH: `ones:` ONES's trace (trace_1.csv), `pollux:` one of Pollux's
+    /// workloads (workload-N.csv).
+    #[arg(long, value_parser = clap::value_parser!(super::elastic::experiment::ElasticTrace))]
+    pub elastic_trace: Option<super::elastic::experiment::ElasticTrace>,
+    /// Elastic: replay only the trace's first N jobs (by arrival); ONES's evaluation uses 50.
+    #[arg(long)]
+    pub first: Option<usize>,
+    /// Elastic: seeds per policy (--seed, --seed + 1, ...); each seed draws the jobs'
+    /// throughput noise and the policies' random numbers.
+    #[arg(long, default_value_t = super::elastic::experiment::DEFAULT_SEEDS)]
+    pub seeds: u64,
+    /// Elastic: seconds between scheduling decisions (Pollux's interval).
+    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_INTERVAL_S)]
+    pub interval: f64,
+    /// Elastic: seconds of no progress, GPUs held, each time a job's placement or batch changes.
+    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_RECONFIGURATION_S)]
+    pub reconfiguration: f64,
+    /// Elastic: sigma of each job's log-normal throughput noise (0: none).
+    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_NOISE_SIGMA)]
+    pub noise: f64,
+    /// Elastic: add columns with each policy's mean-JCT reduction against these policies.
+    #[arg(long, value_delimiter = ',')]
+    pub versus: Vec<String>,
     /// Write tables as CSV and Parquet twins (summary.{csv,parquet}; per scheme
     /// <policy>-<mechanism>.jobs.{csv,parquet} and .rounds.{csv,parquet}) and plots as PNG and
     /// SVG twins (jct_cdf.{png,svg} for all schemes, <policy>-<mechanism>.utilization.{png,svg}
-    /// per scheme) into this directory.
-    #[arg(long)]
+    /// per scheme) into this directory. Elastic: <policy>.seed<N>.jobs.csv, summary.csv,
+    /// summary_by_policy.csv and jct_cdf.{png,svg}.
+    #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
     /// Safety stop.
     #[arg(long, default_value_t = 50_000_000)]
@@ -152,6 +206,8 @@ pub struct ReplayArgs {
     /// w: `3600`, `36h`, `365d`.
     #[arg(long, default_value = "365d")]
     pub horizon: String,
+    #[command(flatten)]
+    pub grid: super::grid::cli::GridArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -229,7 +285,106 @@ pub fn parse_horizon(s: &str) -> Result<f64, ReplayError> {
 }
 
 impl ReplayArgs {
+    /// Whether this is an elastic replay (`--elastic`).
+    pub fn is_elastic(&self) -> bool {
+        !self.elastic.is_empty()
+    }
+
+    /// The elastic run these arguments ask for; errors for options that belong to the other
+    /// replay, or elastic options without `--elastic`.
+    pub fn to_elastic(&self) -> Result<ElasticRun, ReplayError> {
+        let opt = |m: String| Err(ReplayError::Options(m));
+        let Some(trace) = self.elastic_trace.clone() else {
+            return opt(
+                "--elastic needs --elastic-trace KIND:PATH (ones:... or pollux:...)".into(),
+            );
+        };
+        for (set, name) in [
+            (self.trace.is_some(), "--trace (use --elastic-trace)"),
+            (
+                !self.compare.is_empty(),
+                "--compare (list the policies in --elastic)",
+            ),
+            (self.window.is_some(), "--window"),
+            (self.record.is_some(), "--record"),
+            (self.jobs.is_some(), "--jobs (use --first)"),
+            (self.first_round_s.is_some(), "--first-round-s"),
+            (self.semantics != Semantics::Exact, "--semantics"),
+        ] {
+            if set {
+                return opt(format!("{name} does not apply to an elastic replay"));
+            }
+        }
+        if self.first == Some(0) {
+            return opt("--first 0 leaves no job to replay".into());
+        }
+        let policies: Vec<String> = if self.elastic.iter().any(|p| p == "all") {
+            if self.elastic.len() > 1 {
+                return opt("--elastic all runs every policy; list no others beside it".into());
+            }
+            super::elastic::policy::ALL
+                .iter()
+                .map(|p| p.0.to_owned())
+                .collect()
+        } else {
+            self.elastic.iter().map(|p| p.trim().to_owned()).collect()
+        };
+        let cluster = self
+            .cluster
+            .clone()
+            .unwrap_or_else(|| trace.kind.default_cluster().to_owned());
+        let options = ElasticOptions {
+            cluster: ClusterSpec::resolve(&cluster)?,
+            policies,
+            first_seed: self.seed,
+            seeds: self.seeds,
+            engine: EngineConfig {
+                interval_s: self.interval,
+                reconfiguration_s: self.reconfiguration,
+                noise_sigma: self.noise,
+                seed: self.seed,
+                horizon_s: parse_horizon(&self.horizon)?,
+            },
+            versus: self.versus.clone(),
+            out_dir: self.out.clone(),
+        };
+        super::elastic::experiment::check(&options)?;
+        Ok(ElasticRun {
+            options,
+            trace,
+            first: self.first,
+        })
+    }
+
     pub fn to_options(&self) -> Result<ReplayOptions, ReplayError> {
+        let elastic_only = [
+            (self.elastic_trace.is_some(), "--elastic-trace"),
+            (self.first.is_some(), "--first"),
+            (!self.versus.is_empty(), "--versus"),
+            (
+                self.seeds != super::elastic::experiment::DEFAULT_SEEDS,
+                "--seeds",
+            ),
+            (
+                self.interval != super::elastic::engine::DEFAULT_INTERVAL_S,
+                "--interval (the other replay's rounds are --round-s)",
+            ),
+            (
+                self.reconfiguration != super::elastic::engine::DEFAULT_RECONFIGURATION_S,
+                "--reconfiguration",
+            ),
+            (
+                self.noise != super::elastic::engine::DEFAULT_NOISE_SIGMA,
+                "--noise",
+            ),
+        ];
+        for (set, name) in elastic_only {
+            if set {
+                return Err(ReplayError::Options(format!(
+                    "{name} applies to elastic replays only: add --elastic POLICIES"
+                )));
+            }
+        }
         let split = parse_split(&self.split)?;
         let workload = match &self.trace {
             None => WorkloadSpec::Synthetic(SyntheticSpec {
@@ -272,7 +427,7 @@ impl ReplayArgs {
                 .collect::<Result<_, _>>()?
         };
         Ok(ReplayOptions {
-            cluster: ClusterSpec::resolve(&self.cluster)?,
+            cluster: ClusterSpec::resolve(self.cluster.as_deref().unwrap_or("synergy-default"))?,
             profiles: self.profiles.clone(),
             workload,
             schemes,

@@ -113,13 +113,34 @@ impl ClusterSpec {
         }
     }
 
+    /// 16 identical servers of 4 GPUs: the elastic scenarios' 64-GPU clusters.
+    fn sixteen_by_four(name: &str, cpus: f64, memory_gb: f64) -> ClusterSpec {
+        ClusterSpec {
+            name: Some(name.into()),
+            groups: vec![ServerGroup {
+                name: Some(name.into()),
+                count: 16,
+                gpus: 4,
+                cpus,
+                memory_gb,
+                storage_mb_per_s: None,
+            }],
+        }
+    }
+
     /// Built-in names: `synergy-default` (16 servers), `synergy-deploy` (4 servers, the
-    /// 32-GPU deployment), `synergy-N` (N servers of Synergy's shape).
+    /// 32-GPU deployment), `synergy-N` (N servers of Synergy's shape); for elastic jobs
+    /// `ones-64` (ONES's evaluation: 16 TACC Frontera RTX nodes, each 4 Quadro RTX 5000 GPUs,
+    /// 16 cores (2 x Xeon E5-2620 v4), 128 GB; ONES's artifact and Frontera's user guide) and
+    /// `pollux-64` (Pollux's testbed: 16 AWS g4dn.12xlarge, each 4 T4 GPUs, 48 vCPUs, 192 GB;
+    /// Pollux, OSDI'21, section 5.1, and AWS's instance table).
     /// `synergy-N` with N above [`bounds::MAX_SERVERS`] is no built-in (see [`Self::resolve`]).
     pub fn builtin(name: &str) -> Option<ClusterSpec> {
         match name {
             "synergy-default" => Some(Self::synergy(16)),
             "synergy-deploy" => Some(Self::synergy(4)),
+            "ones-64" => Some(Self::sixteen_by_four("ones-64", 16.0, 128.0)),
+            "pollux-64" => Some(Self::sixteen_by_four("pollux-64", 48.0, 192.0)),
             _ => name
                 .strip_prefix("synergy-")
                 .and_then(|n| n.parse::<u32>().ok())
@@ -218,7 +239,7 @@ impl ClusterSpec {
         if !path.exists() {
             return Err(ReplayError::Cluster(format!(
                 "{name_or_path:?} is neither a built-in cluster (synergy-default, \
-                 synergy-deploy, synergy-N) nor a TOML file"
+                 synergy-deploy, synergy-N, ones-64, pollux-64) nor a TOML file"
             )));
         }
         // Bounded read: a cluster spec is a few lines, and the path may be a device or pipe.

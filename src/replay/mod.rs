@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod elastic;
 pub mod engine;
 pub mod error;
+pub mod grid;
 pub mod job;
 pub mod mechanism;
 pub mod metrics;
@@ -253,6 +254,13 @@ pub trait ReplayObserver: Sync {
 
 struct Unobserved;
 impl ReplayObserver for Unobserved {}
+
+/// Runs an elastic replay (`--elastic`): every policy with every seed on the trace's jobs.
+pub fn run_elastic(
+    run: &elastic::experiment::ElasticRun,
+) -> Result<elastic::experiment::ElasticExperiment, ReplayError> {
+    elastic::experiment::run_trace(run)
+}
 
 /// Runs the replay: every scheme on the identical workload (in parallel when several).
 pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {

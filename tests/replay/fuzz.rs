@@ -642,3 +642,134 @@ fn fuzz_cli_values() {
         },
     );
 }
+
+/// Elastic traces (ONES's trace, Pollux's workloads): fewer cases by default (64), since each
+/// case also checks every accepted job against the calibrated table.
+mod elastic {
+    use super::*;
+    use profiler::replay::elastic::job::ElasticJobSpec;
+    use profiler::replay::elastic::model::calibration::Calibration;
+    use profiler::replay::elastic::workload::{ones, pollux};
+
+    fn elastic_cases() -> u32 {
+        ["PROFILER_FUZZ_CASES", "PROPTEST_CASES"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
+            .unwrap_or(64)
+    }
+
+    fn jobs_ok(jobs: &[ElasticJobSpec], cal: &Calibration) -> Result<(), TestCaseError> {
+        for w in jobs.windows(2) {
+            prop_assert!(w[0].arrival_s <= w[1].arrival_s);
+        }
+        for (i, j) in jobs.iter().enumerate() {
+            prop_assert_eq!(j.id, i as u64);
+            prop_assert!((0.0..=bounds::MAX_TIME_S).contains(&j.arrival_s), "{j:?}");
+            prop_assert!(
+                j.work() > 0.0 && j.work() <= bounds::MAX_WORK_SAMPLES,
+                "{j:?}"
+            );
+            prop_assert!(j.requested_gpus >= 1, "{j:?}");
+            prop_assert!(j.base_batch >= 1 && j.min_batch <= j.max_batch, "{j:?}");
+            prop_assert!(
+                j.epoch_samples.is_finite() && j.epoch_samples > 0.0,
+                "{j:?}"
+            );
+            prop_assert!(cal.app_models().get(&j.app).is_some(), "{j:?}");
+            for g in [1, 2, 7, 64] {
+                let b = j.rule_batch(g).unwrap();
+                prop_assert!(j.min_batch <= b && b <= j.max_batch, "{j:?}");
+            }
+        }
+        Ok(())
+    }
+
+    fn run(name: &str, input: BoxedStrategy<Vec<u8>>, ones_format: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.csv");
+        let cal = Calibration::builtin();
+        let config = Config {
+            cases: elastic_cases(),
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner = TestRunner::new(config);
+        let accepted = std::sync::atomic::AtomicU64::new(0);
+        let result = runner.run(&input, |bytes| {
+            std::fs::write(&path, &bytes).unwrap();
+            let started = Instant::now();
+            let r = if ones_format {
+                ones::read(&path, cal)
+            } else {
+                pollux::read(&path, cal)
+            };
+            prop_assert!(started.elapsed() < MAX_CASE_TIME);
+            match r {
+                Ok(jobs) => {
+                    accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    jobs_ok(&jobs, cal)
+                }
+                Err(e) => names_file_and_line(&e, &path, line_count(&bytes)),
+            }
+        });
+        if let Err(e) = result {
+            panic!("fuzz {name}: {e}");
+        }
+        eprintln!(
+            "fuzz {name}: {} cases ({} accepted), no panic, no hang",
+            elastic_cases(),
+            accepted.into_inner()
+        );
+    }
+
+    #[test]
+    fn fuzz_ones_trace() {
+        let types = prop::sample::select(vec![
+            ("bert", "cola"),
+            ("bert", "sst2"),
+            ("resnet18", "cifar"),
+            ("vgg16", "imagenet"),
+            ("inception_v3", "imagenet"),
+            ("resnet99", "cifar"),
+        ]);
+        let row = (
+            float(0.0, 1e5),
+            types,
+            float(1.0, 1e6),
+            int(0, 30),
+            int(1, 512),
+            float(1e-6, 0.01),
+            float(1e-5, 0.1),
+            float(0.0, 1.0),
+            int(1, 64),
+        )
+            .prop_map(|(t, (m, k), n, p, b, lr, mlr, acc, g)| {
+                [t, m.to_owned(), k.to_owned(), n, p, b, lr, mlr, acc, g].join(",")
+            })
+            .boxed();
+        run("ones", table(Some(ones::HEADER), row), true);
+    }
+
+    #[test]
+    fn fuzz_pollux_workload() {
+        let apps = prop::sample::select(vec![
+            "bert",
+            "cifar10",
+            "deepspeech2",
+            "imagenet",
+            "ncf",
+            "yolov3",
+            "resnet",
+        ]);
+        let row = (
+            f("[a-z0-9-]{1,12}".boxed()),
+            float(0.0, 1e6),
+            apps,
+            int(1, 64),
+            int(1, 40000),
+        )
+            .prop_map(|(n, t, a, r, b)| [n, t, a.to_owned(), r, b].join(","))
+            .boxed();
+        run("pollux", table(Some(pollux::HEADER), row), false);
+    }
+}

@@ -8,7 +8,9 @@ use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSp
 use profiler::replay::{ReplayOptions, WorkloadSpec, policy, run, zoo};
 use std::path::{Path, PathBuf};
 
+mod elastic_engine;
 mod elastic_search;
+mod grid;
 mod semantics;
 mod stepping;
 

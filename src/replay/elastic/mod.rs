@@ -20,6 +20,7 @@
 
 pub mod allocation;
 pub mod engine;
+pub mod experiment;
 pub mod job;
 pub mod model;
 pub mod placement;

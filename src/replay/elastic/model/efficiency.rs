@@ -5,7 +5,7 @@
 
 /// phi as a function of the progress fraction: piecewise log-linear through `(fraction, phi)`
 /// points, fraction ascending in [0, 1], phi > 0; constant beyond the ends.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EfficiencyModel {
     pub phi: Vec<(f64, f64)>,
 }
@@ -50,5 +50,23 @@ impl EfficiencyModel {
             return 1.0;
         }
         (phi + base_batch) / (phi + global_batch.max(1.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phi_is_log_linear_between_points_and_constant_beyond() {
+        let m = EfficiencyModel {
+            phi: vec![(0.2, 100.0), (0.6, 10_000.0)],
+        };
+        assert_eq!(m.phi_at(0.0), 100.0);
+        assert!((m.phi_at(0.4) - 1000.0).abs() < 1e-6);
+        assert_eq!(m.phi_at(1.0), 10_000.0);
+        // E(B0) = 1; larger batches are less efficient, more so early.
+        assert_eq!(m.efficiency(32.0, 32.0, 0.5), 1.0);
+        assert!(m.efficiency(1024.0, 32.0, 0.0) < m.efficiency(1024.0, 32.0, 1.0));
     }
 }

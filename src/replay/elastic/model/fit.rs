@@ -169,9 +169,10 @@ pub fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], step: f64, iters: usiz
                 pts[n] = xc;
                 vals[n] = fc;
             } else {
+                let best = pts[0].clone();
                 for i in 1..=n {
-                    for j in 0..n {
-                        pts[i][j] = pts[0][j] + 0.5 * (pts[i][j] - pts[0][j]);
+                    for (x, b) in pts[i].iter_mut().zip(&best) {
+                        *x = b + 0.5 * (*x - b);
                     }
                     vals[i] = f(&pts[i]);
                 }
@@ -228,11 +229,18 @@ pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
         return None;
     }
     let (compute_s, compute_s_per_sample) = relative_line(&one);
+    // Measured synchronisation times; where a sample has none, what the step takes beyond
+    // its compute time.
     let sync = |multi_node: bool| {
         let pts: Vec<(f64, f64)> = data
             .iter()
-            .filter(|s| s.replicas > 1 && (s.nodes > 1) == multi_node && s.sync_s > 0.0)
-            .map(|s| (s.replicas.saturating_sub(2) as f64, s.sync_s))
+            .filter(|s| s.replicas > 1 && (s.nodes > 1) == multi_node)
+            .map(|s| {
+                let excess = s.step_s - (compute_s + compute_s_per_sample * s.local_batch);
+                let y = if s.sync_s > 0.0 { s.sync_s } else { excess };
+                (s.replicas.saturating_sub(2) as f64, y)
+            })
+            .filter(|&(_, y)| y > 0.0)
             .collect();
         relative_line(&pts)
     };
@@ -251,12 +259,25 @@ pub fn fit_step_time(data: &[StepSample]) -> Option<StepTimeFit> {
         log_loss(&StepTimeModel { gamma: g, ..m }, data)
     });
     let staged = m;
+    // A stage without data leaves a parameter at 0, which the refinement (in log space) could
+    // not leave: start those at a small fraction of the shortest measured step instead.
+    let floor = 1e-3 * data.iter().map(|s| s.step_s).fold(f64::INFINITY, f64::min);
+    let lift = |x: f64| if x > floor { x } else { floor };
+    let start = StepTimeModel {
+        compute_s: lift(m.compute_s),
+        compute_s_per_sample: m.compute_s_per_sample.max(TINY_S),
+        sync_local_s: lift(m.sync_local_s),
+        sync_local_s_per_replica: lift(m.sync_local_s_per_replica),
+        sync_node_s: lift(m.sync_node_s),
+        sync_node_s_per_replica: lift(m.sync_node_s_per_replica),
+        gamma: m.gamma,
+    };
     let p = nelder_mead(
         |p| {
             let pen = (p[6] - p[6].clamp(1.0, MAX_GAMMA)).powi(2);
             log_loss(&from_params(p), data) + pen
         },
-        &to_params(&staged),
+        &to_params(&start),
         0.3,
         4000,
     );
@@ -284,57 +305,105 @@ pub fn total_progress(curves: &[ValidationCurve]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// phi versus progress fraction from the curves: B0 is the smallest curve's batch; phi at each
-/// row start from every curve, and the model's points are the geometric mean over the curves
-/// of the rows that start at the same row index (all curves are recorded at the same progress
-/// points).
-pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<EfficiencyModel> {
-    let pooled = std::env::var("PHI_BASE_ONLY").is_err();
-    let b0u = curves.iter().map(|c| c.batch).min()?;
-    let curves: Vec<ValidationCurve> = curves
-        .iter()
-        .filter(|c| pooled || c.batch == b0u)
-        .cloned()
-        .collect();
-    let curves = &curves[..];
+/// Where the phi of an efficiency model comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PhiSource {
+    /// phi = B0 x grad_var / grad_sqr as measured: each row's phi holds from the previous row's
+    /// progress on (a row's statistics are measured over the interval that ends at its
+    /// progress); the point for row i is the geometric mean over the curves of their row i's
+    /// phi (every curve is recorded at the same progress points), at the median of their start
+    /// fractions.
+    GradientStatistics,
+    /// The phi that best explains the steps taken: for row i, the phi minimising the squared
+    /// log error of every non-base curve's steps between rows i-1 and i, given the progress
+    /// made (steps = progress x B0 (phi + B) / (B (phi + B0))). Needs two curves or more.
+    Iterations,
+}
+
+/// Fits phi versus progress fraction from the curves with `source`; B0 is the smallest
+/// curve's batch.
+pub fn fit_efficiency_from(
+    curves: &[ValidationCurve],
+    source: PhiSource,
+) -> Option<EfficiencyModel> {
     let b0 = curves.iter().map(|c| c.batch).min()? as f64;
     let total = total_progress(curves);
     if !(total.is_finite() && total > 0.0) {
         return None;
     }
     let rows = curves.iter().map(|c| c.rows.len()).min()?;
-    let mut phi = Vec::with_capacity(rows);
+    let before = |c: &ValidationCurve, i: usize| {
+        if i == 0 {
+            (0.0, 0.0)
+        } else {
+            (c.rows[i - 1].progress, c.rows[i - 1].iteration)
+        }
+    };
+    let mut phi: Vec<(f64, f64)> = Vec::with_capacity(rows);
     for i in 0..rows {
-        let mut logs = Vec::new();
-        let mut starts = Vec::new();
-        for c in curves {
-            let start = if std::env::var("PHI_AT_END").is_ok() {
-                c.rows[i].progress
-            } else if i == 0 {
-                0.0
-            } else {
-                c.rows[i - 1].progress
-            };
-            let r = c.rows[i];
-            let p = b0 * r.grad_var / r.grad_sqr;
-            if p.is_finite() && p > 0.0 {
-                logs.push(p.ln());
-                starts.push(start / total);
+        let starts: Vec<f64> = curves.iter().map(|c| before(c, i).0 / total).collect();
+        let f = median(&starts).clamp(0.0, 1.0);
+        let value = match source {
+            PhiSource::GradientStatistics => {
+                let logs: Vec<f64> = curves
+                    .iter()
+                    .map(|c| b0 * c.rows[i].grad_var / c.rows[i].grad_sqr)
+                    .filter(|p| p.is_finite() && *p > 0.0)
+                    .map(f64::ln)
+                    .collect();
+                (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
             }
-        }
-        if logs.is_empty() {
-            continue;
-        }
-        let f = (median(&starts)).clamp(0.0, 1.0);
-        let g = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
-        if phi.last().is_none_or(|&(lf, _): &(f64, f64)| f > lf) {
+            PhiSource::Iterations => {
+                // (batch, progress made, steps taken) over the row's interval.
+                let obs: Vec<(f64, f64, f64)> = curves
+                    .iter()
+                    .filter(|c| c.batch as f64 != b0)
+                    .map(|c| {
+                        let (p0, it0) = before(c, i);
+                        (
+                            c.batch as f64,
+                            c.rows[i].progress - p0,
+                            c.rows[i].iteration - it0,
+                        )
+                    })
+                    .filter(|&(_, dp, dit)| dp > 0.0 && dit > 0.0)
+                    .collect();
+                (!obs.is_empty()).then(|| {
+                    let loss = |lp: f64| {
+                        let p = lp.exp();
+                        obs.iter()
+                            .map(|&(b, dp, dit)| {
+                                (dp * b0 * (p + b) / (b * (p + b0)) / dit).ln().powi(2)
+                            })
+                            .sum::<f64>()
+                    };
+                    golden(1e-2f64.ln(), 1e10f64.ln(), loss).exp()
+                })
+            }
+        };
+        if let Some(g) = value
+            && phi.last().is_none_or(|&(lf, _)| f > lf)
+        {
             phi.push((f, g));
         }
     }
-    if phi.is_empty() {
-        return None;
-    }
-    Some(EfficiencyModel { phi })
+    (!phi.is_empty()).then_some(EfficiencyModel { phi })
+}
+
+/// The efficiency model of the source whose worst iteration error over the curves is the
+/// smaller (see docs/REPLAY.md for both sources' errors per application).
+pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<(EfficiencyModel, PhiSource)> {
+    let worst = |m: &EfficiencyModel| {
+        check_efficiency(m, curves)
+            .iter()
+            .map(|c| c.max_rel_err)
+            .fold(0.0, f64::max)
+    };
+    [PhiSource::GradientStatistics, PhiSource::Iterations]
+        .into_iter()
+        .filter_map(|s| fit_efficiency_from(curves, s).map(|m| (worst(&m), m, s)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, m, s)| (m, s))
 }
 
 /// How well an efficiency model predicts one curve: for each row, the steps the model says a
@@ -383,4 +452,76 @@ pub fn check_efficiency(m: &EfficiencyModel, curves: &[ValidationCurve]) -> Vec<
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::elastic::model::reference::ValidationRow;
+
+    #[test]
+    fn relative_line_is_exact_on_a_line_and_never_negative() {
+        let pts: Vec<(f64, f64)> = (1..10).map(|x| (x as f64, 0.5 + 2.0 * x as f64)).collect();
+        let (a, b) = relative_line(&pts);
+        assert!((a - 0.5).abs() < 1e-9 && (b - 2.0).abs() < 1e-9, "{a} {b}");
+        // A falling line is fitted as a constant, not with a negative slope.
+        let falling: Vec<(f64, f64)> = (1..10).map(|x| (x as f64, 20.0 - x as f64)).collect();
+        let (a, b) = relative_line(&falling);
+        assert!(a > 0.0 && b == 0.0, "{a} {b}");
+    }
+
+    #[test]
+    fn nelder_mead_and_golden_find_minima() {
+        let x = nelder_mead(
+            |p| (p[0] - 3.0).powi(2) + 10.0 * (p[1] + 1.0).powi(2),
+            &[0.0, 0.0],
+            0.5,
+            2000,
+        );
+        assert!(
+            (x[0] - 3.0).abs() < 1e-4 && (x[1] + 1.0).abs() < 1e-4,
+            "{x:?}"
+        );
+        let g = golden(1.0, 10.0, |v| (v - 4.2).powi(2));
+        assert!((g - 4.2).abs() < 1e-6, "{g}");
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    /// Curves generated from a known constant phi are predicted exactly (up to the quadrature)
+    /// and the fit recovers phi.
+    #[test]
+    fn efficiency_fit_recovers_a_constant_phi() {
+        let (phi, b0) = (500.0, 64.0);
+        let curve = |b: f64| {
+            let gain = (b / b0) * (phi + b0) / (phi + b);
+            let rows = (1..=10)
+                .map(|k| {
+                    let progress = 1000.0 * k as f64;
+                    ValidationRow {
+                        progress,
+                        iteration: progress / gain,
+                        metric: 0.0,
+                        grad_sqr: 1.0,
+                        grad_var: phi / b0,
+                    }
+                })
+                .collect();
+            ValidationCurve {
+                batch: b as u32,
+                rows,
+            }
+        };
+        let curves: Vec<ValidationCurve> = [64.0, 256.0, 1024.0].map(curve).into();
+        for source in [PhiSource::GradientStatistics, PhiSource::Iterations] {
+            let m = fit_efficiency_from(&curves, source).unwrap();
+            assert!(
+                m.phi.iter().all(|&(_, p)| (p - phi).abs() < 1e-6 * phi),
+                "{m:?}"
+            );
+            for c in check_efficiency(&m, &curves) {
+                assert!(c.max_rel_err < 1e-6, "{c:?}");
+            }
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! CPU and memory it gets ([`resources`]). One [`AppModel`] per application, calibrated from
 //! measured data (see docs/REPLAY.md, "Elastic jobs").
 
+pub mod calibration;
 pub mod efficiency;
 pub mod fit;
 pub mod reference;

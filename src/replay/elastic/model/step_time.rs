@@ -4,7 +4,7 @@
 //! gamma that says how much they overlap (1: not at all, large: fully).
 
 /// Parameters, seconds (`*_per_sample` in seconds per sample, `*_per_replica` per replica).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepTimeModel {
     pub compute_s: f64,
     pub compute_s_per_sample: f64,

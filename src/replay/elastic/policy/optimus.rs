@@ -1,8 +1,10 @@
 //! Optimus-like greedy (EuroSys'18) as Pollux's "Optimus+Oracle": every job (in arrival order,
 //! while GPUs last) gets one GPU, then GPUs go one at a time to the job whose estimated
 //! remaining time drops the most. The estimate uses the job's true remaining work (the oracle)
-//! and the model's goodput at the job's own batch rule, on the fewest servers. Elastic in GPUs,
-//! not in batch: the batch follows the job's rule. Placement: largest jobs first, keeping a
+//! and the model's goodput at the job's own batch rule, on the fewest servers, plus the restart a
+//! change of GPU count would cost a running job (without it the greedy reshuffles jobs every
+//! interval for gains smaller than the restart). Elastic in GPUs, not in batch: the batch
+//! follows the job's rule. Placement: largest jobs first, keeping a
 //! job's servers when its count is unchanged.
 
 use super::super::allocation::Allocation;
@@ -43,8 +45,13 @@ impl ElasticPolicy for Optimus {
                 own_batch(&job.spec, g).max(g),
                 share,
             );
+            // A running job resized restarts: the estimate counts the time that costs.
+            let restart = match &job.allocation {
+                Some(a) if a.gpus() != g => ctx.reconfiguration_s,
+                _ => 0.0,
+            };
             if rate > 0.0 {
-                job.remaining() / rate
+                job.remaining() / rate + restart
             } else {
                 f64::INFINITY
             }

@@ -2,17 +2,20 @@
 //! global batch among geometric candidates in [max(min batch, g), min(max batch, g x max local
 //! batch)] (no gradient accumulation), on the fewest servers, at the proportional CPU and memory
 //! share. A job's speed-up is that goodput over its goodput at a fair share
-//! (max(1, GPUs / active jobs), or its smallest feasible count). The objective is Pollux's: the
-//! power mean with p = -1 of the speed-ups, a running job that would be re-allocated having its
-//! speed-up scaled by the restart penalty (age - 30 x restarts) / (age + 30), floored at 0.
+//! (ceil(GPUs / active jobs), or the nearest feasible count), scaled so that one server's GPUs
+//! count 1 (as Pollux's simulator does). The objective is Pollux's: the power mean with p = -1
+//! of the speed-ups plus 0.001, a job whose GPU count would change (a start included) having its
+//! speed-up scaled by the restart penalty max(age - 30 x restarts, 0) / (age + 30), age since
+//! arrival, restarts after the first start, floored at 0.001 (a job arriving exactly at a
+//! decision has age 0).
 //!
 //! Departures from Pollux: the search is a deterministic greedy then hill-climb over GPU counts
 //! (one GPU at a time to the largest objective gain, then single-GPU transfers between jobs
 //! while one improves, also started from the current allocation; the better wins), not NSGA-II
 //! over a jobs x servers matrix; placement follows the shared rule (fewest servers, keep a
-//! job's servers), not the genome. Jobs without GPUs have speed-up 0, which a power mean with
-//! p = -1 cannot weigh, so each counts as a speed-up of 0.001: starting a waiting job beats
-//! almost any growth of a running one. The engine charges a batch change as a restart, which
+//! job's servers), not the genome, so the penalty applies to a change of GPU count only (a move
+//! forced by fragmentation is not weighed); no second objective (Pollux's NSGA-II also keeps
+//! cluster utility, for autoscaling, which a fixed cluster does not need). The engine charges a batch change as a restart, which
 //! AdaptDL does not, so a job whose servers stay the same keeps its batch unless the best batch
 //! has 5% more goodput.
 
@@ -23,10 +26,12 @@ use super::{DecisionCtx, ElasticPolicy};
 
 /// Geometric batch candidates per GPU count.
 pub const BATCH_CANDIDATES: usize = 16;
-/// Speed-up standing for "no GPUs" in the power mean.
+/// Added to every speed-up in the power mean (Pollux's), so that no GPUs is not infinitely bad.
 const ZERO_SPEEDUP: f64 = 1e-3;
 /// Pollux's restart penalty constant, seconds.
 const RESTART_S: f64 = 30.0;
+/// Smallest restart penalty factor.
+const MIN_PENALTY: f64 = 1e-3;
 /// Batch hysteresis when the servers stay the same.
 const BATCH_GAIN: f64 = 1.05;
 /// Hill-climb iterations at most (each tries every transfer).
@@ -80,7 +85,10 @@ impl ElasticPolicy for Pollux {
     fn decide(&mut self, ctx: &DecisionCtx) -> Vec<Option<Allocation>> {
         let n = ctx.jobs.len();
         let total = ctx.cluster.total_gpus;
-        let fair = (total / n.max(1) as u32).max(1);
+        // Pollux: fair share ceil(GPUs / jobs); speed-ups scaled so that one server's worth of
+        // GPUs is 1 (this sets the weight of the 0.001 added to every speed-up).
+        let fair = total.div_ceil(n.max(1) as u32).max(1);
+        let scale = ctx.cluster.servers.len() as f64 / total.max(1) as f64;
         // Per job: speed-up at each count 0..=cap (0 where infeasible).
         let mut table: Vec<Vec<f64>> = Vec::with_capacity(n);
         let mut current = vec![0u32; n];
@@ -99,22 +107,23 @@ impl ElasticPolicy for Pollux {
                 .unwrap_or(0.0);
             table.push(
                 good.iter()
-                    .map(|&x| if base > 0.0 { x / base } else { 0.0 })
+                    .map(|&x| if base > 0.0 { x / base * scale } else { 0.0 })
                     .collect(),
             );
-            if let Some(a) = &job.allocation {
-                current[i] = a.gpus();
-                let age = (ctx.now - job.spec.arrival_s).max(0.0);
-                let restarts = job.reconfigurations.saturating_sub(1) as f64;
-                penalty[i] = ((age - RESTART_S * restarts) / (age + RESTART_S)).max(0.0);
-            }
+            current[i] = job.allocation.as_ref().map_or(0, |a| a.gpus());
+            // Pollux counts restarts after the first start; a start is penalised too.
+            let age = (ctx.now - job.spec.arrival_s).max(0.0);
+            let restarts = job.reconfigurations.saturating_sub(1) as f64;
+            // Floored so that a job arriving exactly at a decision (age 0) can start.
+            penalty[i] =
+                ((age - RESTART_S * restarts).max(0.0) / (age + RESTART_S)).max(MIN_PENALTY);
         }
         let cost_of = |i: usize, g: u32| -> f64 {
             let mut s = table[i].get(g as usize).copied().unwrap_or(0.0);
-            if current[i] > 0 && g != current[i] {
+            if g != current[i] {
                 s *= penalty[i];
             }
-            1.0 / s.max(ZERO_SPEEDUP)
+            1.0 / (s + ZERO_SPEEDUP)
         };
         let next_up = |i: usize, g: u32| -> Option<u32> {
             ((g + 1) as usize..table[i].len())
@@ -133,13 +142,13 @@ impl ElasticPolicy for Pollux {
         let mut free = total;
         loop {
             let mut best: Option<(f64, usize, u32)> = None;
-            for i in 0..n {
-                if let Some(h) = next_up(i, greedy[i]) {
-                    let need = h - greedy[i];
+            for (i, &gi) in greedy.iter().enumerate() {
+                if let Some(h) = next_up(i, gi) {
+                    let need = h - gi;
                     if need > free {
                         continue;
                     }
-                    let gain = (cost_of(i, greedy[i]) - cost_of(i, h)) / need as f64;
+                    let gain = (cost_of(i, gi) - cost_of(i, h)) / need as f64;
                     if gain > 1e-12 && best.is_none_or(|b| gain > b.0) {
                         best = Some((gain, i, h));
                     }
@@ -161,16 +170,16 @@ impl ElasticPolicy for Pollux {
                     } else {
                         0.0
                     };
-                    for b in 0..n {
+                    for (b, &cb) in c.iter().enumerate() {
                         if b == a {
                             continue;
                         }
-                        let Some(hb) = next_up(b, c[b]) else { continue };
-                        let need = hb - c[b];
+                        let Some(hb) = next_up(b, cb) else { continue };
+                        let need = hb - cb;
                         if need > free + freed {
                             continue;
                         }
-                        let db = cost_of(b, hb) - cost_of(b, c[b]);
+                        let db = cost_of(b, hb) - cost_of(b, cb);
                         // Take from a only when b needs more than the free GPUs.
                         let delta = if need <= free {
                             db

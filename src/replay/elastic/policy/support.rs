@@ -95,12 +95,15 @@ pub fn place_in_order(
     place_with_batch(ctx, order, gpus, &batch, preemptive)
 }
 
+/// The global batch of job `i` on these (server, GPUs).
+pub type BatchFn<'a> = dyn Fn(usize, &[(usize, u32)]) -> u32 + 'a;
+
 /// [`place_in_order`] with the global batch chosen by `batch(job, servers)`.
 pub fn place_with_batch(
     ctx: &DecisionCtx,
     order: &[usize],
     gpus: &dyn Fn(usize) -> u32,
-    batch: &dyn Fn(usize, &[(usize, u32)]) -> u32,
+    batch: &BatchFn,
     preemptive: bool,
 ) -> Vec<Option<Allocation>> {
     let share = proportional_share(ctx.cluster);
@@ -179,7 +182,7 @@ pub fn place_counts(
     ctx: &DecisionCtx,
     counts: &[u32],
     feasible: &dyn Fn(usize, u32) -> bool,
-    batch: &dyn Fn(usize, &[(usize, u32)]) -> u32,
+    batch: &BatchFn,
 ) -> Vec<Option<Allocation>> {
     let mut order: Vec<usize> = (0..ctx.jobs.len()).filter(|&i| counts[i] > 0).collect();
     order.sort_by(|&a, &b| {

@@ -1,0 +1,331 @@
+//! Runs a grid as a Slurm job array: task `I` replays scenarios `I*K .. (I+1)*K` (`--chunk K`)
+//! with `profiler replay --grid GRID --chunk K --chunk-index I --out OUT` and writes
+//! `OUT/parts/part-I.parquet`; a merge job that depends on the whole array (`afterok`) stacks
+//! the parts into the same `summary.{csv,parquet}` and plots a local run writes. The submitting
+//! command waits for the merge job (`sbatch --wait`); Ctrl-C or SIGTERM while it waits cancels
+//! both jobs (`scancel`).
+//!
+//! The batch scripts are written to `OUT/slurm/` (with the tasks' logs), so a run can be
+//! inspected or resubmitted by hand. Nodes must see the same paths: the profiler binary, the
+//! grid file and everything it names, and `OUT`.
+
+use super::error::GridError;
+use super::expand::chunk_count;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How to submit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlurmOptions {
+    /// `--partition` for both jobs; `None`: the cluster's default.
+    pub partition: Option<String>,
+    /// Scenarios per array task.
+    pub chunk: usize,
+    /// CPUs per task (`--cpus-per-task`); each task replays that many scenarios at once.
+    pub cpus_per_task: usize,
+    /// Memory per task (`--mem`, Slurm's syntax: `2G`, `500M`). Without one, a cluster with no
+    /// default memory per CPU gives each task the whole node, and tasks run one at a time.
+    pub mem: Option<String>,
+    /// The profiler binary the tasks run (default: this one).
+    pub profiler: PathBuf,
+}
+
+/// The jobs of one submission.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub array_job: String,
+    pub merge_job: String,
+    pub tasks: usize,
+}
+
+/// A shell word: single-quoted, with quotes inside escaped.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn path_word(p: &Path) -> String {
+    quote(&p.to_string_lossy())
+}
+
+/// The array's batch script (`#SBATCH` lines, then the task's command).
+pub fn array_script(grid: &Path, out: &Path, tasks: usize, opts: &SlurmOptions) -> String {
+    let mut s = String::from("#!/bin/sh\n#SBATCH --job-name=profiler-grid\n");
+    s += &format!("#SBATCH --array=0-{}\n", tasks.saturating_sub(1));
+    s += &format!("#SBATCH --cpus-per-task={}\n", opts.cpus_per_task);
+    if let Some(m) = &opts.mem {
+        s += &format!("#SBATCH --mem={m}\n");
+    }
+    s += &format!(
+        "#SBATCH --output={}\n",
+        out.join("slurm").join("task-%a.out").display()
+    );
+    if let Some(p) = &opts.partition {
+        s += &format!("#SBATCH --partition={p}\n");
+    }
+    s += &format!(
+        "exec {} replay --grid {} --chunk {} --chunk-index \"$SLURM_ARRAY_TASK_ID\" --threads {} --out {}\n",
+        path_word(&opts.profiler),
+        path_word(grid),
+        opts.chunk,
+        opts.cpus_per_task,
+        path_word(out)
+    );
+    s
+}
+
+/// The merge job's batch script.
+pub fn merge_script(grid: &Path, out: &Path, opts: &SlurmOptions) -> String {
+    let mut s = String::from("#!/bin/sh\n#SBATCH --job-name=profiler-grid-merge\n");
+    s += &format!(
+        "#SBATCH --output={}\n",
+        out.join("slurm").join("merge.out").display()
+    );
+    if let Some(p) = &opts.partition {
+        s += &format!("#SBATCH --partition={p}\n");
+    }
+    if let Some(m) = &opts.mem {
+        s += &format!("#SBATCH --mem={m}\n");
+    }
+    s += &format!(
+        "exec {} replay --grid {} --chunk {} --merge-parts --out {}\n",
+        path_word(&opts.profiler),
+        path_word(grid),
+        opts.chunk,
+        path_word(out)
+    );
+    s
+}
+
+/// Sets the returned flag on SIGINT, SIGTERM or SIGHUP (instead of dying), so that the jobs can
+/// be cancelled first.
+pub fn cancel_on_signals() -> std::io::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+    }
+    Ok(flag)
+}
+
+fn slurm_err(what: &str) -> impl FnOnce(std::io::Error) -> GridError + '_ {
+    move |e| GridError::Slurm(format!("{what}: {e} (is Slurm installed and on PATH?)"))
+}
+
+/// `sbatch --parsable` prints `JOBID` or `JOBID;CLUSTER`.
+fn job_id(line: &str) -> Result<String, GridError> {
+    let id = line.trim().split(';').next().unwrap_or("").trim();
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(GridError::Slurm(format!(
+            "sbatch printed {line:?}, not a job id"
+        )));
+    }
+    Ok(id.to_owned())
+}
+
+fn scancel(ids: &[&str]) {
+    let _ = Command::new("scancel")
+        .args(ids)
+        .stdout(Stdio::null())
+        .status();
+}
+
+/// Values that go into `#SBATCH` lines: a partition list or a memory size, nothing that could
+/// end the line or the option.
+fn check_value(what: &str, v: &str) -> Result<(), GridError> {
+    if v.is_empty()
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.,-".contains(&b))
+    {
+        return Err(GridError::Slurm(format!(
+            "{what} {v:?}: expected letters, digits and _ . , - only"
+        )));
+    }
+    Ok(())
+}
+
+/// Submits the array and the merge job, then waits for the merge to finish. `log` gets one
+/// line per step (job ids, where the logs go).
+pub fn submit_and_wait(
+    grid: &Path,
+    total: usize,
+    out: &Path,
+    opts: &SlurmOptions,
+    cancel: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> Result<Submission, GridError> {
+    use super::super::ReplayError;
+    if let Some(p) = &opts.partition {
+        check_value("partition", p)?;
+    }
+    if let Some(m) = &opts.mem {
+        check_value("memory per task", m)?;
+    }
+    // Tasks may start anywhere: every path they see is absolute.
+    let grid = std::path::absolute(grid).map_err(ReplayError::io(grid))?;
+    std::fs::create_dir_all(out).map_err(ReplayError::io(out))?;
+    let out = std::path::absolute(out).map_err(ReplayError::io(out))?;
+    let slurm_dir = out.join("slurm");
+    std::fs::create_dir_all(&slurm_dir).map_err(ReplayError::io(&slurm_dir))?;
+    // Parts of an earlier run must not be merged into this one.
+    let parts = out.join("parts");
+    if parts.exists() {
+        std::fs::remove_dir_all(&parts).map_err(ReplayError::io(&parts))?;
+    }
+    let tasks = chunk_count(total, opts.chunk);
+    let array_sh = slurm_dir.join("array.sh");
+    let merge_sh = slurm_dir.join("merge.sh");
+    std::fs::write(&array_sh, array_script(&grid, &out, tasks, opts))
+        .map_err(ReplayError::io(&array_sh))?;
+    std::fs::write(&merge_sh, merge_script(&grid, &out, opts))
+        .map_err(ReplayError::io(&merge_sh))?;
+
+    let submitted = Command::new("sbatch")
+        .arg("--parsable")
+        .arg(&array_sh)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(slurm_err("sbatch"))?;
+    if !submitted.status.success() {
+        return Err(GridError::Slurm(format!(
+            "sbatch {} failed ({})",
+            array_sh.display(),
+            submitted.status
+        )));
+    }
+    let array_job = job_id(&String::from_utf8_lossy(&submitted.stdout))?;
+    log(&format!(
+        "submitted array job {array_job}: {tasks} tasks of up to {} scenarios ({total} in all); \
+         logs in {}",
+        opts.chunk,
+        slurm_dir.display()
+    ));
+
+    // Its own process group: a Ctrl-C reaches this process only, which cancels the jobs.
+    let mut waiter: Child = std::os::unix::process::CommandExt::process_group(
+        Command::new("sbatch")
+            .arg("--parsable")
+            .arg("--wait")
+            .arg(format!("--dependency=afterok:{array_job}"))
+            .arg("--kill-on-invalid-dep=yes")
+            .arg(&merge_sh)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        0,
+    )
+    .spawn()
+    .map_err(|e| {
+        scancel(&[&array_job]);
+        slurm_err("sbatch --wait")(e)
+    })?;
+    let mut first = String::new();
+    if let Some(stdout) = waiter.stdout.take() {
+        let _ = std::io::BufReader::new(stdout).read_line(&mut first);
+    }
+    let merge_job = match job_id(&first) {
+        Ok(id) => id,
+        Err(e) => {
+            scancel(&[&array_job]);
+            let _ = waiter.kill();
+            let _ = waiter.wait();
+            return Err(e);
+        }
+    };
+    log(&format!(
+        "submitted merge job {merge_job} (after array {array_job} succeeds); waiting (Ctrl-C cancels both)"
+    ));
+    let status = loop {
+        if cancel.load(Ordering::SeqCst) {
+            scancel(&[&array_job, &merge_job]);
+            let _ = waiter.kill();
+            let _ = waiter.wait();
+            return Err(GridError::Interrupted(format!("{array_job} {merge_job}")));
+        }
+        match waiter.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => return Err(slurm_err("waiting for sbatch --wait")(e)),
+        }
+    };
+    if !status.success() {
+        let mut stderr = String::new();
+        if let Some(mut e) = waiter.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+        }
+        return Err(GridError::Slurm(format!(
+            "the merge job {merge_job} did not succeed ({status}{}): a task of array {array_job} \
+             failed or was cancelled, or the merge failed; see the logs in {}",
+            if stderr.trim().is_empty() {
+                String::new()
+            } else {
+                format!(", sbatch: {}", stderr.trim())
+            },
+            slurm_dir.display()
+        )));
+    }
+    Ok(Submission {
+        array_job,
+        merge_job,
+        tasks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> SlurmOptions {
+        SlurmOptions {
+            partition: Some("debug".into()),
+            chunk: 7,
+            cpus_per_task: 2,
+            mem: Some("3G".into()),
+            profiler: "/opt/bin/profiler".into(),
+        }
+    }
+
+    #[test]
+    fn scripts_name_every_path_and_the_chunking() {
+        let s = array_script(Path::new("/g/it's.toml"), Path::new("/o"), 15, &opts());
+        assert!(s.starts_with("#!/bin/sh\n"), "{s}");
+        assert!(s.contains("#SBATCH --array=0-14\n"), "{s}");
+        assert!(s.contains("#SBATCH --partition=debug\n"), "{s}");
+        assert!(s.contains("#SBATCH --cpus-per-task=2\n"), "{s}");
+        assert!(s.contains("#SBATCH --mem=3G\n"), "{s}");
+        assert!(s.contains("#SBATCH --output=/o/slurm/task-%a.out\n"), "{s}");
+        assert!(
+            s.contains(
+                "exec '/opt/bin/profiler' replay --grid '/g/it'\\''s.toml' --chunk 7 \
+                 --chunk-index \"$SLURM_ARRAY_TASK_ID\" --threads 2 --out '/o'\n"
+            ),
+            "{s}"
+        );
+        let m = merge_script(Path::new("/g/x.toml"), Path::new("/o"), &opts());
+        assert!(m.contains("--chunk 7 --merge-parts --out '/o'"), "{m}");
+        assert!(m.contains("#SBATCH --output=/o/slurm/merge.out"), "{m}");
+    }
+
+    #[test]
+    fn sbatch_values_cannot_break_the_script() {
+        assert!(check_value("partition", "gpu,debug").is_ok());
+        assert!(check_value("memory per task", "2G").is_ok());
+        for bad in ["", "a b", "x\n#SBATCH --uid=0", "$(id)"] {
+            assert!(check_value("partition", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn job_ids_from_sbatch() {
+        assert_eq!(job_id("123\n").unwrap(), "123");
+        assert_eq!(job_id("45;cluster\n").unwrap(), "45");
+        assert!(job_id("").is_err());
+        assert!(job_id("Submitted batch job 5").is_err());
+    }
+}
