@@ -1,6 +1,6 @@
 //! Fuzzing of every replay entry point a user feeds: the trace adapters (canonical, Synergy CSV,
 //! Philly CSV and JSON, Alibaba), the synthetic workload's parameters, cluster TOML and
-//! `--cluster` strings, and the replay's command-line values.
+//! `--cluster` strings, scenario grid files, and the replay's command-line values.
 //!
 //! Inputs are mostly valid (so they get past headers and into the row checks) with mutated
 //! fields (NaN, infinities, huge and negative numbers, overflowing integers, odd text) and
@@ -772,4 +772,97 @@ mod elastic {
             .boxed();
         run("pollux", table(Some(pollux::HEADER), row), false);
     }
+}
+
+#[test]
+fn fuzz_grid_toml() {
+    use profiler::replay::grid::{GridSpec, scenarios, spec::MAX_SCENARIOS};
+    // Lists of 1..n values (sometimes none), mostly distinct.
+    let list = |v: BoxedStrategy<String>, n: usize| {
+        prop_oneof![
+            20 => prop::collection::vec(v, 1..n),
+            1 => Just(Vec::new()),
+        ]
+        .prop_map(|v| format!("[{}]", v.join(", ")))
+    };
+    let quoted = |v: BoxedStrategy<String>| v.prop_map(|s| format!("{s:?}")).boxed();
+    let key = |k: &'static str, v: BoxedStrategy<String>| prop_oneof![12 => v.prop_map(move |v| format!("{k} = {v}\n")), 1 => Just(String::new())];
+    let distinct = |names: Vec<&'static str>, bad: &'static str, n: usize| {
+        prop_oneof![
+            1 => Just(format!("[{bad:?}]")),
+            20 => prop::sample::subsequence(names, 1..n).prop_map(|v| {
+                let v: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
+                format!("[{}]", v.join(", "))
+            }),
+            1 => list(quoted(nasty()), 3),
+        ]
+        .boxed()
+    };
+    let cluster = distinct(
+        vec!["synergy-1", "synergy-deploy", "c.toml"],
+        "synergy-0",
+        3,
+    );
+    let scheme = distinct(
+        vec!["fifo+tune", "srtf+opt", "las+proportional"],
+        "x+tune",
+        4,
+    );
+    let split = (float(0.0, 100.0), float(0.0, 100.0), float(0.0, 100.0))
+        .prop_map(|(a, b, c)| format!("[{a}, {b}, {c}]"))
+        .boxed();
+    let axes = (
+        key("clusters", cluster),
+        key("loads", list(float(0.0, 20.0), 4).boxed()),
+        key(
+            "traces",
+            list(quoted(f(Just("t.csv".to_owned()))), 2).boxed(),
+        ),
+        key("splits", list(split, 3).boxed()),
+        key("seeds", list(int(0, 1_000_000), 4).boxed()),
+        key("schemes", scheme),
+    )
+        .prop_map(|(a, b, c, d, e, g)| format!("{a}{b}{c}{d}{e}{g}"));
+    let settings = (
+        key("jobs", int(1, 1000)),
+        key("window", quoted(f(Just("10..20".to_owned())))),
+        key("round_s", float(0.0, 1000.0)),
+        key("horizon", quoted(f(Just("30d".to_owned())))),
+        key("semantics", quoted(f(Just("exact".to_owned())))),
+        key("duration", quoted(f(Just("exp:60".to_owned())))),
+        key("gpu_demand", quoted(f(Just("1:3,2:1".to_owned())))),
+    )
+        .prop_map(|(a, b, c, d, e, g, h)| format!("[settings]\n{a}{b}{c}{d}{e}{g}{h}"));
+    let input = (axes, settings, mutations()).prop_map(|(a, s, muts)| mutate(a + &s, &muts));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), "0,resnet18,0,1000,1\n").unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[[group]]\ncount = 2\ngpus = 8\ncpus = 24\nmemory_gb = 500\n",
+    )
+    .unwrap();
+    let path = dir.path().join("grid.toml");
+    fuzz("grid-toml", input, |bytes| {
+        let Ok(text) = String::from_utf8(bytes.clone()) else {
+            return Ok(false);
+        };
+        let started = Instant::now();
+        let grid = GridSpec::parse(&text, &path);
+        prop_assert!(started.elapsed() < MAX_CASE_TIME);
+        match grid {
+            Err(e) => {
+                names_file_and_line(&e, &path, line_count(&bytes))?;
+                Ok(false)
+            }
+            Ok(g) => {
+                prop_assert!(g.len() as u64 <= MAX_SCENARIOS && !g.is_empty());
+                let all = scenarios(&g);
+                prop_assert_eq!(all.len(), g.len());
+                let ids: std::collections::BTreeSet<&str> =
+                    all.iter().map(|s| s.id.as_str()).collect();
+                prop_assert_eq!(ids.len(), all.len(), "scenario ids collide");
+                Ok(true)
+            }
+        }
+    });
 }

@@ -295,3 +295,49 @@ fn traces_and_cluster_files_are_relative_to_the_grid() {
         "{e}"
     );
 }
+
+/// The command line: a local run prints a line per scenario and writes the table the library
+/// writes; array-task flags without --out are refused.
+#[test]
+fn command_line_grid_run() {
+    let d = tempfile::tempdir().unwrap();
+    let grid_path = super::repo("tests/data/grid-100.toml");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_profiler"))
+            .args(["replay", "--grid"])
+            .arg(&grid_path)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = d.path().join("cli");
+    let o = run(&["--threads", "2", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.contains("/seed=")).count(), 100);
+    assert!(
+        stdout.contains("wrote ") && stdout.contains("summary.csv"),
+        "{stdout}"
+    );
+    let lib = d.path().join("lib");
+    let grid = GridSpec::load(&grid_path).unwrap();
+    grid::run_local(&grid, 1, &Unobserved, Some(&lib)).unwrap();
+    assert_eq!(
+        std::fs::read(out.join("summary.csv")).unwrap(),
+        std::fs::read(lib.join("summary.csv")).unwrap()
+    );
+    for args in [
+        &["--chunk-index", "0"][..],
+        &["--merge-parts"],
+        &["--slurm"],
+    ] {
+        let o = run(args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && e.contains("needs --out DIR"),
+            "{args:?}: {e}"
+        );
+    }
+    let o = run(&["--chunk", "0"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--chunk must be at least 1"));
+}

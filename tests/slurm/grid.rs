@@ -160,3 +160,33 @@ pub fn ctrl_c_cancels_the_array_and_the_merge(c: &Cluster) {
     }
     assert_eq!(queued(c, &[&array, &merge]), "", "jobs left after Ctrl-C");
 }
+
+/// A task that fails (here a scenario past its horizon) cancels the merge, and the submitting
+/// command fails saying so and where the logs are.
+pub fn a_failed_task_fails_the_submission(c: &Cluster) {
+    let d = tempfile::tempdir_in("/tmp").unwrap();
+    let grid = d.path().join("failing.toml");
+    std::fs::write(
+        &grid,
+        "clusters = [\"synergy-1\"]\nloads = [1]\nseeds = [0, 1]\nschemes = [\"fifo+tune\"]\n\
+         [settings]\njobs = 3\nhorizon = \"1s\"\n",
+    )
+    .unwrap();
+    let out = c
+        .cmd(PROFILER)
+        .args(["replay", "--grid"])
+        .arg(&grid)
+        .args(["--slurm", "--chunk", "1", "--mem-per-task", "500M", "--out"])
+        .arg(d.path().join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("ended CANCELLED") && stderr.contains("failed or was cancelled"),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(d.path().join("out/slurm/task-0.out")).unwrap();
+    assert!(log.contains("scenario 0 (synergy-1/load=1/"), "{log}");
+    assert!(!d.path().join("out/summary.csv").exists());
+}

@@ -43,5 +43,6 @@ fn slurm_scenarios() {
     steps::steps_are_confined_by_cgroups(&cluster);
     grid::grid_as_job_array_matches_the_local_run(&cluster);
     grid::ctrl_c_cancels_the_array_and_the_merge(&cluster);
+    grid::a_failed_task_fails_the_submission(&cluster);
     cluster.down();
 }

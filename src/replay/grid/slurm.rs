@@ -11,9 +11,8 @@
 
 use super::error::GridError;
 use super::expand::chunk_count;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -208,65 +207,58 @@ pub fn submit_and_wait(
         slurm_dir.display()
     ));
 
-    // Its own process group: a Ctrl-C reaches this process only, which cancels the jobs.
-    let mut waiter: Child = std::os::unix::process::CommandExt::process_group(
-        Command::new("sbatch")
-            .arg("--parsable")
-            .arg("--wait")
-            .arg(format!("--dependency=afterok:{array_job}"))
-            .arg("--kill-on-invalid-dep=yes")
-            .arg(&merge_sh)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-        0,
-    )
-    .spawn()
-    .map_err(|e| {
-        scancel(&[&array_job]);
-        slurm_err("sbatch --wait")(e)
-    })?;
-    let mut first = String::new();
-    if let Some(stdout) = waiter.stdout.take() {
-        let _ = std::io::BufReader::new(stdout).read_line(&mut first);
+    let merged = Command::new("sbatch")
+        .arg("--parsable")
+        .arg(format!("--dependency=afterok:{array_job}"))
+        .arg("--kill-on-invalid-dep=yes")
+        .arg(&merge_sh)
+        .stderr(Stdio::inherit())
+        .output();
+    let merge_job = match merged {
+        Ok(o) if o.status.success() => job_id(&String::from_utf8_lossy(&o.stdout)),
+        Ok(o) => Err(GridError::Slurm(format!(
+            "sbatch {} failed ({})",
+            merge_sh.display(),
+            o.status
+        ))),
+        Err(e) => Err(slurm_err("sbatch")(e)),
     }
-    let merge_job = match job_id(&first) {
-        Ok(id) => id,
-        Err(e) => {
-            scancel(&[&array_job]);
-            let _ = waiter.kill();
-            let _ = waiter.wait();
-            return Err(e);
-        }
-    };
+    .inspect_err(|_| scancel(&[&array_job]))?;
     log(&format!(
         "submitted merge job {merge_job} (after array {array_job} succeeds); waiting (Ctrl-C cancels both)"
     ));
-    let status = loop {
+    // Polled here rather than with `sbatch --wait`, whose own polling backs off to tens of
+    // seconds: a short grid would wait longer on the poll than on its jobs.
+    let mut pause = Duration::from_millis(250);
+    let (state, exit_code) = loop {
         if cancel.load(Ordering::SeqCst) {
             scancel(&[&array_job, &merge_job]);
-            let _ = waiter.kill();
-            let _ = waiter.wait();
             return Err(GridError::Interrupted(format!("{array_job} {merge_job}")));
         }
-        match waiter.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
-            Err(e) => return Err(slurm_err("waiting for sbatch --wait")(e)),
+        match job_state(&merge_job)? {
+            Some((state, exit)) if TERMINAL.contains(&state.as_str()) => break (state, exit),
+            Some(_) => {}
+            None => {
+                return Err(GridError::Slurm(format!(
+                    "the merge job {merge_job} is no longer known to Slurm; see {} and the \
+                     logs in {}",
+                    out.join("summary.csv").display(),
+                    slurm_dir.display()
+                )));
+            }
         }
+        // Sleep in short steps, so that Ctrl-C is acted on at once.
+        let until = std::time::Instant::now() + pause;
+        while std::time::Instant::now() < until && !cancel.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pause = (pause * 2).min(Duration::from_secs(5));
     };
-    if !status.success() {
-        let mut stderr = String::new();
-        if let Some(mut e) = waiter.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-        }
+    if state != "COMPLETED" {
         return Err(GridError::Slurm(format!(
-            "the merge job {merge_job} did not succeed ({status}{}): a task of array {array_job} \
-             failed or was cancelled, or the merge failed; see the logs in {}",
-            if stderr.trim().is_empty() {
-                String::new()
-            } else {
-                format!(", sbatch: {}", stderr.trim())
-            },
+            "the merge job {merge_job} ended {state} (exit code {exit_code}): a task of array \
+             {array_job} failed or was cancelled (the merge then never runs), or the merge \
+             failed; see the logs in {}",
             slurm_dir.display()
         )));
     }
@@ -275,6 +267,42 @@ pub fn submit_and_wait(
         merge_job,
         tasks,
     })
+}
+
+/// Job states after which a job never runs again.
+const TERMINAL: &[&str] = &[
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+];
+
+/// `(JobState, ExitCode)` of a job from `scontrol show job -o`, or `None` once Slurm has
+/// forgotten it.
+fn job_state(id: &str) -> Result<Option<(String, String)>, GridError> {
+    let out = Command::new("scontrol")
+        .args(["show", "job", "-o", id])
+        .stderr(Stdio::null())
+        .output()
+        .map_err(slurm_err("scontrol"))?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(parse_job_state(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn parse_job_state(line: &str) -> Option<(String, String)> {
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .map(str::to_owned)
+    };
+    Some((field("JobState=")?, field("ExitCode=").unwrap_or_default()))
 }
 
 #[cfg(test)]
@@ -319,6 +347,14 @@ mod tests {
         for bad in ["", "a b", "x\n#SBATCH --uid=0", "$(id)"] {
             assert!(check_value("partition", bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn job_state_from_scontrol() {
+        let line = "JobId=14 JobName=profiler-grid-merge UserId=root(0) JobState=FAILED \
+                    Reason=NonZeroExitCode Dependency=(null) ExitCode=1:0 RunTime=00:00:01";
+        assert_eq!(parse_job_state(line), Some(("FAILED".into(), "1:0".into())));
+        assert_eq!(parse_job_state("JobId=14 JobName=x"), None);
     }
 
     #[test]

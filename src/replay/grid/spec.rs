@@ -349,14 +349,14 @@ impl GridSpec {
     }
 }
 
-/// A built-in cluster name as is; anything else is a file relative to the grid.
+/// A built-in cluster name as is; a file relative to the grid where one exists; otherwise the
+/// name as written (so the error quotes it).
 fn builtin_or_relative(name: &str, relative: &dyn Fn(&str) -> PathBuf) -> String {
-    if ClusterSpec::builtin(name).is_some()
-        || name.starts_with("synergy-") && !name.ends_with(".toml")
-    {
-        name.to_owned()
+    let file = relative(name);
+    if ClusterSpec::builtin(name).is_none() && file.is_file() {
+        file.to_string_lossy().into_owned()
     } else {
-        relative(name).to_string_lossy().into_owned()
+        name.to_owned()
     }
 }
 
