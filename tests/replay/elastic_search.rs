@@ -292,3 +292,70 @@ fn seeds_change_the_search() {
     assert_eq!(a, run(1));
     assert!((2..6).any(|s| run(s) != a));
 }
+
+/// The figures of docs/REPLAY.md ("Improvements over ONES", "Joint batch x CPU x memory
+/// search"): `cargo test --test replay -- --ignored elastic_search_tables --nocapture`.
+/// ONES's scenario (first 50 jobs of trace_1.csv on ones-64) for every ONES variant; then the
+/// same jobs, with CPU/memory models from the zoo matrices, on ones-64 and on half its cores.
+#[test]
+#[ignore]
+fn elastic_search_tables() {
+    use profiler::replay::elastic::engine::EngineConfig;
+    use profiler::replay::elastic::experiment::{
+        ElasticOptions, ElasticTrace, TraceKind, load_trace, render, run,
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let trace = ElasticTrace {
+        kind: TraceKind::Ones,
+        path: root.join("workloads/traces/ones/trace_1.csv"),
+    };
+    let (mut jobs, models) = load_trace(&trace).unwrap();
+    jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
+    jobs.truncate(50);
+    let opts = |cluster: ClusterSpec, policies: &[&str], versus: &str| ElasticOptions {
+        cluster,
+        policies: policies.iter().map(|p| p.to_string()).collect(),
+        first_seed: 0,
+        seeds: 5,
+        engine: EngineConfig::default(),
+        versus: vec![versus.into()],
+        out_dir: None,
+    };
+    let ones64 = ClusterSpec::builtin("ones-64").unwrap();
+    let variants = [
+        "ones",
+        "ones+queue",
+        "ones+mutate",
+        "ones+batch",
+        "ones+mean",
+        "ones-plus",
+    ];
+    let e = run(
+        &opts(ones64.clone(), &variants, "ones"),
+        &jobs,
+        &models,
+        "ones",
+    )
+    .unwrap();
+    println!("{}", render(&e));
+    let mut with = models.clone();
+    let left = attach_resources(&mut with, &ProfileSet::builtin_zoo());
+    println!("without a matrix: {left:?}");
+    let joint = ["ones-plus", "pollux", "joint-resources", "joint"];
+    let scarce = ClusterSpec::resolve(
+        root.join("workloads/clusters/ones-64-cpu-scarce.toml")
+            .to_str()
+            .unwrap(),
+    )
+    .unwrap();
+    for cluster in [ones64, scarce] {
+        let e = run(
+            &opts(cluster, &joint, "ones-plus"),
+            &jobs,
+            &with,
+            "ones+matrices",
+        )
+        .unwrap();
+        println!("{}", render(&e));
+    }
+}
