@@ -271,7 +271,7 @@ fn ones_fills_the_cluster_and_grows_jobs() {
         used.push(g);
         widest = widest.max(d.iter().flatten().map(|a| a.gpus()).max().unwrap_or(0));
     });
-    assert!(used.iter().any(|&g| g == 16), "{used:?}");
+    assert!(used.contains(&16), "{used:?}");
     assert!(widest >= 2, "no job grew: {used:?}");
 }
 

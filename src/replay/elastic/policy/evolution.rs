@@ -807,6 +807,8 @@ impl<'a> Prepared<'a> {
     }
 
     /// Pads the individual's GPU counts (ONES's `_pad`) and places them.
+    // Jobs are indices into several parallel vectors here.
+    #[allow(clippy::needless_range_loop)]
     fn repair(&mut self, ind: &mut Ind, order: &[u32], _rhat: &[f64]) {
         let c = ind.slots.len() as u32;
         let nj = self.info.len();
@@ -874,6 +876,7 @@ impl<'a> Prepared<'a> {
     /// (and fitting) where they are, the others largest first (best fit on one server, else
     /// the roomiest servers first); a job that fits nowhere (CPU or memory short) tries lower
     /// CPU levels, then waits. Rewrites the slot vector server by server.
+    #[allow(clippy::needless_range_loop)]
     fn place(&mut self, ind: &mut Ind, counts: &mut [u32]) {
         let ctx = self.ctx;
         let servers = &ctx.cluster.servers;
