@@ -196,7 +196,7 @@ fn executed(j: &ElasticJob) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn search_is_feasible_no_worse_than_its_start_capped_and_deterministic(

@@ -896,10 +896,12 @@ impl<'a> Prepared<'a> {
         let nj = self.info.len();
         let mut rest: Vec<usize> = Vec::new();
         let mut scratch: Vec<(usize, u32)> = Vec::new();
-        for j in 0..nj {
-            if counts[j] == 0 {
-                continue;
-            }
+        // Pinned jobs first (their cores and GB must not go to a job placed before them),
+        // then the jobs keeping their GPU count.
+        let (pinned, others): (Vec<usize>, Vec<usize>) = (0..nj)
+            .filter(|&j| counts[j] > 0)
+            .partition(|&j| self.info[j].pinned);
+        for j in pinned.into_iter().chain(others) {
             let i = &self.info[j];
             let live = ctx.jobs[j].allocation.as_ref();
             let (cp, mp) = match (i.pinned, live) {
