@@ -1,0 +1,44 @@
+//! The profiler against a real Slurm: a local single-node cluster (scripts/local-slurm.sh) is
+//! brought up once, the scenarios run in sequence against it, and it is torn down at the end with
+//! a check that no daemon, cgroup or process is left.
+//!
+//! Needs root and the Slurm packages; without them the test says `SKIPPED` on stderr, and under
+//! CI (`CI` set to anything but `false`/`0`) that is a failure. Run by hand under the measure lock:
+//! `flock /tmp/measure.lock cargo test --test slurm`.
+
+mod cluster;
+mod steps;
+
+use cluster::Cluster;
+
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Skips (or under CI fails) a test where a local Slurm cannot run.
+macro_rules! require_slurm {
+    ($test:expr) => {
+        if let Some(why) = crate::cluster::unavailable() {
+            if crate::under_ci() {
+                panic!("{}: CI must run the Slurm tests, but: {why}", $test);
+            }
+            // Straight to stderr: the test harness hides eprintln! output of passing tests.
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIPPED: {}: {why}\n", $test),
+            );
+            return;
+        }
+    };
+}
+
+/// One cluster for every scenario: starting Slurm takes seconds and its cgroup names are fixed,
+/// so the scenarios share it and run one after another.
+#[test]
+fn slurm_scenarios() {
+    require_slurm!("slurm_scenarios");
+    let cluster = Cluster::up(|_| {});
+    steps::node_is_idle_with_fake_gpus(&cluster);
+    steps::steps_are_confined_by_cgroups(&cluster);
+    cluster.down();
+}
