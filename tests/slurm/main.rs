@@ -7,6 +7,7 @@
 //! `flock /tmp/measure.lock cargo test --test slurm`.
 
 mod cluster;
+mod job_submit;
 mod steps;
 
 use cluster::Cluster;
@@ -37,8 +38,9 @@ macro_rules! require_slurm {
 #[test]
 fn slurm_scenarios() {
     require_slurm!("slurm_scenarios");
-    let cluster = Cluster::up(|_| {});
+    let cluster = Cluster::up(job_submit::install_plugin);
     steps::node_is_idle_with_fake_gpus(&cluster);
     steps::steps_are_confined_by_cgroups(&cluster);
+    job_submit::demands_applied_by_slurmctld(&cluster);
     cluster.down();
 }
