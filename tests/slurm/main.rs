@@ -7,6 +7,7 @@
 //! `flock /tmp/measure.lock cargo test --test slurm`.
 
 mod cluster;
+mod fleet;
 mod job_submit;
 mod steps;
 
@@ -42,5 +43,9 @@ fn slurm_scenarios() {
     steps::node_is_idle_with_fake_gpus(&cluster);
     steps::steps_are_confined_by_cgroups(&cluster);
     job_submit::demands_applied_by_slurmctld(&cluster);
+    fleet::fractional_levels_are_refused(&cluster);
+    fleet::steps_check_their_caps(&cluster);
+    fleet::interrupt_cancels_the_jobs(&cluster);
+    fleet::input_pipeline_through_slurm(&cluster);
     cluster.down();
 }
