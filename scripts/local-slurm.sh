@@ -61,8 +61,19 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
 
 node_idle() { [ "$(sinfo -h -N -o %t 2>/dev/null | head -1)" = idle ]; }
 
+# Closes every descriptor above stderr, so the daemons do not inherit one: a lock the caller
+# holds (`flock /tmp/measure.lock scripts/local-slurm.sh up`) would otherwise outlive the caller.
+close_inherited_fds() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null || true
+    done
+}
+
 up() {
     [ "$(id -u)" = 0 ] || die "must run as root (slurmd confines jobs with cgroups and switches users)"
+    close_inherited_fds
     local b
     for b in munged mungekey slurmctld slurmd sinfo scontrol; do
         command -v "$b" >/dev/null || die "$b not found: apt-get install slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins"

@@ -48,7 +48,13 @@ fn table(c: &Cluster, model: &str) -> (String, String) {
 fn submit_held(c: &Cluster, args: &[&str]) -> (String, String) {
     let mut all = vec!["-H", "--parsable", "--wrap", "true"];
     all.extend_from_slice(args);
-    let out = c.cmd("sbatch").args(&all).output().expect("sbatch runs");
+    let out = c
+        .cmd("sbatch")
+        .arg("--chdir")
+        .arg(c.dir())
+        .args(&all)
+        .output()
+        .expect("sbatch runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "sbatch {args:?}: {stderr}");
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
