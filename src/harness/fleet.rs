@@ -554,7 +554,8 @@ fn job_state(id: &str) -> State {
             | "STAGE_OUT"
     );
     let text = match state {
-        "PENDING" => format!("pending ({})", text.split_once(' ').map_or("", |x| x.1)),
+        // squeue's %R already wraps a pending job's reason in parentheses.
+        "PENDING" => format!("pending {}", text.split_once(' ').map_or("", |x| x.1)),
         "RUNNING" => format!("running on {}", text.split_once(' ').map_or("", |x| x.1)),
         "" => "ended".into(),
         s => s.to_lowercase(),
