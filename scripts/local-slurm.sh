@@ -23,8 +23,10 @@ usage() { die "usage: $0 up|down|env DIR"; }
 cmd=$1
 dir=$2
 
-# Slurm's v1 cgroups for every job live under slurm_<node> (or plain slurm) in each controller.
-SLURM_CGROUPS="slurm_$(hostname -s) slurm"
+# Slurm's v1 cgroups for every job live under slurm_<node name> in each controller. Each cluster
+# names its node after its slurmctld port (slurmd -N), so two local clusters never share cgroups
+# and `down` touches only its own.
+slurm_cgroups() { echo "slurm_$(cat "$dir/nodename" 2>/dev/null || echo none)"; }
 CGROUP_CONTROLLERS="cpuset memory freezer cpu cpuacct devices"
 
 cgroup_v1_ok() {
@@ -59,8 +61,19 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
 
 node_idle() { [ "$(sinfo -h -N -o %t 2>/dev/null | head -1)" = idle ]; }
 
+# Closes every descriptor above stderr, so the daemons do not inherit one: a lock the caller
+# holds (`flock /tmp/measure.lock scripts/local-slurm.sh up`) would otherwise outlive the caller.
+close_inherited_fds() {
+    local fd
+    for fd in /proc/$$/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null || true
+    done
+}
+
 up() {
     [ "$(id -u)" = 0 ] || die "must run as root (slurmd confines jobs with cgroups and switches users)"
+    close_inherited_fds
     local b
     for b in munged mungekey slurmctld slurmd sinfo scontrol; do
         command -v "$b" >/dev/null || die "$b not found: apt-get install slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins"
@@ -81,10 +94,12 @@ up() {
         --seed-file="$dir/munge/munged.seed" \
         || die "munged failed to start; see $dir/log/munged.log"
 
-    local host ctld_port slurmd_port hw cpus mem task proctrack reason=""
+    local host node ctld_port slurmd_port hw cpus mem task proctrack reason=""
     host=$(hostname -s)
     ctld_port=$(free_port)
     slurmd_port=$(free_port "$ctld_port")
+    node="local$ctld_port"
+    echo "$node" >"$dir/nodename"
     hw=$(slurmd -C | head -1)
     cpus=$(sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' <<<"$hw")
     mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$hw")
@@ -140,8 +155,8 @@ KillWait=5
 MinJobAge=60
 GresTypes=gpu
 $submit
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus $topo RealMemory=$mem Gres=gpu:4 State=UNKNOWN
-PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+NodeName=$node NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus $topo RealMemory=$mem Gres=gpu:4 State=UNKNOWN
+PartitionName=local Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
     # Slurm 22.05 drops GPUs without a device file, so the four GPUs are character devices with
     # /dev/null's numbers: requests are scheduled, nothing real is bound (ConstrainDevices is off).
@@ -151,7 +166,7 @@ EOF
         [ -e "$dir/dev/gpu$i" ] || mknod "$dir/dev/gpu$i" c 1 3
     done
     cat >"$dir/gres.conf" <<EOF
-NodeName=$host Name=gpu File=$dir/dev/gpu[0-3]
+NodeName=$node Name=gpu File=$dir/dev/gpu[0-3]
 EOF
     cat >"$dir/cgroup.conf" <<EOF
 CgroupPlugin=cgroup/v1
@@ -171,21 +186,21 @@ EOF
     echo $! >"$dir/slurmctld.launcher.pid"
     wait_for 30 slurmctld scontrol ping \
         || { tail -20 "$dir/log/slurmctld.log" "$dir/log/slurmctld.out" >&2 || true; die "slurmctld did not answer"; }
-    setsid slurmd -D -f "$SLURM_CONF" >"$dir/log/slurmd.out" 2>&1 </dev/null &
+    setsid slurmd -D -N "$node" -f "$SLURM_CONF" >"$dir/log/slurmd.out" 2>&1 </dev/null &
     echo $! >"$dir/slurmd.launcher.pid"
     if ! wait_for 60 "node idle" node_idle; then
         tail -20 "$dir/log/slurmd.log" "$dir/log/slurmd.out" >&2 || true
         sinfo -N -l >&2 || true
-        die "node $host did not become idle"
+        die "node $node did not become idle"
     fi
-    echo "local-slurm: node $host idle ($cpus CPUs, $mem MB, gpu:4, $task); export SLURM_CONF=$SLURM_CONF" >&2
+    echo "local-slurm: node $node idle ($cpus CPUs, $mem MB, gpu:4, $task); export SLURM_CONF=$SLURM_CONF" >&2
 }
 
 # Pids listed in Slurm's cgroups under every controller (the steps' processes, slurmstepd included).
 slurm_cgroup_pids() {
     local c g
     for c in $CGROUP_CONTROLLERS; do
-        for g in $SLURM_CGROUPS; do
+        for g in $(slurm_cgroups); do
             [ -d "/sys/fs/cgroup/$c/$g" ] || continue
             find "/sys/fs/cgroup/$c/$g" -name tasks -exec cat {} + 2>/dev/null || true
         done
@@ -224,7 +239,7 @@ down() {
     # Slurm's cgroups, deepest first (only directories: rmdir fails on a non-empty cgroup).
     local c g
     for c in $CGROUP_CONTROLLERS; do
-        for g in $SLURM_CGROUPS; do
+        for g in $(slurm_cgroups); do
             [ -d "/sys/fs/cgroup/$c/$g" ] || continue
             find "/sys/fs/cgroup/$c/$g" -depth -type d -exec rmdir {} \; 2>/dev/null || true
         done
@@ -234,7 +249,7 @@ down() {
     left=$(slurm_cgroup_pids | tr '\n' ' ')
     [ -z "$left" ] || die "processes still in Slurm's cgroups: $left"
     for c in $CGROUP_CONTROLLERS; do
-        for g in $SLURM_CGROUPS; do
+        for g in $(slurm_cgroups); do
             [ ! -d "/sys/fs/cgroup/$c/$g" ] || die "cgroup /sys/fs/cgroup/$c/$g not removed"
         done
     done

@@ -1,7 +1,7 @@
 use anyhow::Context;
 use clap::Parser;
 use profiler::cli::{Cli, Command};
-use profiler::harness::{signals, sweep, validate};
+use profiler::harness::{fleet, signals, sweep, validate};
 use profiler::matrix::{load_matrix, render_cells, render_demands, render_summary};
 use profiler::output::grid_progress::GridProgress;
 use profiler::output::progress::SweepProgress;
@@ -18,9 +18,76 @@ fn main() -> ExitCode {
     }
 }
 
+/// `profiler sweep --slurm` (submits and follows the jobs) and the jobs' own `--slurm-step-cpu`.
+fn slurm_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
+    let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+    if let Some(step) = args.slurm_step() {
+        let spec = profiler::spec::load_spec(&args.job)?;
+        let opts = args.into_options(spec);
+        let mut lines = fleet::PrefixedLines {
+            prefix: format!("{} on {}", opts.spec.spec.name, step.node),
+        };
+        let outcome = sweep::run_sweep_in_slurm_step(&opts, &step, &mut lines, &cancel)?;
+        println!("wrote {}", outcome.path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let slurm = args
+        .slurm_options()
+        .context("locating the profiler binary")?;
+    let specs = fleet::expand_specs(&args.job)?;
+    if specs.len() > 1 && args.output.as_ref().is_some_and(|o| !o.is_dir()) {
+        anyhow::bail!("with several specs, --output must be an existing directory");
+    }
+    let sweeps = specs
+        .iter()
+        .map(|p| Ok(args.clone().into_options(profiler::spec::load_spec(p)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let results = fleet::run_fleet_sweeps(&sweeps, &slurm, &cancel);
+    let (mut failed, mut interrupted) = (false, false);
+    for (opts, result) in sweeps.iter().zip(results) {
+        let name = &opts.spec.spec.name;
+        match result {
+            Ok(outcome) => {
+                print!("{}", render_summary(&outcome.matrix));
+                println!(
+                    "wrote {} ({} Slurm job(s), {:.1} s)",
+                    outcome.path.display(),
+                    outcome.launches,
+                    outcome.wall_s
+                );
+            }
+            Err(e @ sweep::SweepError::Interrupted { .. }) => {
+                eprintln!("{name}: {e}");
+                interrupted = true;
+            }
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Sweep(args) if args.slurm || args.slurm_step_cpu.is_some() => slurm_sweep(args),
         Command::Sweep(args) => {
+            if fleet::expand_specs(&args.job)?.len() > 1 {
+                anyhow::bail!(
+                    "--job {}: several specs are profiled at once only through Slurm (--slurm)",
+                    args.job.display()
+                );
+            }
+            if let Some(why) = fleet::inside_slurm_job().filter(|_| !args.no_caps) {
+                anyhow::bail!(why);
+            }
             let spec = profiler::spec::load_spec(&args.job)?;
             let opts = args.into_options(spec);
             let cancel = signals::install_cancel_flag().context("installing signal handlers")?;

@@ -43,10 +43,16 @@ Cells are appended to the matrix file as they finish: after Ctrl-C or a crash, r
 command with --resume to finish the rest.\n\n\
 Needs root and the cpu, cpuset and memory cgroup controllers (v1 or v2). Use --no-caps to run \
 the spec once, uncapped, as any user, to check that it starts and reports progress.\n\n\
+With --slurm the whole-core CPU levels run as Slurm jobs (one per level, `sbatch -c C --mem=M`) \
+under the caps of Slurm's own cgroups, the profiler on each node checking them and creating none; \
+cells record the node they ran on. --job may then be a quoted pattern (`'workloads/*.toml'`) to \
+profile many jobs at once. See docs/SLURM.md.\n\n\
 Examples:\n  profiler sweep --job workloads/input-pipeline.toml\n  \
 profiler sweep --job workloads/resnet18.toml --mode relaunch --memory measure\n  \
 profiler sweep --job workloads/resnet18.toml --resume\n  \
-profiler sweep --job workloads/my-job.toml --no-caps"
+profiler sweep --job workloads/my-job.toml --no-caps\n  \
+profiler sweep --job workloads/input-pipeline.toml --slurm --slurm-skip-fractional --partition cpu\n  \
+profiler sweep --job 'workloads/*.toml' --slurm --slurm-arg=--account=prof"
     )]
     Sweep(SweepArgs),
     /// Print a matrix file as CPU x memory tables (and its best-case demand with --demand).
@@ -120,7 +126,7 @@ pub enum MemoryArg {
     Measure,
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
     /// Job spec (TOML); see docs/JOB_SPEC.md and workloads/*.toml.
     #[arg(long, short = 'j', value_name = "SPEC.toml")]
@@ -144,13 +150,65 @@ pub struct SweepArgs {
     /// profiler never creates or removes cgroups outside its own parent).
     #[arg(long, default_value = "profiler", value_name = "NAME")]
     pub cgroup_parent: String,
+    /// Run the whole-core CPU levels as Slurm jobs (sbatch), under Slurm's cgroups.
+    #[arg(long)]
+    pub slurm: bool,
+    /// Slurm partition of the jobs (--slurm).
+    #[arg(long, value_name = "P", requires = "slurm")]
+    pub partition: Option<String>,
+    /// Extra sbatch argument, repeatable (--slurm-arg=--account=x).
+    #[arg(
+        long,
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "slurm"
+    )]
+    pub slurm_arg: Vec<String>,
+    /// Memory per job, MB [default: the top memory level; for levels relative to the dataset
+    /// twice the dataset + 1 GiB; 4 GiB without a memory axis].
+    #[arg(long, value_name = "MB", requires = "slurm")]
+    pub slurm_mem: Option<u64>,
+    /// Leave fractional CPU levels out (Slurm allocates whole cores) instead of refusing.
+    #[arg(long, requires = "slurm")]
+    pub slurm_skip_fractional: bool,
+    /// Internal: measure this CPU level inside a job that --slurm submitted.
+    #[arg(long, hide = true, value_name = "C", conflicts_with = "slurm")]
+    pub slurm_step_cpu: Option<f64>,
+    /// Internal: memory levels (bytes, largest first) fixed by the first level's job.
+    #[arg(long, hide = true, value_delimiter = ',', requires = "slurm_step_cpu")]
+    pub slurm_memory_levels: Option<Vec<u64>>,
 }
 
 impl SweepArgs {
+    /// How --slurm submits its jobs.
+    pub fn slurm_options(&self) -> std::io::Result<crate::harness::fleet::SlurmOptions> {
+        Ok(crate::harness::fleet::SlurmOptions {
+            partition: self.partition.clone(),
+            extra_args: self.slurm_arg.clone(),
+            mem_mb: self.slurm_mem,
+            skip_fractional: self.slurm_skip_fractional,
+            profiler: std::env::current_exe()?,
+            poll: std::time::Duration::from_secs(1),
+        })
+    }
+
+    /// The step a job submitted by --slurm measures (`--slurm-step-cpu`), on this node.
+    pub fn slurm_step(&self) -> Option<crate::harness::sweep::SlurmStep> {
+        self.slurm_step_cpu
+            .map(|cpu| crate::harness::sweep::SlurmStep {
+                cpu,
+                memory_levels: self.slurm_memory_levels.clone(),
+                node: crate::harness::fleet::node_name(),
+            })
+    }
+
     pub fn into_options(self, spec: LoadedSpec) -> SweepOptions {
-        let output = self
-            .output
-            .unwrap_or_else(|| PathBuf::from(format!("matrices/{}.matrix.jsonl", spec.spec.name)));
+        let output = match self.output {
+            // A directory (several specs at once): one matrix per job in it.
+            Some(dir) if dir.is_dir() => dir.join(format!("{}.matrix.jsonl", spec.spec.name)),
+            Some(file) => file,
+            None => PathBuf::from(format!("matrices/{}.matrix.jsonl", spec.spec.name)),
+        };
         SweepOptions {
             spec,
             output,

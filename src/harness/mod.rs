@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod cpu_search;
 pub mod dataset;
+pub mod fleet;
 pub mod gpu;
 pub mod launch;
 pub mod model_fill;

@@ -37,6 +37,7 @@ pub fn modelled_cells(
                 gpu: None,
                 note: None,
                 wall_s: 0.0,
+                node: None,
             };
             let (Some(rate), CellSource::Measured) = (measured.samples_per_s(), measured.source)
             else {
@@ -128,6 +129,7 @@ mod tests {
             gpu: None,
             note: None,
             wall_s: 12.0,
+            node: None,
         }
     }
 

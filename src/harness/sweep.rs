@@ -2,6 +2,7 @@
 //! that is valid), measure, fill the memory axis with the cache model, and append every cell
 //! to the matrix file as soon as it is known.
 
+use super::cgroup::effective::EffectiveCaps;
 use super::cgroup::{CapsError, CgroupRoot, RunCgroup};
 use super::cpu_search::CpuSearch;
 use super::dataset::{
@@ -53,6 +54,8 @@ pub enum SweepError {
     },
     #[error("{0}")]
     Plan(String),
+    #[error("Slurm: {0}")]
+    Slurm(String),
     #[error(
         "interrupted; {cells} cell(s) are saved in {path}; run the same command with --resume to finish"
     )]
@@ -77,6 +80,19 @@ pub struct SweepOptions {
     pub memory_axis: Option<MemoryAxis>,
     /// Name of the profiler-owned parent cgroup.
     pub cgroup_parent: String,
+}
+
+/// One CPU level of a sweep run inside a Slurm job (`profiler sweep --slurm` submits these):
+/// Slurm's cgroups hold the caps, so the profiler creates none and checks that they are the
+/// point's before measuring.
+#[derive(Debug, Clone)]
+pub struct SlurmStep {
+    /// The CPU level, whole cores (the job's `--cpus-per-task`).
+    pub cpu: f64,
+    /// Memory levels fixed by an earlier step of the same sweep, largest first.
+    pub memory_levels: Option<Vec<u64>>,
+    /// The node the step runs on, recorded in its cells.
+    pub node: String,
 }
 
 /// Progress and diagnostics, shown by the CLI (progress bars) or collected by tests.
@@ -153,6 +169,8 @@ struct Sweep<'a> {
     /// The memory axis has a dataset but no cache model (measuring storage failed): lower
     /// memory levels are not filled in rather than filled with the top level's rate.
     model_unavailable: bool,
+    /// Inside a Slurm step: the step and the caps of its cgroup, checked at every point.
+    step: Option<(SlurmStep, EffectiveCaps)>,
 }
 
 /// Runs a whole sweep. Every finished cell is already on disk when this returns, also on error
@@ -162,7 +180,49 @@ pub fn run_sweep(
     observer: &mut dyn SweepObserver,
     cancel: &AtomicBool,
 ) -> Result<SweepOutcome, SweepError> {
+    run_sweep_with(opts, None, observer, cancel)
+}
+
+/// Runs one CPU level of a sweep inside a Slurm job, under the caps Slurm's cgroups apply (see
+/// [`SlurmStep`]); refuses to measure if they are not the point's.
+pub fn run_sweep_in_slurm_step(
+    opts: &SweepOptions,
+    step: &SlurmStep,
+    observer: &mut dyn SweepObserver,
+    cancel: &AtomicBool,
+) -> Result<SweepOutcome, SweepError> {
+    run_sweep_with(opts, Some(step), observer, cancel)
+}
+
+fn run_sweep_with(
+    opts: &SweepOptions,
+    step: Option<&SlurmStep>,
+    observer: &mut dyn SweepObserver,
+    cancel: &AtomicBool,
+) -> Result<SweepOutcome, SweepError> {
     let started = Instant::now();
+    let step_caps = match step {
+        Some(step) => {
+            let caps = EffectiveCaps::of_self().map_err(|e| {
+                SweepError::Plan(format!("in the Slurm step: reading its caps: {e}"))
+            })?;
+            caps.check(step.cpu, None).map_err(|e| {
+                SweepError::Plan(format!(
+                    "in the Slurm step: refusing to measure cpu = {}: {e} (Slurm must confine \
+                     steps: TaskPlugin=task/cgroup with ConstrainCores=yes)",
+                    step.cpu
+                ))
+            })?;
+            if let CpuAxis::Search(_) = &opts.spec.spec.sweep.cpu {
+                return Err(SweepError::Plan(
+                    "a Slurm step measures one CPU level; the spec's CPU search cannot run in one"
+                        .into(),
+                ));
+            }
+            Some((step.clone(), caps))
+        }
+        None => None,
+    };
     let spec = &opts.spec.spec;
     let base_vars = base_vars(&opts.spec);
     let mut dataset = None;
@@ -190,6 +250,9 @@ pub fn run_sweep(
     };
     cpu_levels.sort_by(|a, b| b.total_cmp(a));
     cpu_levels.dedup();
+    if let Some((step, _)) = &step_caps {
+        cpu_levels = vec![step.cpu];
+    }
     let memory = match (&spec.sweep.memory_gib, &spec.sweep.memory_pct_of_dataset) {
         (Some(g), _) => {
             let mut b: Vec<u64> = g.iter().map(|g| (g * GIB) as u64).collect();
@@ -206,8 +269,21 @@ pub fn run_sweep(
                 dataset_bytes: dataset_bytes.unwrap_or(0),
             }
         }
-        // No memory axis: one level, the machine's memory (i.e. effectively uncapped).
-        (None, None) => MemoryLevels::Bytes(vec![total_memory_bytes()]),
+        // No memory axis: one level, the machine's memory (i.e. effectively uncapped), or in
+        // a Slurm step the memory Slurm gave it.
+        (None, None) => MemoryLevels::Bytes(vec![
+            step_caps
+                .as_ref()
+                .and_then(|(_, caps)| caps.memory_limit)
+                .unwrap_or_else(total_memory_bytes),
+        ]),
+    };
+    let memory = match step_caps
+        .as_ref()
+        .and_then(|(s, _)| s.memory_levels.clone())
+    {
+        Some(levels) => MemoryLevels::Bytes(levels),
+        None => memory,
     };
 
     let log_dir = opts.output.with_extension("logs");
@@ -216,15 +292,17 @@ pub fn run_sweep(
         source,
     })?;
 
-    let root = if opts.caps {
+    // Slurm owns a step's cgroups: the profiler makes none of its own there.
+    let root = if opts.caps && step_caps.is_none() {
         Some(CgroupRoot::open(&opts.cgroup_parent)?)
     } else {
         None
     };
-    let available = root.as_ref().map_or_else(
-        || crate::machine::available_cpus() as f64,
-        |r| r.cpus().len() as f64,
-    );
+    let available = match (&root, &step_caps) {
+        (Some(r), _) => r.cpus().len() as f64,
+        (None, Some((_, caps))) => caps.cores(),
+        (None, None) => crate::machine::available_cpus() as f64,
+    };
     let search = match &spec.sweep.cpu {
         CpuAxis::Levels(_) => None,
         CpuAxis::Search(s) => Some(
@@ -243,6 +321,13 @@ pub fn run_sweep(
     }
 
     let storage_throttle = match (spec.sweep.storage_read_mb_s, &opts.spec.dataset_path) {
+        (Some(mb), Some(_)) if step_caps.is_some() => {
+            observer.warn(&format!(
+                "sweep.storage_read_mb_s = {mb} is not applied in a Slurm step (Slurm owns its \
+                 cgroups): runs read at the node's storage speed"
+            ));
+            None
+        }
         (Some(mb), Some(path)) if opts.caps => {
             let dev = block_device_of(path).ok_or_else(|| {
                 SweepError::Plan(format!(
@@ -294,6 +379,7 @@ pub fn run_sweep(
         storage_throttle,
         memory_note: None,
         model_unavailable: false,
+        step: step_caps,
     };
 
     if !opts.caps {
@@ -304,6 +390,13 @@ pub fn run_sweep(
     }
 
     let memory_axis = opts.memory_axis.unwrap_or(spec.sweep.memory);
+    if sweep.step.is_some() && memory_axis == MemoryAxis::Measure {
+        return Err(SweepError::Plan(
+            "a Slurm step has one memory limit, Slurm's: it measures the top memory level and \
+             models the rest; --memory measure needs the profiler's own caps (run it locally)"
+                .into(),
+        ));
+    }
     let combos = param_combinations(&spec.sweep.params);
     let n_mem = sweep.memory.len();
     match &sweep.search {
@@ -461,7 +554,11 @@ impl Sweep<'_> {
 
     fn make_header(&self) -> MatrixHeader {
         let spec = &self.opts.spec.spec;
-        let cgroup = self.root.as_ref().map_or("none", |r| r.version().as_str());
+        let cgroup = match (&self.root, &self.step) {
+            (Some(r), _) => r.version().as_str(),
+            (None, Some(_)) => "slurm",
+            (None, None) => "none",
+        };
         let memory_bytes = self.memory.bytes().map(|b| b.to_vec()).unwrap_or_default();
         let provenance = match &spec.sweep.memory_pct_of_dataset {
             Some(p) => format!(
@@ -483,6 +580,13 @@ impl Sweep<'_> {
                 format!("{provenance}; storage reads capped at {mb} MB/s (emulated slower storage)")
             }
             _ => provenance,
+        };
+        let provenance = match &self.step {
+            Some(_) => format!(
+                "{provenance}; measured in Slurm jobs under Slurm's cgroups (cpuset and memory \
+                 limit of the job), one CPU level per job"
+            ),
+            None => provenance,
         };
         let provenance = match &self.search {
             Some(search) => format!(
@@ -540,7 +644,10 @@ impl Sweep<'_> {
         Ok(self.writer.as_mut().expect("just created"))
     }
 
-    fn record(&mut self, cell: Cell) -> Result<(), SweepError> {
+    fn record(&mut self, mut cell: Cell) -> Result<(), SweepError> {
+        if let Some((step, _)) = &self.step {
+            cell.node = Some(step.node.clone());
+        }
         self.ensure_writer()?.append(&cell)?;
         self.done.insert(cell.key());
         self.observer.cell_done(&cell);
@@ -666,7 +773,23 @@ impl Sweep<'_> {
         vars
     }
 
+    /// In a Slurm step: an error unless the step's cgroup has the point's caps.
+    fn check_step_caps(&self, p: &Point) -> Result<(), SweepError> {
+        let Some((_, caps)) = &self.step else {
+            return Ok(());
+        };
+        let memory = self.memory.bytes().map(|b| b[p.mem]);
+        caps.check(p.cpu, memory).map_err(|e| {
+            SweepError::Plan(format!(
+                "in the Slurm step: refusing to measure {}: {e} (ask for more with \
+                 `profiler sweep --slurm --slurm-mem MB`)",
+                label(p)
+            ))
+        })
+    }
+
     fn launch(&mut self, first: &Point, memory_limit: Option<u64>) -> Result<Run, SweepError> {
+        self.check_step_caps(first)?;
         let spec = &self.opts.spec;
         self.launches += 1;
         let cgroup = match &self.root {
@@ -757,6 +880,7 @@ impl Sweep<'_> {
             gpu: None,
             note: Some(note),
             wall_s,
+            node: None,
         }
     }
 
@@ -958,6 +1082,7 @@ impl Sweep<'_> {
             gpu: self.gpu.as_ref().and_then(|g| g.window_summary()),
             note,
             wall_s: started.elapsed().as_secs_f64(),
+            node: None,
         }))
     }
 
@@ -994,6 +1119,7 @@ impl Sweep<'_> {
                     .resident_bytes()
                     .max(run.cgroup.as_ref().map_or(0, |c| c.counters().anon_bytes));
                 self.memory.resolve(resident);
+                self.check_step_caps(&first)?;
                 let bytes = self.memory.bytes().expect("resolved")[first.mem];
                 if let Some(cg) = &run.cgroup {
                     cg.set_memory_limit(Some(bytes))?;

@@ -225,6 +225,7 @@ mod tests {
             gpu: None,
             note: None,
             wall_s: 5.0,
+            node: None,
         }
     }
 

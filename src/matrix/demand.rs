@@ -199,6 +199,7 @@ mod tests {
                     gpu: None,
                     note: None,
                     wall_s: 1.0,
+                    node: None,
                 });
             }
         }

@@ -254,6 +254,10 @@ pub struct Cell {
     pub note: Option<String>,
     /// Wall-clock seconds spent on this cell (0 for modelled cells).
     pub wall_s: f64,
+    /// Host the cell was measured on, when it was measured elsewhere than the sweep ran
+    /// (a Slurm node of `profiler sweep --slurm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl Cell {
@@ -377,6 +381,7 @@ pub(crate) mod fixtures {
             gpu: None,
             note: Some("x".into()),
             wall_s: 1.0,
+            node: None,
         }
     }
 }

@@ -137,6 +137,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
                          measured, memory axis modelled)"
                     )),
                     wall_s: 0.0,
+                    node: None,
                 }
             })
             .collect();

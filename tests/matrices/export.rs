@@ -320,6 +320,7 @@ fn rich_matrix() -> Matrix {
                     }),
                     note: failed.then(|| "exit status 1, \"quoted\", comma".to_owned()),
                     wall_s: 20.0 + i as f64,
+                    node: None,
                 });
             }
         }
@@ -994,6 +995,7 @@ mod properties {
                             gpu: None,
                             note: None,
                             wall_s: 1.0,
+                            node: None,
                         });
                     }
                 }

@@ -108,6 +108,7 @@ impl Cluster {
     /// Stops the cluster and checks that no daemon, Slurm cgroup or job process is left.
     pub fn down(mut self) {
         let pids = self.daemon_pids();
+        let cgroups = self.cgroups();
         self.down_done = true;
         let out = Command::new(SCRIPT)
             .arg("down")
@@ -125,8 +126,28 @@ impl Cluster {
                 "daemon {pid} still running after down"
             );
         }
-        let leftover = slurm_cgroups();
+        let leftover: Vec<_> = cgroups.iter().filter(|d| d.exists()).collect();
         assert!(leftover.is_empty(), "Slurm cgroups left: {leftover:?}");
+    }
+
+    /// The node's name (its slurmd's `-N`), unique to this cluster.
+    pub fn node(&self) -> String {
+        std::fs::read_to_string(self.dir().join("nodename"))
+            .expect("nodename written by up")
+            .trim()
+            .to_string()
+    }
+
+    /// Where Slurm puts this cluster's cgroups (`slurm_<node>` in every v1 controller).
+    pub fn cgroups(&self) -> Vec<PathBuf> {
+        ["cpuset", "memory", "freezer", "cpu", "cpuacct", "devices"]
+            .iter()
+            .map(|c| {
+                Path::new("/sys/fs/cgroup")
+                    .join(c)
+                    .join(format!("slurm_{}", self.node()))
+            })
+            .collect()
     }
 }
 
@@ -136,21 +157,4 @@ impl Drop for Cluster {
             let _ = Command::new(SCRIPT).arg("down").arg(self.dir()).output();
         }
     }
-}
-
-/// Slurm's top cgroup directories under the v1 controllers, if any exist.
-pub fn slurm_cgroups() -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for ctrl in ["cpuset", "memory", "freezer", "cpu", "cpuacct", "devices"] {
-        let Ok(entries) = std::fs::read_dir(Path::new("/sys/fs/cgroup").join(ctrl)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if (name == "slurm" || name.starts_with("slurm_")) && e.path().is_dir() {
-                found.push(e.path());
-            }
-        }
-    }
-    found
 }

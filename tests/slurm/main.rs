@@ -7,7 +7,9 @@
 //! `flock /tmp/measure.lock cargo test --test slurm`.
 
 mod cluster;
+mod fleet;
 mod grid;
+mod job_submit;
 mod steps;
 
 use cluster::Cluster;
@@ -38,9 +40,14 @@ macro_rules! require_slurm {
 #[test]
 fn slurm_scenarios() {
     require_slurm!("slurm_scenarios");
-    let cluster = Cluster::up(|_| {});
+    let cluster = Cluster::up(job_submit::install_plugin);
     steps::node_is_idle_with_fake_gpus(&cluster);
     steps::steps_are_confined_by_cgroups(&cluster);
+    job_submit::demands_applied_by_slurmctld(&cluster);
+    fleet::fractional_levels_are_refused(&cluster);
+    fleet::steps_check_their_caps(&cluster);
+    fleet::interrupt_cancels_the_jobs(&cluster);
+    fleet::input_pipeline_through_slurm(&cluster);
     grid::grid_as_job_array_matches_the_local_run(&cluster);
     grid::ctrl_c_cancels_the_array_and_the_merge(&cluster);
     grid::a_failed_task_fails_the_submission(&cluster);

@@ -29,5 +29,8 @@ pub fn steps_are_confined_by_cgroups(c: &Cluster) {
         "one core expected, cpuset {cpus}"
     );
     assert_eq!(field("mem"), (300u64 << 20).to_string());
+    // Slurm's own cgroup for this cluster's node, below which each job has its own.
+    let prefix = format!("/slurm_{}/", c.node());
+    assert!(field("cgroup").starts_with(&prefix), "{out}");
     assert!(field("cgroup").contains("/job_"), "{out}");
 }

@@ -1,0 +1,240 @@
+//! `profiler sweep --slurm`: the sweep's whole-core CPU levels as Slurm jobs, measured under
+//! Slurm's cgroups, merged into one matrix with the node of every cell.
+
+use crate::cluster::Cluster;
+use profiler::matrix::{CellSource, load_matrix};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PROFILER: &str = env!("CARGO_BIN_EXE_profiler");
+const INPUT_PIPELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/input-pipeline.toml");
+
+fn profiler(c: &Cluster, args: &[&str]) -> Command {
+    let mut cmd = c.cmd(PROFILER);
+    cmd.args(args);
+    cmd
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The shipped input-pipeline job at 1 and 2 cores through Slurm: the rate rises with CPU as
+/// in a local sweep (one retry: a busy machine can flatten a 2-core measurement), and every
+/// measured cell names the node.
+pub fn input_pipeline_through_slurm(c: &Cluster) {
+    for attempt in 1..=2 {
+        let (r1, r2) = sweep_1_and_2_cores(c, attempt);
+        if r2 / r1 > 1.2 || attempt == 2 {
+            assert!(
+                r2 / r1 > 1.2,
+                "2/1 CPU rate ratio {:.2} ({r2:.1} / {r1:.1} samples/s)",
+                r2 / r1
+            );
+        }
+        if r2 / r1 > 1.2 {
+            break;
+        }
+    }
+}
+
+/// One `sweep --slurm` of input-pipeline at 1 and 2 cores; the measured rates.
+fn sweep_1_and_2_cores(c: &Cluster, attempt: u32) -> (f64, f64) {
+    let out_file = c
+        .dir()
+        .join(format!("input-pipeline-{attempt}.matrix.jsonl"));
+    let started = Instant::now();
+    let out = profiler(
+        c,
+        &[
+            "sweep",
+            "--job",
+            INPUT_PIPELINE,
+            "--slurm",
+            "--slurm-skip-fractional",
+            "-o",
+        ],
+    )
+    .arg(&out_file)
+    .output()
+    .expect("profiler runs");
+    let log = text(&out);
+    assert!(out.status.success(), "sweep --slurm failed:\n{log}");
+    let m = load_matrix(&out_file).expect("merged matrix loads");
+    assert_eq!(m.header.axes.cpu, vec![2.0, 1.0], "{log}");
+    let top = *m
+        .header
+        .axes
+        .memory_bytes
+        .iter()
+        .max()
+        .expect("memory levels");
+    let measured = |cpu: f64| {
+        m.cells
+            .iter()
+            .find(|x| x.cpu == cpu && x.memory_bytes == top && x.source == CellSource::Measured)
+            .unwrap_or_else(|| panic!("no measured cell at cpu {cpu}:\n{log}"))
+    };
+    let (c1, c2) = (measured(1.0), measured(2.0));
+    for cell in [c1, c2] {
+        assert_eq!(cell.node.as_deref(), Some(c.node().as_str()), "{cell:?}");
+    }
+    // The memory axis below the top level is modelled, at both CPU levels.
+    let levels = m.header.axes.memory_bytes.len();
+    assert_eq!(m.cells.len(), 2 * levels, "{log}");
+    let (r1, r2) = (c1.samples_per_s().unwrap(), c2.samples_per_s().unwrap());
+    eprintln!(
+        "sweep --slurm of input-pipeline, attempt {attempt}: {r1:.1} samples/s at 1 core, \
+         {r2:.1} at 2 ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
+    (r1, r2)
+}
+
+/// Fractional levels need the profiler's own quota: refused, with the way out named.
+pub fn fractional_levels_are_refused(c: &Cluster) {
+    let out = profiler(c, &["sweep", "--job", INPUT_PIPELINE, "--slurm", "-o"])
+        .arg(c.dir().join("refused.matrix.jsonl"))
+        .output()
+        .expect("profiler runs");
+    let log = text(&out);
+    assert!(!out.status.success(), "{log}");
+    assert!(log.contains("levels 0.5 are fractional"), "{log}");
+    assert!(log.contains("--slurm-skip-fractional"), "{log}");
+}
+
+/// A step whose cgroup does not hold the point's cores refuses to measure; a plain capped
+/// sweep inside a Slurm job refuses to make cgroups of its own.
+pub fn steps_check_their_caps(c: &Cluster) {
+    let out_file = c.dir().join("mismatch.matrix.jsonl");
+    let out = c
+        .cmd("srun")
+        .args([
+            "-n1",
+            "-c1",
+            "--mem=2G",
+            PROFILER,
+            "sweep",
+            "--job",
+            INPUT_PIPELINE,
+        ])
+        .args(["--slurm-step-cpu", "2", "-o"])
+        .arg(&out_file)
+        .output()
+        .expect("srun runs");
+    let log = text(&out);
+    assert!(!out.status.success(), "{log}");
+    assert!(
+        log.contains("refusing to measure cpu = 2") && log.contains("allows 1 core(s)"),
+        "{log}"
+    );
+    assert!(
+        !out_file.exists(),
+        "a refused step wrote {}",
+        out_file.display()
+    );
+
+    let out = c
+        .cmd("srun")
+        .args([
+            "-n1",
+            "-c1",
+            "--mem=2G",
+            PROFILER,
+            "sweep",
+            "--job",
+            INPUT_PIPELINE,
+        ])
+        .output()
+        .expect("srun runs");
+    let log = text(&out);
+    assert!(!out.status.success(), "{log}");
+    assert!(log.contains("whose cgroups Slurm owns"), "{log}");
+}
+
+/// Ctrl-C of `sweep --slurm` cancels its jobs and says how to resume.
+pub fn interrupt_cancels_the_jobs(c: &Cluster) {
+    let out_file = c.dir().join("interrupted.matrix.jsonl");
+    let mut child = profiler(
+        c,
+        &[
+            "sweep",
+            "--job",
+            INPUT_PIPELINE,
+            "--slurm",
+            "--slurm-skip-fractional",
+            "-o",
+        ],
+    )
+    .arg(&out_file)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("profiler starts");
+    let running = wait_until(Duration::from_secs(60), || {
+        !c.run("squeue", &["-h", "-t", "running", "-o", "%i"])
+            .trim()
+            .is_empty()
+    });
+    assert!(running, "no job started running");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = wait_output(&mut child, Duration::from_secs(30));
+    let log = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{log}");
+    assert!(log.contains("--resume"), "{log}");
+    let gone = wait_until(Duration::from_secs(30), || {
+        c.run(
+            "squeue",
+            &["-h", "-t", "pending,running,completing", "-o", "%i"],
+        )
+        .trim()
+        .is_empty()
+    });
+    assert!(gone, "jobs left after Ctrl-C: {}", c.run("squeue", &[]));
+}
+
+fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+fn wait_output(child: &mut std::process::Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if child.try_wait().expect("wait").is_none() {
+        let _ = child.kill();
+        panic!("profiler did not exit within {limit:?} of SIGINT");
+    }
+    let mut out = Output {
+        status: child.wait().expect("status"),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    use std::io::Read;
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_end(&mut out.stdout);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_end(&mut out.stderr);
+    }
+    out
+}
