@@ -191,6 +191,12 @@ pub struct ReplayArgs {
     /// Elastic: add columns with each policy's mean-JCT reduction against these policies.
     #[arg(long, value_delimiter = ',')]
     pub versus: Vec<String>,
+    /// Elastic: give each application the CPU and memory sensitivity of its closest Synergy zoo
+    /// matrix (cifar10 -> resnet18, imagenet -> resnet50, ...; ncf and yolov3 have none), so
+    /// every policy runs at the CPU and memory per GPU it allocates. What `joint` searches;
+    /// without it CPU and memory never limit a job.
+    #[arg(long)]
+    pub elastic_resources: bool,
     /// Write tables as CSV and Parquet twins (summary.{csv,parquet}; per scheme
     /// <policy>-<mechanism>.jobs.{csv,parquet} and .rounds.{csv,parquet}) and plots as PNG and
     /// SVG twins (jct_cdf.{png,svg} for all schemes, <policy>-<mechanism>.utilization.{png,svg}
@@ -353,6 +359,7 @@ impl ReplayArgs {
             options,
             trace,
             first: self.first,
+            resources: self.elastic_resources,
         })
     }
 
@@ -361,6 +368,7 @@ impl ReplayArgs {
             (self.elastic_trace.is_some(), "--elastic-trace"),
             (self.first.is_some(), "--first"),
             (!self.versus.is_empty(), "--versus"),
+            (self.elastic_resources, "--elastic-resources"),
             (
                 self.seeds != super::elastic::experiment::DEFAULT_SEEDS,
                 "--seeds",

@@ -470,6 +470,9 @@ pub struct ElasticRun {
     pub options: ElasticOptions,
     pub trace: ElasticTrace,
     pub first: Option<usize>,
+    /// Attach the zoo's CPU/memory sensitivity to the applications
+    /// ([`super::model::resources::attach_resources`]).
+    pub resources: bool,
 }
 
 /// Reads an elastic trace with the built-in calibration, and the application models.
@@ -485,7 +488,14 @@ pub fn load_trace(trace: &ElasticTrace) -> Result<(Vec<ElasticJobSpec>, AppModel
 /// Loads the trace, keeps its first `run.first` jobs (by arrival) and runs the experiment.
 pub fn run_trace(r: &ElasticRun) -> Result<ElasticExperiment, ReplayError> {
     check(&r.options)?;
-    let (mut jobs, models) = load_trace(&r.trace)?;
+    let (mut jobs, mut models) = load_trace(&r.trace)?;
+    if r.resources {
+        // Applications with no zoo counterpart keep running unconstrained (docs/REPLAY.md).
+        super::model::resources::attach_resources(
+            &mut models,
+            &super::super::profile::ProfileSet::builtin_zoo(),
+        );
+    }
     jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
     if let Some(n) = r.first {
         jobs.truncate(n);
