@@ -94,6 +94,15 @@ pub fn parse_duration_s(s: &str) -> Result<f64, String> {
     positive(&format!("duration {s:?} ="), x * scale, MAX_TIME_S).map_err(|e| format!("{e} s"))
 }
 
+/// 1-based line of byte offset `byte` in `text` (TOML errors give byte spans).
+pub fn line_at(text: &str, byte: usize) -> usize {
+    let end = byte.min(text.len());
+    1 + text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

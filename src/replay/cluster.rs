@@ -152,13 +152,7 @@ impl ClusterSpec {
     /// Parses and validates a TOML spec; errors name the line (of the `[[group]]` header for
     /// a group's values).
     pub fn from_toml(text: &str, path: &Path) -> Result<ClusterSpec, ReplayError> {
-        let line_of = |byte: usize| {
-            let end = byte.min(text.len());
-            1 + text.as_bytes()[..end]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-        };
+        let line_of = |byte: usize| bounds::line_at(text, byte);
         let spec: ClusterSpec = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(1, |s| line_of(s.start));
             ReplayError::parse(path, line, e.message().trim_end().to_owned())

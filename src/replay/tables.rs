@@ -16,7 +16,7 @@ use polars::prelude::{
 };
 use std::path::Path;
 
-fn col<T, V>(name: &str, values: V) -> Column
+pub(crate) fn col<T, V>(name: &str, values: V) -> Column
 where
     Series: NamedFrom<V, T>,
     T: ?Sized,
@@ -25,7 +25,7 @@ where
 }
 
 /// A value for a table: undefined values (NaN, infinities) become nulls, never `NaN` in a file.
-fn finite(x: f64) -> Option<f64> {
+pub(crate) fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 

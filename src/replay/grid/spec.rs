@@ -151,13 +151,7 @@ impl GridSpec {
 
     /// Parses and validates a grid; `path` names it in errors and anchors relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<GridSpec, ReplayError> {
-        let line_of = |byte: usize| {
-            let end = byte.min(text.len());
-            1 + text.as_bytes()[..end]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-        };
+        let line_of = |byte: usize| bounds::line_at(text, byte);
         let at = |span: std::ops::Range<usize>, m: String| {
             ReplayError::parse(path, line_of(span.start), m)
         };

@@ -8,14 +8,11 @@
 
 use super::super::error::ReplayError;
 use super::super::metrics::Summary;
-use super::super::tables::write_table;
+use super::super::tables::{col, finite, write_table};
 use super::error::GridError;
 use super::expand::Scenario;
 use crate::plot::{Chart, MarkerShape};
-use polars::prelude::{
-    Column, DataFrame, NamedFrom, ParquetCompression, ParquetReader, ParquetWriter, SerReader,
-    Series,
-};
+use polars::prelude::{DataFrame, ParquetCompression, ParquetReader, ParquetWriter, SerReader};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -25,19 +22,6 @@ use std::path::{Path, PathBuf};
 pub struct ScenarioResult {
     pub scenario: Scenario,
     pub summary: Summary,
-}
-
-fn col<T, V>(name: &str, values: V) -> Column
-where
-    Series: NamedFrom<V, T>,
-    T: ?Sized,
-{
-    Series::new(name.into(), values).into()
-}
-
-/// Undefined statistics become nulls, never `NaN` in a file.
-fn finite(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
 }
 
 /// Columns of the summary table, in order (see docs/REPLAY.md, "Scenario grids").

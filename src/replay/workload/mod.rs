@@ -151,6 +151,18 @@ pub fn for_each_line(
     }
 }
 
+/// Checks a CSV row has exactly `want` columns; the error names the file and line.
+pub fn columns(path: &Path, n: usize, f: &[&str], want: usize) -> Result<(), ReplayError> {
+    if f.len() != want {
+        return Err(ReplayError::parse(
+            path,
+            n,
+            format!("expected {want} columns, found {}", f.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// Parses a field, naming it and the line on failure.
 pub fn field<T: std::str::FromStr>(
     path: &Path,

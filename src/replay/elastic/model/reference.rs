@@ -4,7 +4,7 @@
 //! history (`job_history.csv`). Errors name the file and line.
 
 use crate::replay::error::ReplayError;
-use crate::replay::workload::{field, for_each_line};
+use crate::replay::workload::{columns, field, for_each_line};
 use std::path::Path;
 
 /// One measured step: `replicas` GPUs over `nodes` servers at `local_batch` samples per GPU.
@@ -84,17 +84,6 @@ fn number(
         ));
     }
     Ok(x)
-}
-
-fn columns(path: &Path, n: usize, f: &[&str], want: usize) -> Result<(), ReplayError> {
-    if f.len() != want {
-        return Err(ReplayError::parse(
-            path,
-            n,
-            format!("expected {want} columns, found {}", f.len()),
-        ));
-    }
-    Ok(())
 }
 
 /// Pollux's `placements.csv`: `placement,local_bsz,step_time,sync_time`, where the placement

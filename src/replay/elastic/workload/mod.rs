@@ -14,7 +14,7 @@ pub mod pollux;
 use super::job::ElasticJobSpec;
 use crate::replay::bounds;
 use crate::replay::error::ReplayError;
-use crate::replay::workload::field;
+use crate::replay::workload::{columns, field};
 use std::path::Path;
 
 /// Largest global batch or per-GPU batch a trace may give.
@@ -35,17 +35,6 @@ fn check_header(path: &Path, n: usize, line: &str, expected: &str) -> Result<(),
             format!("expected header {expected}, found {:?}", line.trim()),
         ))
     }
-}
-
-fn columns(path: &Path, n: usize, f: &[&str], want: usize) -> Result<(), ReplayError> {
-    if f.len() != want {
-        return Err(ReplayError::parse(
-            path,
-            n,
-            format!("expected {want} columns, found {}", f.len()),
-        ));
-    }
-    Ok(())
 }
 
 /// A finite number in [lo, hi], named on failure.
