@@ -648,7 +648,7 @@ fn fuzz_cli_values() {
 mod elastic {
     use super::*;
     use profiler::replay::elastic::job::ElasticJobSpec;
-    use profiler::replay::elastic::model::calibration::Calibration;
+    use profiler::replay::elastic::model::calibration::{Calibration, POLLUX_APPS};
     use profiler::replay::elastic::workload::{ones, pollux};
 
     fn elastic_cases() -> u32 {
@@ -752,15 +752,10 @@ mod elastic {
 
     #[test]
     fn fuzz_pollux_workload() {
-        let apps = prop::sample::select(vec![
-            "bert",
-            "cifar10",
-            "deepspeech2",
-            "imagenet",
-            "ncf",
-            "yolov3",
-            "resnet",
-        ]);
+        // Pollux's applications and one name that is not one.
+        let mut names = POLLUX_APPS.to_vec();
+        names.push("resnet");
+        let apps = prop::sample::select(names);
         let row = (
             f("[a-z0-9-]{1,12}".boxed()),
             float(0.0, 1e6),
