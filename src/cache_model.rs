@@ -64,6 +64,11 @@ pub enum CacheModelError {
     },
     #[error("read 0 bytes from the given files (all empty, or a budget of 0)")]
     NothingRead,
+    #[error(
+        "storage bandwidth: of {read} bytes read, only {from_storage} came from storage (the page \
+         cache kept the rest despite the eviction): the figure would be the page cache's"
+    )]
+    ServedFromPageCache { read: u64, from_storage: u64 },
 }
 
 /// What the model predicts for one cell.
@@ -237,6 +242,8 @@ pub fn measure_storage_read_bandwidth(
     let mut opened = Vec::with_capacity(files.len());
     for path in files {
         let file = File::open(path).map_err(io_err(path))?;
+        // POSIX_FADV_DONTNEED leaves dirty pages (a dataset just written): write them back.
+        file.sync_data().map_err(io_err(path))?;
         nix::fcntl::posix_fadvise(
             file.as_fd(),
             0,
@@ -252,6 +259,7 @@ pub fn measure_storage_read_bandwidth(
 
     let mut buf = vec![0u8; 1 << 20];
     let mut total: u64 = 0;
+    let storage_before = storage_read_bytes();
     let start = Instant::now();
     'files: for (path, mut file) in opened {
         while total < budget_bytes {
@@ -270,7 +278,31 @@ pub fn measure_storage_read_bandwidth(
     if total == 0 {
         return Err(CacheModelError::NothingRead);
     }
+    // On a block device, whose reads the kernel counts per thread, check that the bytes came
+    // from storage and not from a page cache that kept them (tmpfs and network file systems
+    // have no such count).
+    let on_block_device = crate::harness::dataset::block_device_of(&files[0]).is_some();
+    if let (true, Some(before), Some(after)) =
+        (on_block_device, storage_before, storage_read_bytes())
+    {
+        let from_storage = after.saturating_sub(before);
+        if from_storage < total / 2 {
+            return Err(CacheModelError::ServedFromPageCache {
+                read: total,
+                from_storage,
+            });
+        }
+    }
     Ok(total as f64 / elapsed.as_secs_f64())
+}
+
+/// Bytes this thread has caused to be fetched from storage (`read_bytes` of
+/// `/proc/thread-self/io`), where the kernel accounts them.
+fn storage_read_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Size of the buffer [`measure_memory_read_bandwidth_per_core`] scans: larger than the last-level

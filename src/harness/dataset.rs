@@ -66,7 +66,8 @@ pub fn ensure_dataset(
     Ok(())
 }
 
-/// Walks `path` (a file or a directory tree; symlinks are not followed).
+/// Walks `path` (a file or a directory tree; symlinks are not followed; names starting with a
+/// dot are skipped).
 pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
     let read_err = |p: &Path| {
         let p = p.to_owned();
@@ -78,7 +79,11 @@ pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
         let meta = std::fs::symlink_metadata(&p).map_err(read_err(&p))?;
         if meta.is_dir() {
             for entry in std::fs::read_dir(&p).map_err(read_err(&p))? {
-                stack.push(entry.map_err(read_err(&p))?.path());
+                let entry = entry.map_err(read_err(&p))?;
+                // Hidden names (a generator's `.complete` marker, `.cache/`) are not samples.
+                if !entry.file_name().as_encoded_bytes().starts_with(b".") {
+                    stack.push(entry.path());
+                }
             }
         } else if meta.is_file() {
             size.bytes += meta.len();
@@ -97,6 +102,8 @@ pub fn evict_from_page_cache(paths: &[PathBuf]) {
     use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
     for path in paths {
         if let Ok(file) = std::fs::File::open(path) {
+            // Dirty pages (a dataset just generated) are not dropped: write them back first.
+            let _ = file.sync_data();
             let _ = posix_fadvise(&file, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED);
         }
     }

@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 /// Environment variable naming the file a job appends progress lines to.
 pub const PROGRESS_FILE_ENV: &str = "PROFILER_PROGRESS_FILE";
@@ -41,6 +42,8 @@ pub struct Launch {
     pub stderr_log: PathBuf,
     /// `cgroup.procs` files the child writes itself into before exec.
     pub cgroup_procs: Vec<PathBuf>,
+    /// Time the job gets between SIGTERM and SIGKILL when it is stopped.
+    pub stop_grace: Duration,
 }
 
 /// A started job.
@@ -48,6 +51,7 @@ pub struct RunningJob {
     child: Child,
     pub stderr_log: PathBuf,
     status: Option<ExitStatus>,
+    stop_grace: Duration,
 }
 
 impl Launch {
@@ -122,6 +126,7 @@ impl Launch {
             child,
             stderr_log: self.stderr_log.clone(),
             status: None,
+            stop_grace: self.stop_grace,
         })
     }
 }
@@ -156,14 +161,26 @@ impl RunningJob {
         self.status
     }
 
-    /// Kills the job's whole process group and reaps it. Processes that left the group are
-    /// caught by the cgroup kill.
+    /// Stops the job's whole process group and reaps it: SIGTERM, so a script can save a
+    /// checkpoint or flush its logs, then SIGKILL after the grace period. Processes that left
+    /// the group are caught by the cgroup kill.
     pub fn stop(&mut self) {
-        if self.try_status().is_none() {
-            let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            self.status = self.child.wait().ok();
+        if self.try_status().is_some() {
+            return;
         }
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + self.stop_grace;
+        while Instant::now() < deadline {
+            if self.try_status().is_some() {
+                // The leader is gone; its workers may linger in the group.
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        self.status = self.child.wait().ok();
     }
 
     /// The last `max_bytes` of stderr, trimmed to whole lines.

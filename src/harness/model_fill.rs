@@ -38,6 +38,8 @@ pub fn modelled_cells(
                 note: None,
                 wall_s: 0.0,
                 node: None,
+                interference: None,
+                measured_unix_s: None,
             };
             let (Some(rate), CellSource::Measured) = (measured.samples_per_s(), measured.source)
             else {
@@ -130,6 +132,8 @@ mod tests {
             note: None,
             wall_s: 12.0,
             node: None,
+            interference: None,
+            measured_unix_s: None,
         }
     }
 

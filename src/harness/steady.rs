@@ -1,12 +1,21 @@
-//! Steady-state detection and the throughput estimate of one cell.
+//! Steady-state detection and the throughput estimate of one cell, from the job's own progress
+//! reports only.
 //!
-//! Reports after the warm-up are cut into fixed windows; a window's rate is the samples it
-//! gained over its length (interpolated between reports). The job is steady once the
-//! coefficient of variation of the last N window rates is below the threshold. The estimate is
-//! the mean of those N windows with a Student-t 95% interval (windows are treated as independent).
+//! A rate is only ever the samples gained between two actual reports over the time between
+//! them: time without a new report is not a sample, and nothing is interpolated. Reports are cut
+//! into consecutive windows, each from one report to a later one, at least `window_s` long and
+//! spanning at least [`MIN_INTERVALS_PER_WINDOW`] report intervals, so a job that reports
+//! rarely gets wider windows rather than copies of one interval. The windows do not overlap, so
+//! their rates are batch means of independent stretches of the run: the job is steady once the
+//! coefficient of variation of the last N window rates is below the threshold, and the estimate
+//! is the samples gained over those N windows per second, with a Student-t 95% interval from the
+//! spread of their rates.
 
 use super::progress::Report;
 use crate::matrix::{Percentiles, Throughput};
+
+/// Report intervals a window spans at least: a window holds real progress, not one line.
+pub const MIN_INTERVALS_PER_WINDOW: usize = 3;
 
 /// Most windows one cell is cut into: a bound on the work and memory of `rates`, whatever the
 /// timestamps (the progress reader also rejects timestamps far from now).
@@ -15,89 +24,156 @@ pub const MAX_WINDOWS: usize = 100_000;
 /// Reports collected since the measurement of a cell started.
 #[derive(Debug, Clone, Default)]
 pub struct RateWindows {
-    start_t: Option<f64>,
+    start_t: f64,
     window_s: f64,
+    /// Reports that brought new progress, at or after `start_t`, in time order.
     reports: Vec<Report>,
-}
-
-/// Cumulative samples at time `t`, linearly interpolated between reports.
-fn samples_at(reports: &[Report], t: f64) -> Option<f64> {
-    let i = reports.partition_point(|r| r.t < t);
-    if i == reports.len() {
-        return None;
-    }
-    if i == 0 {
-        return (reports[0].t == t).then_some(reports[0].samples);
-    }
-    let (a, b) = (reports[i - 1], reports[i]);
-    let f = if b.t > a.t {
-        (t - a.t) / (b.t - a.t)
-    } else {
-        1.0
-    };
-    Some(a.samples + f * (b.samples - a.samples))
+    /// Closed windows as (first, last) indices into `reports`, and whether each is kept
+    /// (a window disturbed by other load on the machine is discarded).
+    windows: Vec<(usize, usize, bool)>,
 }
 
 impl RateWindows {
-    /// Starts measuring at `start_t` (Unix seconds); `last_before` is the latest report at or
-    /// before it, so the first window can be interpolated.
-    pub fn new(start_t: f64, window_s: f64, last_before: Option<Report>) -> Self {
+    /// Starts measuring at `start_t` (Unix seconds): reports from before are not part of it.
+    pub fn new(start_t: f64, window_s: f64) -> Self {
         RateWindows {
-            start_t: Some(start_t),
+            start_t,
             window_s,
-            reports: last_before.into_iter().collect(),
+            reports: Vec::new(),
+            windows: Vec::new(),
         }
     }
 
-    /// Adds a report; one that is not finite or goes back in time is ignored.
+    /// Adds a report. One from before the start, not finite, going back in time or in samples,
+    /// or without new samples is no new progress and is ignored.
     pub fn push(&mut self, r: Report) {
-        if r.t.is_finite()
-            && r.samples.is_finite()
-            && self.reports.last().is_none_or(|l| r.t >= l.t)
+        if !(r.t.is_finite() && r.samples.is_finite()) || r.t < self.start_t {
+            return;
+        }
+        if let Some(last) = self.reports.last()
+            && (r.t <= last.t || r.samples <= last.samples)
         {
-            self.reports.push(r);
+            return;
+        }
+        self.reports.push(r);
+        let last = self.reports.len() - 1;
+        let from = self.windows.last().map_or(0, |w| w.1);
+        if self.windows.len() < MAX_WINDOWS
+            && last - from >= MIN_INTERVALS_PER_WINDOW
+            && self.reports[last].t - self.reports[from].t >= self.window_s
+        {
+            self.windows.push((from, last, true));
         }
     }
 
-    /// Rates of the complete windows so far.
-    pub fn rates(&self) -> Vec<f64> {
-        let Some(start) = self.start_t else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        let mut k = 0.0;
-        while out.len() < MAX_WINDOWS {
-            let (a, b) = (start + k * self.window_s, start + (k + 1.0) * self.window_s);
-            match (samples_at(&self.reports, a), samples_at(&self.reports, b)) {
-                (Some(sa), Some(sb)) => out.push((sb - sa) / self.window_s),
-                _ => return out,
-            }
-            k += 1.0;
+    /// Windows closed so far, discarded ones included: it grows by one when a report closes a
+    /// window.
+    pub fn closed(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// Leaves the last closed window out of the estimate and of the steady-state test (it was
+    /// disturbed); the next window starts where it ended.
+    pub fn discard_last(&mut self) {
+        if let Some(w) = self.windows.last_mut() {
+            w.2 = false;
         }
-        out
+    }
+
+    fn kept(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.windows.iter().filter(|w| w.2).map(|w| (w.0, w.1))
+    }
+
+    fn gain(&self, (from, to): (usize, usize)) -> (f64, f64) {
+        let (a, b) = (self.reports[from], self.reports[to]);
+        (b.samples - a.samples, b.t - a.t)
+    }
+
+    fn rate(&self, w: (usize, usize)) -> f64 {
+        let (samples, seconds) = self.gain(w);
+        samples / seconds
+    }
+
+    /// Rates of the complete, kept windows so far.
+    pub fn rates(&self) -> Vec<f64> {
+        self.kept().map(|w| self.rate(w)).collect()
     }
 
     /// Whether the last `n` windows vary less than `max_cv`.
     pub fn is_steady(&self, n: usize, max_cv: f64) -> bool {
         let rates = self.rates();
-        rates.len() >= n && coefficient_of_variation(&rates[rates.len() - n..]) < max_cv
+        rates.len() >= n.max(2)
+            && coefficient_of_variation(&rates[rates.len() - n.max(2)..]) < max_cv
+    }
+
+    /// The windows the estimate uses: the last `n` kept (all of them if fewer).
+    fn used(&self, n: usize) -> Vec<(usize, usize)> {
+        let kept: Vec<_> = self.kept().collect();
+        kept[kept.len().saturating_sub(n.max(1))..].to_vec()
     }
 
     /// Throughput over the last `n` windows (all of them if fewer), or `None` without one
-    /// complete window.
+    /// complete window. With a single window the interval comes from the report intervals
+    /// inside it, so it is never narrower than the data allow.
     pub fn throughput(&self, n: usize) -> Option<Throughput> {
-        let rates = self.rates();
-        if rates.is_empty() {
-            return None;
-        }
-        let last = &rates[rates.len().saturating_sub(n)..];
-        let (mean, half) = mean_ci95(last);
+        let used = self.used(n);
+        let (first, last) = (used.first()?.0, used.last()?.1);
+        let (samples, seconds) = used
+            .iter()
+            .map(|&w| self.gain(w))
+            .fold((0.0, 0.0), |(s, t), (ds, dt)| (s + ds, t + dt));
+        let mean = samples / seconds;
+        let batch_rates: Vec<f64> = if used.len() >= 2 {
+            used.iter().map(|&w| self.rate(w)).collect()
+        } else {
+            (first..last).map(|i| self.rate((i, i + 1))).collect()
+        };
+        let (_, half) = mean_ci95(&batch_rates);
         Some(Throughput {
             samples_per_s: mean,
             ci95_low: (mean - half).max(0.0),
             ci95_high: mean + half,
-            windows: last.len() as u32,
-            measured_s: rates.len() as f64 * self.window_s,
+            windows: used.len() as u32,
+            measured_s: seconds,
+        })
+    }
+
+    /// Unix seconds of the first and last report the estimate over the last `n` windows uses.
+    pub fn span(&self, n: usize) -> Option<[f64; 2]> {
+        let used = self.used(n);
+        Some([
+            self.reports[used.first()?.0].t,
+            self.reports[used.last()?.1].t,
+        ])
+    }
+
+    /// Median seconds between consecutive progress reports so far.
+    pub fn report_interval_s(&self) -> Option<f64> {
+        let mut gaps: Vec<f64> = self.reports.windows(2).map(|w| w[1].t - w[0].t).collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        gaps.sort_by(f64::total_cmp);
+        Some(percentile(&gaps, 0.5))
+    }
+
+    /// Why `n` windows cannot be had within `max_s` at the job's pace of reports, if they
+    /// cannot; `elapsed_s` is how long the measurement has run.
+    pub fn too_sparse(&self, n: usize, max_s: f64, elapsed_s: f64) -> Option<String> {
+        let n = n.max(2);
+        let Some(gap) = self.report_interval_s() else {
+            return Some(format!(
+                "fewer than two progress lines in {elapsed_s:.0} s of measurement; raise max_s or print more often"
+            ));
+        };
+        let window = self.window_s.max(gap * MIN_INTERVALS_PER_WINDOW as f64);
+        let needed = window * n as f64;
+        (needed > max_s).then(|| {
+            format!(
+                "one progress line every {gap:.1} s: {n} windows of at least {MIN_INTERVALS_PER_WINDOW} \
+                 report intervals need about {needed:.0} s, more than max_s = {max_s} s; raise \
+                 max_s or print more often"
+            )
         })
     }
 
@@ -188,7 +264,7 @@ mod tests {
 
     #[test]
     fn constant_rate_is_steady_and_exact() {
-        let mut w = RateWindows::new(100.0, 1.0, None);
+        let mut w = RateWindows::new(100.0, 1.0);
         for i in 0..=100 {
             let t = 100.0 + i as f64 * 0.1;
             w.push(report(t, (t - 100.0) * 50.0, i as f64));
@@ -205,7 +281,7 @@ mod tests {
 
     #[test]
     fn ramping_rate_is_not_steady() {
-        let mut w = RateWindows::new(0.0, 1.0, None);
+        let mut w = RateWindows::new(0.0, 1.0);
         let mut s = 0.0;
         for i in 0..100 {
             s += i as f64; // rate grows every step
@@ -216,18 +292,146 @@ mod tests {
 
     #[test]
     fn far_future_and_non_finite_reports_stay_bounded() {
-        let mut w = RateWindows::new(0.0, 0.001, None);
+        let mut w = RateWindows::new(0.0, 0.001);
         w.push(report(0.0, 0.0, 0.0));
         w.push(report(1e18, 1e9, 1.0));
         w.push(report(2e18, f64::NAN, 2.0));
+        w.push(report(f64::INFINITY, 2e9, 3.0));
+        assert!(w.rates().iter().all(|r| r.is_finite()));
+        assert!(w.throughput(5).is_none(), "two reports make no window");
+    }
+
+    /// A job that prints every 16 s: every 2-s window between two lines used to get the same
+    /// interpolated rate (CV 0, a 0.0% interval). Windows now widen to three report intervals,
+    /// and four of them do not fit in 30 s: the cell cannot be steady, and says why.
+    #[test]
+    fn sparse_reports_widen_windows_and_are_never_steady_from_copies() {
+        let mut w = RateWindows::new(0.0, 2.0);
+        let mut samples = 0.0;
+        for i in 0..=6 {
+            w.push(report(i as f64 * 16.0, samples, i as f64 * 10.0));
+            samples += 160.0;
+        }
+        assert_eq!(
+            w.rates().len(),
+            2,
+            "six 16-s intervals make two 48-s windows"
+        );
+        assert!(!w.is_steady(4, 0.1));
+        let why = w
+            .too_sparse(4, 30.0, 96.0)
+            .expect("too sparse for 4 windows in 30 s");
+        assert!(why.contains("one progress line every 16.0 s"), "{why}");
+        assert!(w.too_sparse(4, 1000.0, 96.0).is_none());
+        // A single report after the start cannot be a rate.
+        let mut one = RateWindows::new(0.0, 2.0);
+        one.push(report(5.0, 10.0, 1.0));
+        assert!(one.throughput(4).is_none());
+        assert!(
+            one.too_sparse(4, 30.0, 30.0)
+                .unwrap()
+                .contains("fewer than two")
+        );
+    }
+
+    /// Time without a new report is not a sample: a 30-s stall (a validation pass) lands in
+    /// one window, which then stands out instead of being smeared over many equal copies.
+    #[test]
+    fn a_stall_is_one_window_not_many_copies() {
+        let mut w = RateWindows::new(0.0, 1.0);
+        let mut t = 0.0;
+        let mut s = 0.0;
+        for i in 0..200 {
+            if i == 100 {
+                t += 30.0;
+            }
+            t += 0.1;
+            s += 10.0;
+            w.push(report(t, s, i as f64));
+        }
         let rates = w.rates();
-        assert_eq!(rates.len(), MAX_WINDOWS);
-        assert!(rates.iter().all(|r| r.is_finite()));
+        let slow = rates.iter().filter(|r| **r < 50.0).count();
+        assert_eq!(slow, 1, "{rates:?}");
+        assert!(!w.is_steady(rates.len(), 0.1));
+    }
+
+    /// A discarded window is out of the estimate: the rate is that of the kept windows only.
+    #[test]
+    fn a_discarded_window_does_not_count() {
+        let mut w = RateWindows::new(0.0, 0.95);
+        let mut s = 0.0;
+        for i in 1..=31 {
+            s += if (12..=21).contains(&i) { 1.0 } else { 10.0 };
+            w.push(report(i as f64 * 0.1, s, i as f64));
+            if w.closed() == 2 && w.rates().len() == 2 {
+                w.discard_last();
+            }
+        }
+        assert_eq!(w.closed(), 3);
+        let tp = w.throughput(5).unwrap();
+        assert_eq!(tp.windows, 2);
+        assert!((tp.samples_per_s - 100.0).abs() < 1e-6, "{tp:?}");
+    }
+
+    #[test]
+    fn reports_from_before_the_start_and_without_progress_are_ignored() {
+        let mut w = RateWindows::new(10.0, 0.5);
+        w.push(report(9.0, 0.0, 0.0));
+        for i in 0..=8 {
+            let t = 10.0 + i as f64 * 0.25;
+            w.push(report(t, 100.0 + i as f64 * 25.0, i as f64));
+            w.push(report(t + 0.1, 100.0 + i as f64 * 25.0, i as f64)); // redrawn, no progress
+        }
+        let tp = w.throughput(10).unwrap();
+        assert!((tp.samples_per_s - 100.0).abs() < 1e-9, "{tp:?}");
+        // Two windows of three intervals each; the last two intervals make no window yet.
+        assert_eq!(w.span(10), Some([10.0, 11.5]));
+    }
+
+    proptest::proptest! {
+        /// Whatever the reports: windows are disjoint and made of reports, every rate is finite
+        /// and the estimate lies inside its interval and among the windows' rates.
+        #[test]
+        fn estimates_are_finite_and_inside_their_interval(
+            gaps in proptest::collection::vec((0.0f64..5.0, 0.0f64..100.0), 0..200),
+            window_s in 0.01f64..10.0,
+            n in 1usize..8,
+        ) {
+            let mut w = RateWindows::new(0.0, window_s);
+            let (mut t, mut s) = (0.0, 0.0);
+            for (dt, ds) in gaps {
+                t += dt;
+                s += ds;
+                w.push(report(t, s, 0.0));
+            }
+            let rates = w.rates();
+            proptest::prop_assert!(rates.iter().all(|r| r.is_finite() && *r >= 0.0));
+            for pair in w.windows.windows(2) {
+                proptest::prop_assert_eq!(pair[0].1, pair[1].0);
+            }
+            if w.closed() > 1 {
+                w.discard_last();
+                proptest::prop_assert_eq!(w.rates().len(), rates.len() - 1);
+            }
+            let rates = w.rates();
+            if let Some(tp) = w.throughput(n) {
+                proptest::prop_assert!(tp.samples_per_s.is_finite());
+                proptest::prop_assert!(tp.ci95_low <= tp.samples_per_s + 1e-9);
+                proptest::prop_assert!(tp.samples_per_s <= tp.ci95_high + 1e-9);
+                proptest::prop_assert!(tp.measured_s >= window_s.min(tp.measured_s));
+                let used = &rates[rates.len() - tp.windows as usize..];
+                let lo = used.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = used.iter().copied().fold(0.0, f64::max);
+                proptest::prop_assert!(tp.samples_per_s >= lo - 1e-6 && tp.samples_per_s <= hi + 1e-6);
+            } else {
+                proptest::prop_assert!(rates.is_empty());
+            }
+        }
     }
 
     #[test]
     fn printed_iteration_times_are_used() {
-        let mut w = RateWindows::new(0.0, 1.0, None);
+        let mut w = RateWindows::new(0.0, 1.0);
         for (i, s) in [0.2, 0.3, 0.25].into_iter().enumerate() {
             w.push(Report {
                 t: i as f64,

@@ -226,6 +226,8 @@ mod tests {
             note: None,
             wall_s: 5.0,
             node: None,
+            interference: None,
+            measured_unix_s: None,
         }
     }
 

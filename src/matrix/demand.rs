@@ -200,6 +200,8 @@ mod tests {
                     note: None,
                     wall_s: 1.0,
                     node: None,
+                    interference: None,
+                    measured_unix_s: None,
                 });
             }
         }

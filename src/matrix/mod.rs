@@ -53,6 +53,9 @@ pub struct MatrixHeader {
     /// How well the cache models predicted cells that were also measured (`profiler validate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<Validation>,
+    /// The live-mode check of the sweep, when it ran one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_check: Option<LiveCheck>,
 }
 
 /// What was profiled.
@@ -258,6 +261,14 @@ pub struct Cell {
     /// (a Slurm node of `profiler sweep --slurm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// What else used the job's CPUs while the cell was measured (measured cells on a machine
+    /// whose counters the profiler can read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<Interference>,
+    /// Unix seconds of the first and last progress report the throughput was computed from,
+    /// so the rate can be checked against the job's own records of the same interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_unix_s: Option<[f64; 2]>,
 }
 
 impl Cell {
@@ -326,6 +337,46 @@ pub struct Telemetry {
     pub storage_read_bytes_per_s: f64,
 }
 
+/// What else used the job's CPUs while a cell was measured. A measurement window is disturbed
+/// when the job ran below its CPU cap while its CPUs had no idle time left for it (other
+/// processes took it); such windows are discarded and measured again, a bounded number of times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interference {
+    /// CPU time other processes used on the job's CPUs, in cores (mean over the kept windows).
+    pub other_cores: f64,
+    /// Idle time on the job's CPUs, in cores (mean over the kept windows).
+    pub idle_cores: f64,
+    /// Percentage of time some runnable task waited for a CPU (the kernel's CPU pressure,
+    /// `some`), where the kernel reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_pct: Option<f64>,
+    /// Disturbed windows discarded and measured again.
+    pub discarded_windows: u32,
+    /// The cell is still disturbed: its kept windows include disturbed ones because the
+    /// re-measurements ran out. Its rate is kept but is not the job's own.
+    pub disturbed: bool,
+}
+
+/// The check of a live sweep that re-capping a running job measures what a fresh start would:
+/// one point measured both ways.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveCheck {
+    /// CPU level of the point measured both ways.
+    pub cpu: f64,
+    /// Samples/s of the running job re-capped to that level.
+    pub live_samples_per_s: f64,
+    /// Samples/s of a fresh launch at that level.
+    pub relaunch_samples_per_s: f64,
+    /// Largest difference the two may show and still agree (their intervals plus 5%), relative
+    /// to the relaunched rate.
+    pub tolerance: f64,
+    /// `live` (they agree: the sweep went on re-capping) or `relaunch` (they differ: the rest
+    /// of the sweep relaunched the job at every point).
+    pub outcome: String,
+}
+
 /// GPU-side averages over the measurement window, over the job's GPUs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -366,6 +417,7 @@ pub(crate) mod fixtures {
             provenance: None,
             cache_model: None,
             validation: None,
+            live_check: None,
         }
     }
 
@@ -382,6 +434,8 @@ pub(crate) mod fixtures {
             note: Some("x".into()),
             wall_s: 1.0,
             node: None,
+            interference: None,
+            measured_unix_s: None,
         }
     }
 }

@@ -89,6 +89,14 @@ impl SweepObserver for SweepProgress {
         }
     }
 
+    fn note(&mut self, message: &str) {
+        if self.interactive {
+            self.bar.println(message);
+        } else {
+            eprintln!("{message}");
+        }
+    }
+
     fn warn(&mut self, message: &str) {
         if self.interactive {
             self.bar.println(format!("warning: {message}"));

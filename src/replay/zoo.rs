@@ -112,6 +112,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
             provenance: Some(provenance),
             cache_model: None,
             validation: None,
+            live_check: None,
         };
         let cells = pts
             .iter()
@@ -138,6 +139,8 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
                     )),
                     wall_s: 0.0,
                     node: None,
+                    interference: None,
+                    measured_unix_s: None,
                 }
             })
             .collect();

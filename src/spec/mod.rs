@@ -151,6 +151,9 @@ pub struct MeasureSpec {
     /// after its first report), so the page cache holds what it holds in steady state before
     /// the first cell of a launch is measured. Bounded by `startup_timeout_s`.
     pub warmup_pass: bool,
+    /// Seconds a stopped job gets between SIGTERM and SIGKILL (to save a checkpoint, flush
+    /// its logs).
+    pub stop_grace_s: f64,
 }
 
 impl Default for MeasureSpec {
@@ -164,6 +167,7 @@ impl Default for MeasureSpec {
             max_s: 60.0,
             startup_timeout_s: 300.0,
             warmup_pass: true,
+            stop_grace_s: 10.0,
         }
     }
 }
@@ -206,6 +210,13 @@ pub struct SweepSpec {
     /// since a running job re-capped to fewer cores would keep the top level's thread count.
     #[serde(default)]
     pub job_reads_cpu_env: bool,
+    /// Whether the running job keeps measuring what a fresh start would when its CPU cap is
+    /// changed under it. Unset (the default), a live sweep checks it on one point (one extra
+    /// launch) and relaunches at every point if it does not; `true` skips the check (the job
+    /// resizes its threads itself, or uses one thread); `false` relaunches at every point, like
+    /// `mode = "relaunch"` (it sizes thread pools and workers from the CPUs it sees at start,
+    /// as PyTorch, OpenMP, MKL and oneDNN do).
+    pub adapts_to_caps: Option<bool>,
 }
 
 /// `sweep.cpu`: the CPU levels to measure, or a search that chooses them as it measures.
@@ -706,6 +717,7 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         ("settle_s", m.settle_s),
         ("max_s", m.max_s),
         ("startup_timeout_s", m.startup_timeout_s),
+        ("stop_grace_s", m.stop_grace_s),
     ] {
         if !(v >= 0.0 && v.is_finite()) {
             return Err(format!("measure.{key} = {v}: expected seconds >= 0"));

@@ -351,6 +351,9 @@ fn a_second_ctrl_c_still_kills_the_job_and_removes_its_cgroups() {
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(took < Duration::from_secs(3), "{took:?}");
     assert_no_runs_under(parent);
+    let parents = profiler::harness::cgroup::parent_dirs_of(parent).unwrap();
+    let left: Vec<_> = parents.iter().filter(|d| d.exists()).collect();
+    assert!(left.is_empty(), "parent cgroups left behind: {left:?}");
     let deadline = Instant::now() + Duration::from_secs(2);
     while job.iter().any(|&p| alive(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -706,4 +706,5 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
 }
 
 mod hardening;
+mod live;
 mod presets;

@@ -321,6 +321,8 @@ fn rich_matrix() -> Matrix {
                     note: failed.then(|| "exit status 1, \"quoted\", comma".to_owned()),
                     wall_s: 20.0 + i as f64,
                     node: None,
+                    interference: None,
+                    measured_unix_s: None,
                 });
             }
         }
@@ -382,6 +384,7 @@ fn rich_matrix() -> Matrix {
                 ],
                 cells: Vec::new(),
             }),
+            live_check: None,
         },
         cells,
     }
@@ -996,6 +999,8 @@ mod properties {
                             note: None,
                             wall_s: 1.0,
                             node: None,
+                            interference: None,
+                            measured_unix_s: None,
                         });
                     }
                 }

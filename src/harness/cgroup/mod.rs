@@ -310,6 +310,16 @@ pub fn kill_live_runs(timeout: Duration) {
     let all: Vec<PathBuf> = runs.iter().flatten().cloned().collect();
     kill_procs(&all, timeout);
     remove_dirs(&all, timeout);
+    // The process exits next, without the parent's own clean-up: remove the parents too where
+    // nothing else (another sweep's runs) is left in them.
+    let mut parents: Vec<PathBuf> = all
+        .iter()
+        .filter_map(|d| d.parent())
+        .map(PathBuf::from)
+        .collect();
+    parents.sort();
+    parents.dedup();
+    remove_dirs(&parents, Duration::ZERO);
 }
 
 /// The cgroup version and where each controller is mounted; checks the controllers exist.

@@ -134,7 +134,7 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let t0 = 1.7e9;
     let mut now = t0;
-    let mut windows = RateWindows::new(t0, 0.5, None);
+    let mut windows = RateWindows::new(t0, 0.5);
     let mut last: Option<Report> = None;
     for (line, dt) in lines {
         now += dt;

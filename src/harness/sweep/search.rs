@@ -254,18 +254,11 @@ impl Sweep<'_> {
         }
         axis.sort_by(|a, b| b.total_cmp(a));
         self.axes_cpu = axis;
-        self.ensure_writer()?;
         let fresh = self.make_header();
-        let mut header = self.header.clone().unwrap_or_else(|| fresh.clone());
-        header.axes.cpu = fresh.axes.cpu;
-        header.provenance = fresh.provenance;
-        if Some(&header) != self.header.as_ref() {
-            self.writer
-                .as_mut()
-                .expect("ensured")
-                .replace_header(&header)?;
-            self.header = Some(header);
-        }
+        self.update_header(|h| {
+            h.axes.cpu = fresh.axes.cpu;
+            h.provenance = fresh.provenance;
+        })?;
         Ok(())
     }
 }

@@ -1,0 +1,179 @@
+//! The matrix file of a sweep: its header (what was swept, how, and where), appending cells as
+//! they finish, and resuming from a file an interrupted sweep left.
+
+use super::live_check::LiveCheckState;
+use super::{Sweep, SweepError, search};
+use crate::harness::plan::MemoryLevels;
+use crate::harness::progress::now_unix_s;
+use crate::matrix::{Axes, Cell, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter, SCHEMA_VERSION};
+use crate::spec::SweepMode;
+
+impl Sweep<'_> {
+    pub(super) fn make_header(&self) -> MatrixHeader {
+        let spec = &self.opts.spec.spec;
+        let cgroup = match (&self.root, &self.step) {
+            (Some(r), _) => r.version().as_str(),
+            (None, Some(_)) => "slurm",
+            (None, None) => "none",
+        };
+        let memory_bytes = self.memory.bytes().map(|b| b.to_vec()).unwrap_or_default();
+        let provenance = match &spec.sweep.memory_pct_of_dataset {
+            Some(p) => format!(
+                "profiler sweep of {}; memory levels = 1.1 x the job's resident memory after warm-up + 8 MiB + {p:?} % of the dataset",
+                self.opts.spec.path.display()
+            ),
+            None => format!("profiler sweep of {}", self.opts.spec.path.display()),
+        };
+        let provenance = match self.root.as_ref().and_then(|r| r.swap_note()) {
+            Some(note) => format!("{provenance}; {note}"),
+            None => provenance,
+        };
+        let provenance = match &self.memory_note {
+            Some(note) => format!("{provenance}; {note}"),
+            None => provenance,
+        };
+        let provenance = match spec.sweep.storage_read_mb_s {
+            Some(mb) if self.storage_throttle.is_some() => {
+                format!("{provenance}; storage reads capped at {mb} MB/s (emulated slower storage)")
+            }
+            _ => provenance,
+        };
+        let provenance = match &self.step {
+            Some(_) => format!(
+                "{provenance}; measured in Slurm jobs under Slurm's cgroups (cpuset and memory \
+                 limit of the job), one CPU level per job"
+            ),
+            None => provenance,
+        };
+        let provenance = match &self.search {
+            Some(search) => format!(
+                "{provenance}; {}",
+                search::describe(search, &self.search_results)
+            ),
+            None => provenance,
+        };
+        MatrixHeader {
+            kind: MATRIX_KIND.to_string(),
+            schema_version: SCHEMA_VERSION,
+            job: JobInfo {
+                name: spec.name.clone(),
+                model: self.opts.spec.model().to_string(),
+                gpus: spec.gpus,
+                batch_size_per_gpu: spec.batch_size_per_gpu,
+                dataset_bytes: spec
+                    .dataset
+                    .as_ref()
+                    .and_then(|d| d.bytes)
+                    .or(self.dataset.as_ref().map(|d| d.bytes)),
+                dataset_samples: spec
+                    .dataset
+                    .as_ref()
+                    .and_then(|d| d.samples)
+                    .or(self.dataset.as_ref().map(|d| d.files)),
+            },
+            machine: Some(crate::machine::describe_machine(cgroup)),
+            axes: Axes {
+                cpu: self.axes_cpu.clone(),
+                memory_bytes,
+                params: self.params_axes.clone(),
+            },
+            created_unix_s: now_unix_s() as u64,
+            provenance: Some(provenance),
+            cache_model: self.cache_inputs.clone(),
+            validation: None,
+            live_check: match &self.live_check {
+                LiveCheckState::Done(check) => Some(check.clone()),
+                _ => None,
+            },
+        }
+    }
+
+    pub(super) fn ensure_writer(&mut self) -> Result<&mut MatrixWriter, SweepError> {
+        if self.writer.is_none() {
+            let header = self.make_header();
+            let (writer, kept) = MatrixWriter::create(&self.opts.output, &header)?;
+            if let Some(kept) = kept {
+                self.observer.warn(&format!(
+                    "{} existed; its cells are kept in {} (use --resume to continue a sweep)",
+                    self.opts.output.display(),
+                    kept.display()
+                ));
+            }
+            self.writer = Some(writer);
+            self.header = Some(header);
+        }
+        Ok(self.writer.as_mut().expect("just created"))
+    }
+
+    pub(super) fn record(&mut self, mut cell: Cell) -> Result<(), SweepError> {
+        if let Some((step, _)) = &self.step {
+            cell.node = Some(step.node.clone());
+        }
+        self.ensure_writer()?.append(&cell)?;
+        self.done.insert(cell.key());
+        self.observer.cell_done(&cell);
+        self.cells.push(cell);
+        Ok(())
+    }
+
+    pub(super) fn resume_from_file(&mut self) -> Result<(), SweepError> {
+        let (writer, matrix) = MatrixWriter::resume(&self.opts.output)?;
+        let h = &matrix.header;
+        let spec = &self.opts.spec.spec;
+        if h.job.name != spec.name {
+            return Err(SweepError::Plan(format!(
+                "--resume: {} holds a matrix of job {:?}, not {:?}",
+                self.opts.output.display(),
+                h.job.name,
+                spec.name
+            )));
+        }
+        if h.axes.memory_bytes.len() != self.memory.len() {
+            return Err(SweepError::Plan(format!(
+                "--resume: {} has {} memory levels but the spec now has {}; start afresh without --resume",
+                self.opts.output.display(),
+                h.axes.memory_bytes.len(),
+                self.memory.len()
+            )));
+        }
+        let mut levels = h.axes.memory_bytes.clone();
+        levels.sort_unstable_by(|a, b| b.cmp(a));
+        self.memory = MemoryLevels::Bytes(levels);
+        self.cache_inputs = h.cache_model.clone();
+        if let Some(check) = &h.live_check {
+            // The check is made once per sweep; a resumed one keeps its verdict.
+            if check.outcome != "live" {
+                self.mode = SweepMode::Relaunch;
+            }
+            self.live_check = LiveCheckState::Done(check.clone());
+        }
+        self.done = matrix.cells.iter().map(Cell::key).collect();
+        self.cells = matrix.cells.clone();
+        self.header = Some(matrix.header);
+        self.writer = Some(writer);
+        self.observer.status(&format!(
+            "resuming: {} cell(s) already in {}",
+            self.cells.len(),
+            self.opts.output.display()
+        ));
+        Ok(())
+    }
+
+    /// Changes the header of the matrix file (after the writer has started it).
+    pub(super) fn update_header(
+        &mut self,
+        change: impl FnOnce(&mut MatrixHeader),
+    ) -> Result<(), SweepError> {
+        self.ensure_writer()?;
+        let mut header = self.header.clone().unwrap_or_else(|| self.make_header());
+        change(&mut header);
+        if Some(&header) != self.header.as_ref() {
+            self.writer
+                .as_mut()
+                .expect("ensured")
+                .replace_header(&header)?;
+            self.header = Some(header);
+        }
+        Ok(())
+    }
+}

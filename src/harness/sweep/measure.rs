@@ -1,0 +1,274 @@
+//! One point on a running job: warm-up, then measurement until steady state, and the cell it
+//! gives (or why there is none).
+
+use super::{POLL, Run, Sweep, SweepError};
+use crate::harness::launch::describe_exit;
+use crate::harness::plan::{Point, label};
+use crate::harness::progress::now_unix_s;
+use crate::harness::steady::{MIN_INTERVALS_PER_WINDOW, RateWindows};
+use crate::matrix::{Cell, CellSource, Telemetry};
+use std::time::Instant;
+
+/// What happened to a measured point.
+pub(super) enum Outcome {
+    Cell(Cell),
+    /// The job died at this point; the cell says why. The launch is over.
+    Died(Cell),
+}
+
+impl Sweep<'_> {
+    pub(super) fn empty_cell(
+        &self,
+        p: &Point,
+        source: CellSource,
+        note: String,
+        wall_s: f64,
+    ) -> Cell {
+        Cell {
+            cpu: p.cpu,
+            memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
+            params: p.params.clone(),
+            source,
+            throughput: None,
+            iteration_time_s: None,
+            telemetry: None,
+            gpu: None,
+            note: Some(note),
+            wall_s,
+            node: None,
+            interference: None,
+            measured_unix_s: None,
+        }
+    }
+
+    /// The cell for a job that ended: infeasible if the OOM killer took it, else failed.
+    pub(super) fn death_cell(
+        &self,
+        run: &mut Run,
+        p: &Point,
+        started: Instant,
+        phase: &str,
+    ) -> Cell {
+        let status = run
+            .job
+            .try_status()
+            .map(describe_exit)
+            .unwrap_or_else(|| "stopped".into());
+        let wall = started.elapsed().as_secs_f64();
+        if run.oom_killed() {
+            return self.empty_cell(
+                p,
+                CellSource::Infeasible,
+                format!("OOM-killed under the memory cap during {phase} ({status})"),
+                wall,
+            );
+        }
+        let tail = run.job.stderr_tail(2000);
+        self.empty_cell(
+            p,
+            CellSource::Failed,
+            format!("job {status} during {phase}; stderr tail:\n{tail}"),
+            wall,
+        )
+    }
+
+    /// Waits until the job has reported progress for `seconds` after its first report.
+    /// Returns `Err(cell)` when the job dies or never reports.
+    pub(super) fn warm_up(
+        &mut self,
+        run: &mut Run,
+        p: &Point,
+        started: Instant,
+    ) -> Result<Result<(), Cell>, SweepError> {
+        let m = self.opts.spec.spec.measure.clone();
+        // One pass over the dataset, so a launch's first cell sees a warm page cache.
+        let pass_samples = match (&self.dataset, m.warmup_pass) {
+            (Some(ds), true) => self
+                .opts
+                .spec
+                .spec
+                .dataset
+                .as_ref()
+                .and_then(|d| d.samples)
+                .unwrap_or(ds.files) as f64,
+            _ => 0.0,
+        };
+        let mut first: Option<(Instant, f64)> = None;
+        let mut read = 0.0;
+        loop {
+            if self.cancelled() {
+                return Err(self.interrupted());
+            }
+            let reports = run.poll();
+            for w in run.tail.take_warnings() {
+                self.observer.warn(&format!("{}: {w}", label(p)));
+            }
+            if let (Some(r), None) = (reports.first(), first) {
+                first = Some((Instant::now(), r.samples));
+                self.observer.status(&format!("{}: warming up", label(p)));
+            }
+            if let (Some(last), Some((_, base))) = (reports.last(), first) {
+                read = last.samples - base;
+            }
+            if run.job.try_status().is_some() {
+                return Ok(Err(self.death_cell(
+                    run,
+                    p,
+                    started,
+                    "start-up and warm-up",
+                )));
+            }
+            match first {
+                Some((f, _))
+                    if f.elapsed().as_secs_f64() >= m.warmup_s
+                        && (read >= pass_samples
+                            || f.elapsed().as_secs_f64() >= m.startup_timeout_s) =>
+                {
+                    return Ok(Ok(()));
+                }
+                None if started.elapsed().as_secs_f64() > m.startup_timeout_s => {
+                    let mut note = format!(
+                        "no progress within startup_timeout_s = {} s; expected {}",
+                        m.startup_timeout_s,
+                        run.tail.expectation()
+                    );
+                    if let Some(bad) = &run.tail.first_bad_line {
+                        note.push_str(&format!(
+                            "; got {} malformed line(s), first: {bad}",
+                            run.tail.bad_lines
+                        ));
+                    }
+                    return Ok(Err(self.empty_cell(
+                        p,
+                        CellSource::Failed,
+                        note,
+                        started.elapsed().as_secs_f64(),
+                    )));
+                }
+                _ => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// Measures one point on a running, warmed-up job.
+    pub(super) fn measure(
+        &mut self,
+        run: &mut Run,
+        p: &Point,
+        started: Instant,
+    ) -> Result<Outcome, SweepError> {
+        let m = self.opts.spec.spec.measure.clone();
+        self.observer.status(&format!("{}: measuring", label(p)));
+        run.poll();
+        let t0 = now_unix_s();
+        let mut windows = RateWindows::new(t0, m.window_s);
+        let mut warned_sparse = false;
+        let c0 = run.cgroup.as_ref().map(|c| c.counters());
+        let clock = Instant::now();
+        if let Some(g) = &self.gpu {
+            g.reset_window();
+        }
+        let mut rss_peak = 0u64;
+        let mut steady = false;
+        loop {
+            if self.cancelled() {
+                return Err(self.interrupted());
+            }
+            for r in run.poll() {
+                windows.push(r);
+            }
+            if let Some(gap) = windows
+                .report_interval_s()
+                .filter(|g| !warned_sparse && *g > m.window_s)
+            {
+                warned_sparse = true;
+                self.observer.warn(&format!(
+                    "{}: one progress line every {gap:.1} s, sparser than window_s = {} s: each \
+                     window widens to {MIN_INTERVALS_PER_WINDOW} report intervals (about {:.0} s)",
+                    label(p),
+                    m.window_s,
+                    gap * MIN_INTERVALS_PER_WINDOW as f64
+                ));
+            }
+            for w in run.tail.take_warnings() {
+                self.observer.warn(&format!("{}: {w}", label(p)));
+            }
+            rss_peak = rss_peak.max(run.resident_bytes());
+            if run.job.try_status().is_some() {
+                return Ok(Outcome::Died(self.death_cell(
+                    run,
+                    p,
+                    started,
+                    "measurement",
+                )));
+            }
+            if windows.is_steady(m.steady_windows, m.steady_cv) {
+                steady = true;
+                break;
+            }
+            if clock.elapsed().as_secs_f64() >= m.max_s {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let elapsed = clock.elapsed().as_secs_f64();
+        let telemetry = match (c0, run.cgroup.as_ref().map(|c| c.counters())) {
+            (Some(a), Some(b)) => Some(Telemetry {
+                cpu_cores_used: (b.cpu_usage_ns - a.cpu_usage_ns) as f64 / 1e9 / elapsed,
+                throttled_s_per_s: (b.throttled_ns.saturating_sub(a.throttled_ns)) as f64
+                    / 1e9
+                    / elapsed,
+                rss_peak_bytes: rss_peak,
+                page_cache_bytes: b.page_cache_bytes,
+                storage_read_bytes_per_s: (b.read_bytes.saturating_sub(a.read_bytes)) as f64
+                    / elapsed,
+            }),
+            _ => Some(Telemetry {
+                rss_peak_bytes: rss_peak,
+                ..Telemetry::default()
+            }),
+        };
+        let Some(throughput) = windows.throughput(m.steady_windows) else {
+            let why = match windows.report_interval_s() {
+                Some(_) => windows
+                    .too_sparse(m.steady_windows, m.max_s, elapsed)
+                    .unwrap_or_else(|| "too few progress lines".into()),
+                None => format!(
+                    "the job reported no progress for {elapsed:.0} s of measurement (max_s); expected {}",
+                    run.tail.expectation()
+                ),
+            };
+            let mut cell =
+                self.empty_cell(p, CellSource::Failed, why, started.elapsed().as_secs_f64());
+            cell.telemetry = telemetry;
+            return Ok(Outcome::Cell(cell));
+        };
+        let note = (!steady).then(|| {
+            let why = windows
+                .too_sparse(m.steady_windows, m.max_s, elapsed)
+                .unwrap_or_else(|| {
+                    format!(
+                        "the rates of the last {} windows still vary by more than steady_cv = {} \
+                         after max_s = {} s",
+                        m.steady_windows, m.steady_cv, m.max_s
+                    )
+                });
+            format!("unsteady: {why}")
+        });
+        Ok(Outcome::Cell(Cell {
+            cpu: p.cpu,
+            memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
+            params: p.params.clone(),
+            source: CellSource::Measured,
+            throughput: Some(throughput),
+            iteration_time_s: windows.iteration_times(),
+            telemetry,
+            gpu: self.gpu.as_ref().and_then(|g| g.window_summary()),
+            note,
+            wall_s: started.elapsed().as_secs_f64(),
+            node: None,
+            interference: None,
+            measured_unix_s: windows.span(m.steady_windows),
+        }))
+    }
+}

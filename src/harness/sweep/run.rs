@@ -1,0 +1,149 @@
+//! Launching the job for a point: its cgroup and caps, its command and environment, and the
+//! files its progress is read from.
+
+use super::{Sweep, SweepError, absolute, base_vars, render_all};
+use crate::harness::cgroup::RunCgroup;
+use crate::harness::dataset::evict_from_page_cache;
+use crate::harness::launch::{Launch, PROGRESS_FILE_ENV, RunningJob, path_with_own_dir};
+use crate::harness::plan::{Point, cpu_text, label};
+use crate::harness::progress::{ProgressPaths, ProgressTail, Report};
+use crate::harness::resident::tree_resident_bytes;
+use crate::spec::{Vars, render};
+
+/// A launched job and what it has reported so far.
+pub(super) struct Run {
+    pub(super) job: RunningJob,
+    pub(super) cgroup: Option<RunCgroup>,
+    pub(super) tail: ProgressTail,
+    oom_base: u64,
+}
+
+impl Run {
+    pub(super) fn poll(&mut self) -> Vec<Report> {
+        self.tail.poll()
+    }
+
+    pub(super) fn oom_killed(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|c| c.counters().oom_kills > self.oom_base)
+    }
+
+    /// Resident memory of the job's processes right now, shared pages counted once.
+    pub(super) fn resident_bytes(&self) -> u64 {
+        let pids = match &self.cgroup {
+            Some(cg) => cg.pids(),
+            None => vec![self.job.pid()],
+        };
+        tree_resident_bytes(&pids)
+    }
+}
+
+impl Sweep<'_> {
+    pub(super) fn vars_for(&self, p: &Point) -> Vars {
+        let mut vars = base_vars(&self.opts.spec);
+        vars.insert("cpus".into(), cpu_text(p.cpu));
+        vars.insert("workers".into(), (p.cpu.ceil() as u64).max(1).to_string());
+        vars.extend(p.params.clone());
+        vars
+    }
+
+    /// In a Slurm step: an error unless the step's cgroup has the point's caps.
+    pub(super) fn check_step_caps(&self, p: &Point) -> Result<(), SweepError> {
+        let Some((_, caps)) = &self.step else {
+            return Ok(());
+        };
+        let memory = self.memory.bytes().map(|b| b[p.mem]);
+        caps.check(p.cpu, memory).map_err(|e| {
+            SweepError::Plan(format!(
+                "in the Slurm step: refusing to measure {}: {e} (ask for more with \
+                 `profiler sweep --slurm --slurm-mem MB`)",
+                label(p)
+            ))
+        })
+    }
+
+    pub(super) fn launch(
+        &mut self,
+        first: &Point,
+        memory_limit: Option<u64>,
+    ) -> Result<Run, SweepError> {
+        self.check_step_caps(first)?;
+        let spec = &self.opts.spec;
+        self.launches += 1;
+        let cgroup = match &self.root {
+            Some(root) => {
+                // Start every launch with a cold cache, charged to the job's own cgroup.
+                if let Some(ds) = &self.dataset {
+                    evict_from_page_cache(&ds.paths);
+                }
+                let cg = root.create_launch(&spec.spec.name, self.launches)?;
+                cg.set_cpu(first.cpu)?;
+                cg.set_memory_limit(memory_limit)?;
+                if let Some((dev, bps)) = self.storage_throttle {
+                    cg.set_read_bps(dev, Some(bps))?;
+                }
+                Some(cg)
+            }
+            None => None,
+        };
+        let tag = match &cgroup {
+            Some(cg) => cg.name().to_string(),
+            None => format!(
+                "{}-{}-{}",
+                spec.spec.name,
+                std::process::id(),
+                self.launches
+            ),
+        };
+        let vars = self.vars_for(first);
+        let argv = render_all(&spec.spec.command, &vars, &spec.path)?;
+        let progress_file = self.log_dir.join(format!("{tag}.progress.jsonl"));
+        let stdout_log = self.log_dir.join(format!("{tag}.stdout.log"));
+        let _ = std::fs::remove_file(&progress_file);
+        let mut env: Vec<(String, String)> = Vec::new();
+        for (k, v) in &spec.spec.env {
+            env.push((
+                k.clone(),
+                render(v, &vars).map_err(|source| SweepError::Template {
+                    spec: spec.path.clone(),
+                    source,
+                })?,
+            ));
+        }
+        env.push((
+            PROGRESS_FILE_ENV.into(),
+            absolute(&progress_file).display().to_string(),
+        ));
+        env.push(("PROFILER_CPUS".into(), vars["cpus"].clone()));
+        env.push(("PROFILER_WORKERS".into(), vars["workers"].clone()));
+        env.push(("PATH".into(), path_with_own_dir()));
+        // Python block-buffers output that is not a terminal: progress would arrive in bursts.
+        if !spec.spec.env.contains_key("PYTHONUNBUFFERED") {
+            env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+        }
+        let launch = Launch {
+            argv,
+            shell: spec.spec.shell,
+            env,
+            cwd: spec.working_dir.clone(),
+            stdout_log: stdout_log.clone(),
+            stderr_log: self.log_dir.join(format!("{tag}.stderr.log")),
+            cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
+            stop_grace: std::time::Duration::from_secs_f64(spec.spec.measure.stop_grace_s),
+        };
+        let job = launch.spawn()?;
+        let progress_paths = ProgressPaths {
+            progress_file,
+            stdout: stdout_log,
+            stderr: self.log_dir.join(format!("{tag}.stderr.log")),
+        };
+        let oom_base = cgroup.as_ref().map_or(0, |c| c.counters().oom_kills);
+        Ok(Run {
+            job,
+            cgroup,
+            tail: ProgressTail::new(&spec.spec, progress_paths),
+            oom_base,
+        })
+    }
+}
