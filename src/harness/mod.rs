@@ -6,6 +6,7 @@ pub mod cpu_search;
 pub mod dataset;
 pub mod fleet;
 pub mod gpu;
+pub mod interference;
 pub mod launch;
 pub mod model_fill;
 mod plan;

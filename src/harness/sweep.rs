@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod cache;
+mod disturbance;
 mod header;
 mod live_check;
 mod measure;

@@ -5,11 +5,13 @@
 //! On disk a matrix is JSON lines (`*.matrix.jsonl`): one header line, then one line per cell,
 //! appended and flushed as each cell finishes so an interrupted sweep keeps every finished cell.
 
+pub mod checks;
 pub mod demand;
 mod file;
 mod summary;
 pub mod surface;
 
+pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
 pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header};
 pub use summary::{render_cells, render_summary};

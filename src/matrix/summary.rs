@@ -1,13 +1,15 @@
 //! Plain-text rendering of a matrix: one CPU x memory table per combination of other parameters.
 
-use super::{Cell, CellKey, CellSource, Matrix};
+use super::checks::{check, is_disturbed};
+use super::{Cell, CellKey, CellSource, LiveCheck, Matrix};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// Renders the matrix as tables of samples/s. Modelled values are marked `~`, failed cells
-/// `failed`, infeasible cells `OOM`, missing cells `-`.
+/// Renders the matrix as tables of samples/s. Modelled values are marked `~`, values measured
+/// while other processes took the job's CPUs `!`, failed cells `failed`, infeasible cells `OOM`,
+/// missing cells `-`; under the tables, curves that fall with more CPU and why cells failed.
 pub fn render_summary(matrix: &Matrix) -> String {
     let h = &matrix.header;
     let mut out = String::new();
@@ -31,6 +33,9 @@ pub fn render_summary(matrix: &Matrix) -> String {
     }
     if let Some(v) = &h.validation {
         let _ = writeln!(out, "{}", v.summary(h.cache_model.as_ref().map(|c| c.kind)));
+    }
+    if let Some(check) = &h.live_check {
+        let _ = writeln!(out, "{}", live_check_line(check));
     }
     let by_key: BTreeMap<CellKey, &super::Cell> =
         matrix.cells.iter().map(|c| (c.key(), c)).collect();
@@ -77,6 +82,7 @@ pub fn render_summary(matrix: &Matrix) -> String {
                         (CellSource::Failed, _) => "failed".into(),
                         (CellSource::Infeasible, _) => "OOM".into(),
                         (CellSource::Modelled, Some(v)) => format!("~{v:.1}"),
+                        (_, Some(v)) if is_disturbed(cell) => format!("!{v:.1}"),
                         (_, Some(v)) => format!("{v:.1}"),
                         (_, None) => "?".into(),
                     },
@@ -90,6 +96,20 @@ pub fn render_summary(matrix: &Matrix) -> String {
         out,
         "\nsamples/s; ~ = modelled by the cache model, OOM = infeasible (OOM-killed), - = not run"
     );
+    let findings = check(matrix);
+    if !findings.disturbed.is_empty() {
+        let _ = writeln!(
+            out,
+            "! = disturbed: other processes took CPU from the job while it was measured, more \
+             often than it could be measured again; the rate is not the job's own"
+        );
+    }
+    if !findings.falling.is_empty() {
+        let _ = writeln!(out, "\nchecks:");
+        for m in findings.messages() {
+            let _ = writeln!(out, "  {m}");
+        }
+    }
     // Why cells failed, and measured cells to read with care: the reasons, not just the marks.
     let notable: Vec<&Cell> = matrix
         .cells
@@ -110,6 +130,28 @@ pub fn render_summary(matrix: &Matrix) -> String {
         }
     }
     out
+}
+
+/// What the live check of a live sweep found.
+fn live_check_line(c: &LiveCheck) -> String {
+    let gap =
+        (c.live_samples_per_s / c.relaunch_samples_per_s.max(f64::MIN_POSITIVE) - 1.0) * 100.0;
+    let (verdict, then) = if c.outcome == "live" {
+        ("within", "re-capping the running job was valid")
+    } else {
+        (
+            "beyond",
+            "the rest of the sweep relaunched the job at every point",
+        )
+    };
+    format!(
+        "live check at {} CPUs: re-capped {:.1} vs fresh start {:.1} samples/s ({gap:+.1}%, \
+         {verdict} ±{:.1}%): {then}",
+        c.cpu,
+        c.live_samples_per_s,
+        c.relaunch_samples_per_s,
+        c.tolerance * 100.0
+    )
 }
 
 /// `cpu 2, 1.29G, batch=16`.
@@ -142,7 +184,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
+        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
         "cell",
         "source",
         "samples/s",
@@ -150,6 +192,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
         "iter p50/p95",
         "cores",
         "thr/s",
+        "other",
         "RSS MiB",
         "cache MiB",
         "read MB/s",
@@ -164,13 +207,17 @@ pub fn render_cells(matrix: &Matrix) -> String {
         let ci = tp
             .filter(|t| t.samples_per_s > 0.0)
             .map(|t| (t.ci95_high - t.ci95_low) / 2.0 / t.samples_per_s * 100.0);
+        // Other processes' cores on the job's CPUs, `!` when they disturbed the cell.
+        let other = c.interference.as_ref().map_or("-".to_string(), |i| {
+            format!("{}{:.2}", if i.disturbed { "!" } else { "" }, i.other_cores)
+        });
         let iter = c
             .iteration_time_s
             .as_ref()
             .map_or("-".to_string(), |p| format!("{:.3}/{:.3}", p.p50, p.p95));
         let _ = writeln!(
             out,
-            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
+            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
             cell_label(c),
             c.source.as_str(),
             opt(tp.map(|t| t.samples_per_s), 1),
@@ -178,6 +225,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
             iter,
             opt(t.map(|t| t.cpu_cores_used), 2),
             opt(t.map(|t| t.throttled_s_per_s), 2),
+            other,
             opt(t.map(|t| t.rss_peak_bytes as f64 / (1u64 << 20) as f64), 0),
             opt(
                 t.map(|t| t.page_cache_bytes as f64 / (1u64 << 20) as f64),
@@ -192,9 +240,10 @@ pub fn render_cells(matrix: &Matrix) -> String {
     let _ = writeln!(
         out,
         "\nci95 %: half-width of the 95% interval in % of the rate; cores: CPU seconds per second;\n\
-         thr/s: CFS-throttled seconds per second; RSS: peak resident memory of the job's\n\
-         processes (sum of PSS); cache: page cache charged to the run's cgroup;\n\
-         GPU %: NVML utilisation; SM %: GPM SM activity (Hopper and later)"
+         thr/s: CFS-throttled seconds per second; other: cores other processes used on the job's\n\
+         CPUs (! = disturbed, more often than the cell could be measured again); RSS: peak\n\
+         resident memory of the job's processes (sum of PSS); cache: page cache charged to the\n\
+         run's cgroup; GPU %: NVML utilisation; SM %: GPM SM activity (Hopper and later)"
     );
     out
 }
@@ -248,6 +297,79 @@ mod tests {
         // Modelled cells' notes are the model's, not problems: not listed.
         assert!(!text.contains("MinIO"), "{text}");
         assert!(text.contains("~100.0"), "{text}");
+    }
+
+    fn measured(cpu: f64, rate: f64) -> Cell {
+        let mut c = cell(cpu);
+        c.source = CellSource::Measured;
+        c.note = None;
+        c.throughput = Some(Throughput {
+            samples_per_s: rate,
+            ci95_low: rate - 1.0,
+            ci95_high: rate + 1.0,
+            windows: 5,
+            measured_s: 10.0,
+        });
+        c
+    }
+
+    #[test]
+    fn disturbed_cells_and_falling_curves_are_marked() {
+        let mut hogged = measured(2.0, 12.2);
+        hogged.interference = Some(crate::matrix::Interference {
+            other_cores: 0.9,
+            idle_cores: 0.0,
+            cpu_pressure_pct: Some(40.0),
+            discarded_windows: 10,
+            disturbed: true,
+        });
+        let m = Matrix {
+            header: header("j"),
+            cells: vec![measured(1.0, 51.2), hogged],
+        };
+        let text = render_summary(&m);
+        assert!(text.contains("!12.2") && text.contains(" 51.2"), "{text}");
+        assert!(!text.contains("!51.2"), "{text}");
+        assert!(text.contains("! = disturbed"), "{text}");
+        assert!(
+            text.contains(
+                "checks:\n  at 1 GiB: 2 CPUs (12.2 samples/s) < 1 CPU (51.2): the curve falls \
+                 with more CPU"
+            ),
+            "{text}"
+        );
+        let cells = render_cells(&m);
+        assert!(cells.contains("!0.90"), "{cells}");
+
+        // A clean matrix has neither the legend line nor the checks.
+        let clean = render_summary(&Matrix {
+            header: header("j"),
+            cells: vec![measured(1.0, 51.2), measured(2.0, 90.0)],
+        });
+        assert!(
+            !clean.contains("! =") && !clean.contains("checks:"),
+            "{clean}"
+        );
+    }
+
+    #[test]
+    fn the_live_check_is_shown() {
+        let mut m = matrix();
+        m.header.live_check = Some(crate::matrix::LiveCheck {
+            cpu: 1.0,
+            live_samples_per_s: 4.6,
+            relaunch_samples_per_s: 66.2,
+            tolerance: 0.07,
+            outcome: "relaunch".into(),
+        });
+        let text = render_summary(&m);
+        assert!(
+            text.contains(
+                "live check at 1 CPUs: re-capped 4.6 vs fresh start 66.2 samples/s (-93.1%, \
+                 beyond ±7.0%): the rest of the sweep relaunched the job at every point"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A heat map of a grid of values (columns x rows of categories), each cell coloured on a
-//! viridis scale and its value printed in it; estimated, failed and missing cells drawn apart,
-//! one cell outlined as the best, and a reference position pointed at on both axes.
+//! viridis scale and its value printed in it; estimated, failed, disturbed and missing cells
+//! drawn apart, one cell outlined as the best, and a reference position pointed at on both axes.
 
 use super::{
     FONT_FAMILY, Figure, LEGEND_ROW, LEGEND_SWATCH, LegendKey, MARKER_RADIUS, MarkerElement,
@@ -19,6 +19,9 @@ pub enum HeatCellKind {
     Estimated,
     /// No value: hatched grey with a red x.
     Failed,
+    /// Measured while other processes took the job's CPUs: a red ring in the corner and `!`
+    /// before its value.
+    Disturbed,
     /// Not in the data: blank.
     Missing,
 }
@@ -132,6 +135,13 @@ impl Heatmap {
             keys.push(LegendKey {
                 label: "failed / infeasible".into(),
                 marker: Some((MarkerShape::Cross, FAILED_RED, false)),
+                line: None,
+            });
+        }
+        if has(HeatCellKind::Disturbed) {
+            keys.push(LegendKey {
+                label: "! disturbed: other processes\ntook the job's CPUs".into(),
+                marker: Some((MarkerShape::Ring, FAILED_RED, false)),
                 line: None,
             });
         }
@@ -253,6 +263,20 @@ impl Figure for Heatmap {
                             (p1.0 - 1, p1.1 - 1 - n),
                         ],
                         ink.filled(),
+                    ))
+                    .map_err(e)?;
+                }
+                if cell.kind == HeatCellKind::Disturbed {
+                    // Top right (the best case's star takes the top left corner), white
+                    // inside so it shows on dark cells too.
+                    let r = ((p1.0 - p0.0).min(p1.1 - p0.1) / 6).clamp(5, 10);
+                    let at = (p1.0 - r - 5, p0.1 + r + 5);
+                    root.draw(&MarkerElement::new(
+                        at,
+                        MarkerShape::Circle,
+                        r,
+                        FAILED_RED,
+                        false,
                     ))
                     .map_err(e)?;
                 }

@@ -1,5 +1,5 @@
-//! Point symbols (circle, square, triangle, diamond, star, cross) as a plotters element, drawn in
-//! pixels around one point so they keep their size on any axis scale.
+//! Point symbols (circle, square, triangle, diamond, star, cross, ring) as a plotters element,
+//! drawn in pixels around one point so they keep their size on any axis scale.
 
 use plotters::element::{Drawable, PointCollection};
 use plotters::prelude::*;
@@ -16,6 +16,8 @@ pub enum MarkerShape {
     Star,
     /// Diagonal cross (an x); never filled.
     Cross,
+    /// Circle outline, never filled: drawn around another symbol, which stays visible inside.
+    Ring,
 }
 
 impl MarkerShape {
@@ -88,6 +90,15 @@ impl<C, DB: DrawingBackend> Drawable<DB> for MarkerElement<C> {
             backend.draw_line((c.0 - r, c.1 - r), (c.0 + r, c.1 + r), &style)?;
             return backend.draw_line((c.0 - r, c.1 + r), (c.0 + r, c.1 - r), &style);
         }
+        if self.shape == MarkerShape::Ring {
+            // Edges of a polygon: a wide unfilled circle leaves gaps in the bitmap.
+            let vertices = polygon(self.shape, c, r);
+            let style = self.color.stroke_width(2);
+            for (k, &p) in vertices.iter().enumerate() {
+                backend.draw_line(p, vertices[(k + 1) % vertices.len()], &style)?;
+            }
+            return Ok(());
+        }
         if self.shape == MarkerShape::Circle {
             // A ring as two discs: a wide unfilled circle leaves gaps in the bitmap.
             let edge = if self.filled {
@@ -138,6 +149,12 @@ fn polygon(shape: MarkerShape, c: BackendCoord, r: i32) -> Vec<BackendCoord> {
                 let radius = if k % 2 == 0 { r * 1.3 } else { r * 0.55 };
                 let a = std::f64::consts::PI * (f64::from(k) / 5.0 - 0.5);
                 at(radius * a.cos(), radius * a.sin())
+            })
+            .collect(),
+        MarkerShape::Ring => (0..32)
+            .map(|k| {
+                let a = std::f64::consts::PI * f64::from(k) / 16.0;
+                at(r * a.cos(), r * a.sin())
             })
             .collect(),
         MarkerShape::Circle | MarkerShape::Cross => Vec::new(),

@@ -123,7 +123,14 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let sweep = |attempt: u32| {
-        let spec = pipeline_spec(dir.path(), "cpu-scaling", 2.0, "cpu = [0.5, 1, 2]");
+        // The job's worker count is fixed by its command: re-capping it is valid, so the spec
+        // says so and the sweep keeps one launch (the live check is tested in `live`).
+        let spec = pipeline_spec(
+            dir.path(),
+            "cpu-scaling",
+            2.0,
+            "cpu = [0.5, 1, 2]\nadapts_to_caps = true",
+        );
         let out = dir.path().join(format!("m{attempt}.matrix.jsonl"));
         let outcome = run_sweep(
             &options(spec, out.clone(), "profiler-test-cpu"),
@@ -463,7 +470,7 @@ fn a_search_with_measured_memory_follows_each_chosen_level_down() {
         dir.path(),
         "search-memory",
         2.0,
-        "cpu = { search = \"synergy\", min = 1, max = 2 }\nmemory_pct_of_dataset = [150, 50]\nmemory = \"measure\"",
+        "cpu = { search = \"synergy\", min = 1, max = 2 }\nmemory_pct_of_dataset = [150, 50]\nmemory = \"measure\"\nadapts_to_caps = true",
     );
     let out = dir.path().join("m.matrix.jsonl");
     let outcome = run_sweep(
@@ -705,6 +712,7 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
     );
 }
 
+mod disturbed;
 mod hardening;
 mod live;
 mod presets;

@@ -4,4 +4,5 @@
 mod demand;
 mod export;
 mod fuzz;
+mod marks;
 mod plot;

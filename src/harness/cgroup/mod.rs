@@ -116,10 +116,19 @@ fn read_keyed(dir: &Path, file: &str) -> HashMap<String, u64> {
     keyed(&std::fs::read_to_string(dir.join(file)).unwrap_or_default())
 }
 
-/// The first ceil(cores) of `cpus` (at least one), as a kernel CPU list.
-fn pinned_cpus(cpus: &[u32], cores: f64) -> String {
-    let whole = (cores.ceil() as usize).clamp(1, cpus.len().max(1));
-    let list: Vec<String> = cpus.iter().take(whole).map(|c| c.to_string()).collect();
+/// The CPUs a run capped at `cores` is pinned to: the first ceil(cores) of `cpus`, at least one.
+pub fn pinned_cpus(cpus: &[u32], cores: f64) -> Vec<u32> {
+    let whole = if cores.is_finite() && cores > 0.0 {
+        cores.ceil().min(cpus.len() as f64) as usize
+    } else {
+        cpus.len()
+    };
+    cpus.iter().take(whole.max(1)).copied().collect()
+}
+
+/// [`pinned_cpus`] as a cpuset list (`0,1`).
+fn cpuset_list(cpus: &[u32], cores: f64) -> String {
+    let list: Vec<String> = pinned_cpus(cpus, cores).iter().map(|c| c.to_string()).collect();
     list.join(",")
 }
 

@@ -1,7 +1,7 @@
 //! cgroup v1: one hierarchy per controller (cpu, cpuacct, cpuset, memory, blkio).
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{pinned_cpus, quota_us, read_u64, write_file};
+use super::{cpuset_list, quota_us, read_u64, write_file};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -31,7 +31,7 @@ impl Controls for V1 {
     }
 
     fn set_cpu(&self, dirs: &ControllerDirs, cpus: &[u32], cores: f64) -> Result<(), CapsError> {
-        write_file(&dirs.cpuset, CPUSET_CPUS, &pinned_cpus(cpus, cores))?;
+        write_file(&dirs.cpuset, CPUSET_CPUS, &cpuset_list(cpus, cores))?;
         write_file(&dirs.cpu, CFS_PERIOD, &CFS_PERIOD_US.to_string())?;
         write_file(&dirs.cpu, CFS_QUOTA, &quota_us(cores).to_string())
     }

@@ -1,7 +1,7 @@
 //! cgroup v2: one unified directory per cgroup.
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{pinned_cpus, quota_us, read_u64, write_file};
+use super::{cpuset_list, quota_us, read_u64, write_file};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -31,7 +31,7 @@ impl Controls for V2 {
     }
 
     fn set_cpu(&self, dirs: &ControllerDirs, cpus: &[u32], cores: f64) -> Result<(), CapsError> {
-        write_file(&dirs.cpuset, CPUSET_CPUS, &pinned_cpus(cpus, cores))?;
+        write_file(&dirs.cpuset, CPUSET_CPUS, &cpuset_list(cpus, cores))?;
         let max = format!("{} {CFS_PERIOD_US}", quota_us(cores));
         write_file(&dirs.cpu, CPU_MAX, &max)
     }

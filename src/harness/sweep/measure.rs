@@ -1,6 +1,7 @@
 //! One point on a running job: warm-up, then measurement until steady state, and the cell it
 //! gives (or why there is none).
 
+use super::disturbance::WindowJudge;
 use super::{POLL, Run, Sweep, SweepError};
 use crate::harness::launch::describe_exit;
 use crate::harness::plan::{Point, label};
@@ -168,6 +169,8 @@ impl Sweep<'_> {
         if let Some(g) = &self.gpu {
             g.reset_window();
         }
+        let cpus = self.root.as_ref().map_or(&[][..], |r| r.cpus());
+        let mut judge = WindowJudge::start(run.cgroup.as_ref(), cpus, p.cpu, m.steady_windows);
         let mut rss_peak = 0u64;
         let mut steady = false;
         loop {
@@ -175,7 +178,16 @@ impl Sweep<'_> {
                 return Err(self.interrupted());
             }
             for r in run.poll() {
+                let closed = windows.closed();
                 windows.push(r);
+                if let (true, Some(j), Some(cg)) = (
+                    windows.closed() > closed,
+                    judge.as_mut(),
+                    run.cgroup.as_ref(),
+                ) && j.window_closed(cg)
+                {
+                    windows.discard_last();
+                }
             }
             if let Some(gap) = windows
                 .report_interval_s()
@@ -255,6 +267,14 @@ impl Sweep<'_> {
                 });
             format!("unsteady: {why}")
         });
+        let disturbed = judge.as_ref().and_then(WindowJudge::note);
+        if let Some(d) = &disturbed {
+            self.observer.warn(&format!("{}: {d}", label(p)));
+        }
+        let note = match (note, disturbed) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         Ok(Outcome::Cell(Cell {
             cpu: p.cpu,
             memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
@@ -267,7 +287,7 @@ impl Sweep<'_> {
             note,
             wall_s: started.elapsed().as_secs_f64(),
             node: None,
-            interference: None,
+            interference: judge.as_ref().and_then(WindowJudge::summary),
             measured_unix_s: windows.span(m.steady_windows),
         }))
     }

@@ -1,0 +1,290 @@
+//! Throughput against one axis (CPUs or memory), one line per level of the other: measured
+//! cells filled on solid lines, modelled ones hollow on dashed lines, failures a red x at zero,
+//! the best case a star, the share a dashed vertical line.
+
+use super::units::{amount, num, spread, trim};
+use super::{LOG_SPREAD, SHARE_LABEL, View, ViewCell};
+use crate::matrix::CellSource;
+use crate::matrix::surface::same_level;
+use crate::plot::{
+    Chart, FAILED_RED, LegendKey, Mark, MarkerShape, REFERENCE_COLOR, STAR_GOLD, Scale,
+};
+use plotters::style::BLACK;
+
+/// Legend text of the ring around a disturbed cell.
+pub(super) const DISTURBED_LABEL: &str = "disturbed: other processes\ntook the job's CPUs";
+
+/// Throughput against CPUs, one line per memory level.
+pub fn cpu_chart(v: &View) -> Chart {
+    let lines = (0..v.mem.len())
+        .map(|mi| {
+            let cells = (0..v.cpu.len()).map(|ci| (v.cpu[ci], v.cell(ci, mi)));
+            (v.mem[mi], cells.collect::<Vec<_>>())
+        })
+        .collect();
+    let best = (v.cpu[v.best.ci], v.best.value);
+    let what = "one line per memory level";
+    let chart = Chart::new(format!("{}: throughput vs CPUs", v.title))
+        .subtitle(v.subtitle(what))
+        .x_label(v.cpu_label())
+        .y_label(v.y_label());
+    curves(
+        chart,
+        lines,
+        &v.cpu,
+        (v.share_cpu, "CPUs"),
+        v.mem_unit,
+        best,
+        v,
+    )
+}
+
+/// Throughput against memory, one line per CPU level.
+pub fn memory_chart(v: &View) -> Chart {
+    let lines = (0..v.cpu.len())
+        .map(|ci| {
+            let cells = (0..v.mem.len()).map(|mi| (v.mem[mi], v.cell(ci, mi)));
+            (v.cpu[ci], cells.collect::<Vec<_>>())
+        })
+        .collect();
+    let best = (v.mem[v.best.mi], v.best.value);
+    let what = "one line per CPU level";
+    let chart = Chart::new(format!("{}: throughput vs memory", v.title))
+        .subtitle(v.subtitle(what))
+        .x_label(v.mem_label())
+        .y_label(v.y_label());
+    curves(
+        chart,
+        lines,
+        &v.mem,
+        (v.share_mem, v.mem_unit),
+        "CPUs",
+        best,
+        v,
+    )
+}
+
+/// One line of a chart: the level it is drawn at (of the other axis) and its cells.
+type Line = (f64, Vec<(f64, ViewCell)>);
+/// A line standing for every level with the same cells.
+type Merged = (Vec<f64>, Vec<(f64, ViewCell)>);
+
+/// Lines of cells (identical ones merged into one), failure marks, the best case and the share
+/// on `chart`. `levels` is the x axis' grid, `share` the share on it with its unit, `unit` the
+/// unit of the lines' levels.
+fn curves(
+    mut chart: Chart,
+    lines: Vec<Line>,
+    levels: &[f64],
+    (share, share_unit): (f64, &str),
+    unit: &str,
+    best: (f64, f64),
+    v: &View,
+) -> Chart {
+    let (lo, hi) = (levels[0], levels[levels.len() - 1]);
+    let log = spread(levels) >= LOG_SPREAD;
+    let (mut any_estimated, mut any_measured, mut any_failed) = (false, false, false);
+    let mut y_max: f64 = 0.0;
+    let mut failed_at: Vec<f64> = Vec::new();
+    let mut disturbed_at: Vec<(f64, f64)> = Vec::new();
+    for (k, (line_levels, cells)) in merge_identical(lines).into_iter().enumerate() {
+        let mut points = Vec::new();
+        let mut estimated = Vec::new();
+        for (x, cell) in cells {
+            match (cell.value, cell.source) {
+                (Some(y), Some(source)) => {
+                    points.push((x, y));
+                    let est = source == CellSource::Modelled;
+                    estimated.push(est);
+                    any_estimated |= est;
+                    any_measured |= !est;
+                    y_max = y_max.max(y);
+                    if cell.disturbed {
+                        disturbed_at.push((x, y));
+                    }
+                }
+                (None, Some(_)) => {
+                    // The line does not pass over a failed cell.
+                    points.push((x, f64::NAN));
+                    estimated.push(false);
+                    any_failed = true;
+                    if !failed_at.iter().any(|&f| same_level(f, x)) {
+                        failed_at.push(x);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let shape = MarkerShape::for_series(k);
+        chart = chart
+            .line(levels_label(&line_levels, unit), points)
+            .markers(shape)
+            .estimated(estimated);
+    }
+    // One x per failed level (the heat map tells which lines).
+    for x in failed_at {
+        chart = chart.mark(Mark {
+            at: (x, 0.0),
+            shape: MarkerShape::Cross,
+            color: FAILED_RED,
+            filled: false,
+            radius: 6,
+            label: None,
+        });
+    }
+    // A ring around each disturbed point: its rate is not the job's own.
+    let any_disturbed = !disturbed_at.is_empty();
+    for at in disturbed_at {
+        chart = chart.mark(Mark {
+            at,
+            shape: MarkerShape::Ring,
+            color: FAILED_RED,
+            filled: false,
+            radius: 11,
+            label: None,
+        });
+    }
+    // The speed-up over the share, where the share lies on the grid (beyond it the surface
+    // only extrapolates what the share would give).
+    let inside = |levels: &[f64], x: f64| levels[0] <= x && x <= levels[levels.len() - 1];
+    let best_label = if inside(&v.cpu, v.share_cpu) && inside(&v.mem, v.share_mem) {
+        format!(
+            "{} ({}x the share)",
+            v.best.label,
+            trim(format!("{:.2}", v.best.speedup_over_proportional))
+        )
+    } else {
+        v.best.label.clone()
+    };
+    chart = chart.mark(Mark {
+        at: best,
+        shape: MarkerShape::Star,
+        color: STAR_GOLD,
+        filled: true,
+        radius: 9,
+        label: Some(best_label),
+    });
+    // The share's line, and the axis stretched to it when it lies a little beyond the grid;
+    // one far beyond the grid would squash the data, so it is only named in the legend.
+    let (x0, x1) = (lo.min(share), hi.max(share));
+    let near = if log {
+        x1 / x0 <= (hi / lo) * 2.0
+    } else {
+        x1 - x0 <= (hi - lo) * 2.0
+    };
+    let share_text = format!("{SHARE_LABEL}: {}", amount(share, share_unit));
+    let mut ticks = levels.to_vec();
+    if near {
+        chart = chart.vline(share, share_text, REFERENCE_COLOR);
+        if !levels.iter().any(|&l| same_level(l, share)) {
+            ticks.push(share);
+        }
+        chart = x_axis(chart, log, x0, x1, &mut ticks);
+    } else {
+        chart = chart.key(LegendKey {
+            label: format!("{share_text}\n(off the axis)"),
+            marker: None,
+            line: Some((REFERENCE_COLOR, true)),
+        });
+        chart = x_axis(chart, log, lo, hi, &mut ticks);
+    }
+    ticks.sort_by(f64::total_cmp);
+    chart = chart.x_ticks(ticks);
+    // Room above the highest point for the best case's label.
+    chart = chart.y_range(0.0, (y_max.max(best.1) * 1.15).max(1e-9));
+    chart = chart.size(1000, 560);
+    if any_measured {
+        chart = chart.key(LegendKey {
+            label: "measured".into(),
+            marker: Some((MarkerShape::Circle, BLACK, true)),
+            line: Some((BLACK, false)),
+        });
+    }
+    if any_estimated {
+        chart = chart.key(LegendKey {
+            label: "modelled".into(),
+            marker: Some((MarkerShape::Circle, BLACK, false)),
+            line: Some((BLACK, true)),
+        });
+    }
+    if any_failed {
+        chart = chart.key(LegendKey {
+            label: "failed / infeasible".into(),
+            marker: Some((MarkerShape::Cross, FAILED_RED, false)),
+            line: None,
+        });
+    }
+    if any_disturbed {
+        chart = chart.key(LegendKey {
+            label: DISTURBED_LABEL.into(),
+            marker: Some((MarkerShape::Ring, FAILED_RED, false)),
+            line: None,
+        });
+    }
+    chart.key(LegendKey {
+        label: "best case".into(),
+        marker: Some((MarkerShape::Star, STAR_GOLD, true)),
+        line: None,
+    })
+}
+
+/// The x axis over `lo..hi`: logarithmic, or linear with room at the ends for the symbols, from
+/// 0 (with a tick there) when that is near.
+pub(super) fn x_axis(chart: Chart, log: bool, lo: f64, hi: f64, ticks: &mut Vec<f64>) -> Chart {
+    if log {
+        chart.x_range(lo, hi).x_scale(Scale::Log)
+    } else if lo <= 0.3 * hi {
+        // From 0, where 0 is not far from the data.
+        ticks.push(0.0);
+        let lo = lo.min(0.0);
+        chart.x_range(lo, hi + (hi - lo) * 0.04)
+    } else {
+        let pad = (hi - lo) * 0.06;
+        chart.x_range(lo - pad, hi + pad)
+    }
+}
+
+/// Lines with the same cells (values and sources) drawn once: each distinct line with every
+/// level it stands for, in order of first appearance. Lines drawn over each other would show
+/// only the last.
+fn merge_identical(lines: Vec<Line>) -> Vec<Merged> {
+    let mut out: Vec<Merged> = Vec::new();
+    for (level, cells) in lines {
+        match out.iter_mut().find(|(_, c)| same_cells(c, &cells)) {
+            Some((levels, _)) => levels.push(level),
+            None => out.push((vec![level], cells)),
+        }
+    }
+    out
+}
+
+fn same_cells(a: &[(f64, ViewCell)], b: &[(f64, ViewCell)]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((xa, ca), (xb, cb))| {
+            same_level(*xa, *xb)
+                && ca.source == cb.source
+                && ca.disturbed == cb.disturbed
+                && match (ca.value, cb.value) {
+                    (Some(p), Some(q)) => same_level(p, q),
+                    (None, None) => true,
+                    _ => false,
+                }
+        })
+}
+
+/// `62.5 GB`; `62.5, 125 GB`; `62.5 to 250 GB` for three or more levels.
+pub(super) fn levels_label(levels: &[f64], unit: &str) -> String {
+    let unit = if unit == "CPUs" && levels.len() == 1 && levels[0] == 1.0 {
+        "CPU"
+    } else {
+        unit
+    };
+    match levels {
+        [] => unit.to_string(),
+        [a, .., b] if levels.len() >= 3 => format!("{} to {} {unit}", num(*a), num(*b)),
+        _ => {
+            let v: Vec<String> = levels.iter().map(|&l| num(l)).collect();
+            format!("{} {unit}", v.join(", "))
+        }
+    }
+}
