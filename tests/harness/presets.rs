@@ -187,3 +187,65 @@ cpu = [1]
         "{written}"
     );
 }
+
+/// A shell job uncapped (no root needed) read by `throughput`, given 2 s to report progress.
+fn silent_cell(dir: &Path, command: &str, throughput: &str) -> profiler::matrix::Cell {
+    let text = format!(
+        r#"schema_version = 1
+name = "silent"
+command = [{command:?}]
+shell = true
+gpus = 0
+batch_size_per_gpu = 8
+[throughput]
+protocol = "log"
+{throughput}
+[measure]
+warmup_s = 0.5
+window_s = 0.5
+max_s = 3
+startup_timeout_s = 2
+[sweep]
+cpu = [1]
+"#
+    );
+    let path = dir.join("silent.toml");
+    let spec = parse_spec(&text, &path).unwrap();
+    let mut opts = options(spec, dir.join("silent.matrix.jsonl"), "unused");
+    opts.caps = false;
+    let outcome = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).expect("sweep runs");
+    outcome.matrix.cells[0].clone()
+}
+
+#[test]
+fn a_job_whose_lines_match_no_preset_is_told_so_not_blamed_on_buffering() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lines arrive, in a shape the preset does not read.
+    let cell = silent_cell(
+        dir.path(),
+        "while :; do echo 'iter 3 loss 1.0'; sleep 0.1; done",
+        "format = \"pytorch-imagenet\"",
+    );
+    assert_eq!(cell.source, CellSource::Failed);
+    let note = cell.note.unwrap_or_default();
+    assert!(
+        note.contains("no progress within")
+            && note.contains("no line matched the preset `pytorch-imagenet`")
+            && note.contains("(last line seen: `iter 3 loss 1.0`)"),
+        "{note}"
+    );
+    assert!(!note.contains("buffer"), "{note}");
+    // Nothing where it is read; the other stream has output.
+    let cell = silent_cell(
+        dir.path(),
+        "while :; do echo 'Epoch: [0][ 1/10]' >&2; sleep 0.1; done",
+        "format = \"pytorch-imagenet\"\nstream = \"stdout\"",
+    );
+    let note = cell.note.unwrap_or_default();
+    assert!(
+        note.contains("no output at all from the job")
+            && note.contains("stderr.log, which is not read")
+            && note.contains("stream = \"both\""),
+        "{note}"
+    );
+}

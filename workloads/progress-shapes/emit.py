@@ -8,7 +8,7 @@ PYTHONUNBUFFERED=1 (which the profiler sets) or python -u.
 
     emit.py --format pytorch-imagenet --rate 20 --epoch-length 50
     emit.py --format tqdm --rate 20          # tqdm bar on stderr, redrawn with \\r
-    emit.py --format hf-trainer --rate 20    # Trainer: bar on stderr, log dicts on stdout
+    emit.py --format hf-trainer --rate 20    # Trainer: bar on stderr, log dicts on stdout (transformers 5)
     emit.py --format keras --rate 20         # Progbar redrawn with \\b and \\r, per-epoch summary
 
 Samples per second = rate x the batch size the spec gives (the output counts iterations).
@@ -69,10 +69,13 @@ def main():
             now = time.time()
             elapsed = now - start
             if args.format == "pytorch-imagenet":
+                # As the example does since 2022: progress.display(i + 1), the batch number
+                # padded to the width of the epoch's length.
                 if i % args.print_every == 0:
-                    print("Epoch: [%d][%4d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\t"
+                    width = len(str(args.epoch_length))
+                    print("Epoch: [%d][%*d/%d]\tTime %6.3f (%6.3f)\tData %6.3f (%6.3f)\t"
                           "Loss 6.9078e+00 (6.9078e+00)\tAcc@1   0.00 (  0.10)"
-                          % (epoch, i, args.epoch_length, period, period, 0.001, 0.001))
+                          % (epoch, width, i + 1, args.epoch_length, period, period, 0.001, 0.001))
             elif args.format == "tqdm":
                 if now - last_draw >= 0.1 or i + 1 == args.epoch_length:
                     last_draw = now
@@ -86,8 +89,9 @@ def main():
                     last_draw = now
                     err.write("\r" + tqdm_bar("", step, total, elapsed, step / max(elapsed, 1e-9)))
                 if step % 10 == 0:
-                    print("{'loss': 2.31, 'grad_norm': 1.52, 'learning_rate': 4e-05, 'epoch': %s}"
-                          % round(step / args.epoch_length, 2))
+                    # transformers 5 prints every float as a string, f"{v:.4g}".
+                    print("{'loss': '2.31', 'grad_norm': '1.52', 'learning_rate': '4e-05', "
+                          "'epoch': '%.4g'}" % (step / args.epoch_length))
             elif args.format == "keras":
                 n = i + 1
                 width = 30
@@ -107,9 +111,9 @@ def main():
                     out.write("\b" * 80 + "\r" + line)
     if args.format == "hf-trainer":
         runtime = time.time() - start
-        print("{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': "
-              "%.3f, 'train_loss': 2.3, 'epoch': %s}" % (runtime, step / runtime, step / runtime,
-                                                          float(args.epochs)))
+        print("{'train_runtime': '%.4g', 'train_samples_per_second': '%.4g', "
+              "'train_steps_per_second': '%.4g', 'train_loss': '2.3', 'epoch': '%.4g'}"
+              % (runtime, step / runtime, step / runtime, float(args.epochs)))
 
 
 if __name__ == "__main__":

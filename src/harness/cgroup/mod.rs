@@ -128,7 +128,10 @@ pub fn pinned_cpus(cpus: &[u32], cores: f64) -> Vec<u32> {
 
 /// [`pinned_cpus`] as a cpuset list (`0,1`).
 fn cpuset_list(cpus: &[u32], cores: f64) -> String {
-    let list: Vec<String> = pinned_cpus(cpus, cores).iter().map(|c| c.to_string()).collect();
+    let list: Vec<String> = pinned_cpus(cpus, cores)
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
     list.join(",")
 }
 

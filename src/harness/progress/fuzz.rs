@@ -91,9 +91,38 @@ fn shaped_line() -> impl Strategy<Value = String> {
         })
 }
 
+/// Lines shaped like what the current releases print (`workloads/frameworks/`): the ImageNet
+/// example's padded `[  1/128]`, transformers 5's quoted values, Keras 3's bold and coloured bar,
+/// tqdm's postfix and hour-long estimates.
+fn current_line() -> impl Strategy<Value = String> {
+    let n = number;
+    prop_oneof![
+        (n(), n(), n(), n()).prop_map(|(e, i, l, t)| format!(
+            "Epoch: [{e}][{i:>4}/{l:>4}]\tTime {t:>6} ({t:>6})\tData  0.002 ( 0.033)\tLoss 4.5694e+01 (1.8111e+01)"
+        )),
+        (n(), n(), n()).prop_map(|(l, g, e)| format!(
+            "{{'loss': '{l}', 'grad_norm': '{g}', 'learning_rate': '4.999e-05', 'epoch': '{e}'}}"
+        )),
+        (n(), n()).prop_map(|(r, e)| format!(
+            "{{'train_runtime': '40.12', 'train_samples_per_second': '{r}', 'train_steps_per_second': '{r}', 'train_loss': '0.69', 'epoch': '{e}'}}"
+        )),
+        (n(), n(), n(), n(), unit()).prop_map(|(i, l, t, r, u)| format!(
+            "\u{1b}[1m{i}/{l}\u{1b}[0m \u{1b}[32m━━━━━━━━\u{1b}[0m\u{1b}[37m━━━━\u{1b}[0m \u{1b}[1m{t}s\u{1b}[0m {r}{u} - accuracy: 0.1006 - loss: 2.3088"
+        )),
+        (n(), n(), n(), n(), unit()).prop_map(|(e, i, l, r, u)| format!(
+            "Epoch {e}:   2%|▏         | {i}/{l} [00:29<6:44:31, {r}{u}, loss={r}]"
+        )),
+    ]
+}
+
 /// Any line: shaped, or arbitrary text.
 fn line() -> impl Strategy<Value = String> {
-    prop_oneof![3 => shaped_line(), 1 => any::<String>(), 1 => "[0-9/.:%|\\[\\], a-z{}'-]{0,80}"]
+    prop_oneof![
+        3 => shaped_line(),
+        2 => current_line(),
+        1 => any::<String>(),
+        1 => "[0-9/.:%|\\[\\], a-z{}'-]{0,80}"
+    ]
 }
 
 fn json_line() -> impl Strategy<Value = String> {
@@ -212,6 +241,44 @@ proptest! {
     #[test]
     fn fuzz_keras(lines in lines_of(line()), spi in spi(), len in epoch_length()) {
         check_preset(Preset::Keras, &lines, spi, len)?;
+    }
+
+    /// The current shapes with sensible numbers are read, and give the count they print.
+    #[test]
+    fn fuzz_current_shapes_are_read_exactly(
+        e in 0u32..200,
+        l in 1u32..20_000,
+        i_frac in 0.0f64..=1.0,
+        t in 0.001f64..100.0,
+    ) {
+        let i = ((l as f64 * i_frac) as u32).min(l);
+        let spi = 8.0;
+        let expect = (e as f64 * l as f64 + i as f64) * spi;
+        let read = |p: Preset, line: &str, len: Option<f64>| {
+            let mut acc = Accumulator::new(Some(spi), len);
+            parse_log_line(preset_regexes(p, len.is_some()), &mut acc, line, 1.7e9)
+                .ok()
+                .flatten()
+                .map(|r| r.samples)
+        };
+        let imagenet = format!(
+            "Epoch: [{e}][{i:>w$}/{l}]\tTime {t:6.3} ({t:6.3})\tData  0.002 ( 0.033)\tLoss 4.5694e+01 (1.8111e+01)",
+            w = l.to_string().len()
+        );
+        prop_assert_eq!(read(Preset::PytorchImagenet, &imagenet, None), Some(expect), "{}", imagenet);
+        let bar = format!("Epoch {e}:   2%|▏         | {i}/{l} [00:29<6:44:31, {:.2}it/s, loss=0.3]", 1.0 / t);
+        prop_assert_eq!(read(Preset::Tqdm, &bar, None), Some(expect), "{}", bar);
+        // The Trainer's epoch as transformers 5 prints it: `f"{v:.4g}"`, quoted.
+        let epoch = e as f64 + i as f64 / l as f64;
+        let logged = format!("{{'loss': '0.6975', 'grad_norm': '1.209', 'learning_rate': '4.999e-05', 'epoch': '{epoch}'}}");
+        let got = read(Preset::HfTrainer, &logged, Some(l as f64));
+        prop_assert!(got.is_some_and(|s| (s - expect).abs() <= 1e-6 * expect.max(1.0)), "{:?} {}", got, logged);
+        let keras = format!(
+            "\u{1b}[1m{i:>w$}/{l}\u{1b}[0m \u{1b}[32m━━━━━━━━\u{1b}[0m\u{1b}[37m━━━━\u{1b}[0m \u{1b}[1m9s\u{1b}[0m {}ms/step - loss: 2.3",
+            (t * 1000.0).round().max(1.0),
+            w = l.to_string().len()
+        );
+        prop_assert_eq!(read(Preset::Keras, &keras, None), Some(i as f64 * spi), "{}", keras);
     }
 
     #[test]

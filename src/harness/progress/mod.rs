@@ -59,8 +59,17 @@ pub fn samples_per_iteration(spec: &JobSpec, given: Option<f64>) -> Option<f64> 
 /// How lines become readings.
 enum Parser {
     Json,
-    Log { regexes: Vec<Regex>, what: String },
+    /// `what`: the output expected ("tqdm progress output"); `matcher`: what a line must match
+    /// ("the preset `tqdm`"), both for messages.
+    Log {
+        regexes: Vec<Regex>,
+        what: String,
+        matcher: String,
+    },
 }
+
+/// A line quoted in a message is cut to this many characters.
+const QUOTE_CHARS: usize = 160;
 
 /// One tailed file.
 struct Tailed {
@@ -68,6 +77,8 @@ struct Tailed {
     offset: u64,
     /// Bytes after the last line end.
     partial: Vec<u8>,
+    /// When the first of those bytes were read (Unix seconds).
+    partial_since: Option<f64>,
 }
 
 /// Tails the job's files and turns new complete lines into reports.
@@ -81,6 +92,22 @@ pub struct ProgressTail {
     pub first_bad_line: Option<String>,
     warned: Vec<std::mem::Discriminant<Reject>>,
     warnings: Vec<String>,
+    /// What was read, for the message when no progress comes: see [`ProgressTail::describe_silence`].
+    seen: Seen,
+    /// The launch's output files this tail does not read (the other stream; stdout and stderr
+    /// for the progress-file protocol): output there explains some silences.
+    unread: Vec<PathBuf>,
+}
+
+/// What a tail has read so far.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    /// Non-empty lines read.
+    lines: u64,
+    /// Lines that gave a report.
+    reports: u64,
+    /// The last non-empty line read, shortened.
+    last_line: Option<String>,
 }
 
 impl ProgressTail {
@@ -89,7 +116,7 @@ impl ProgressTail {
         let (parser, files, acc) = match &spec.throughput {
             ThroughputSpec::ProgressFile => (
                 Parser::Json,
-                vec![paths.progress_file],
+                vec![paths.progress_file.clone()],
                 Accumulator::new(None, None),
             ),
             ThroughputSpec::StdoutRegex {
@@ -101,30 +128,41 @@ impl ProgressTail {
                     // Validated when the spec was loaded.
                     regexes: Regex::new(regex).into_iter().collect(),
                     what: format!("stdout lines matching /{regex}/"),
+                    matcher: format!("the regex /{regex}/"),
                 },
-                vec![paths.stdout],
+                vec![paths.stdout.clone()],
                 Accumulator::new(samples_per_iteration(spec, *spi), *epoch_length),
             ),
             ThroughputSpec::Log(log) => {
                 let preset = log.format.as_deref().and_then(Preset::from_name);
-                let (regexes, what) = match (preset, &log.regex) {
+                let (regexes, what, matcher) = match (preset, &log.regex) {
                     (Some(p), _) => (
                         p.regexes(log.epoch_length.is_some()),
                         format!("{} progress output", p.name()),
+                        format!("the preset `{}`", p.name()),
                     ),
                     (None, Some(re)) => (
                         Regex::new(re).into_iter().collect(),
                         format!("lines matching /{re}/"),
+                        format!("the regex /{re}/"),
                     ),
-                    (None, None) => (Vec::new(), "nothing (no format or regex)".into()),
+                    (None, None) => (
+                        Vec::new(),
+                        "nothing (no format or regex)".into(),
+                        "nothing (no format or regex)".into(),
+                    ),
                 };
                 let files = match log.stream {
-                    LogStream::Stdout => vec![paths.stdout],
-                    LogStream::Stderr => vec![paths.stderr],
-                    LogStream::Both => vec![paths.stdout, paths.stderr],
+                    LogStream::Stdout => vec![paths.stdout.clone()],
+                    LogStream::Stderr => vec![paths.stderr.clone()],
+                    LogStream::Both => vec![paths.stdout.clone(), paths.stderr.clone()],
                 };
                 (
-                    Parser::Log { regexes, what },
+                    Parser::Log {
+                        regexes,
+                        what,
+                        matcher,
+                    },
                     files,
                     Accumulator::new(
                         samples_per_iteration(spec, log.samples_per_iteration),
@@ -133,13 +171,20 @@ impl ProgressTail {
                 )
             }
         };
+        let unread = [paths.stdout, paths.stderr]
+            .into_iter()
+            .filter(|p| !files.contains(p))
+            .collect();
         ProgressTail {
+            unread,
+            seen: Seen::default(),
             files: files
                 .into_iter()
                 .map(|path| Tailed {
                     path,
                     offset: 0,
                     partial: Vec::new(),
+                    partial_since: None,
                 })
                 .collect(),
             parser,
@@ -159,19 +204,81 @@ impl ProgressTail {
             .join(", ")
     }
 
-    /// What the job is expected to write, for time-out messages.
+    /// What the job is expected to write, for time-out messages, which reads on from
+    /// "expected ": the same as [`ProgressTail::describe_silence`], which also says what did
+    /// arrive (a message blaming output buffering on a job whose lines arrived but did not
+    /// match sent people the wrong way).
     pub fn expectation(&self) -> String {
-        match &self.parser {
+        self.describe_silence()
+    }
+
+    /// What was expected and why none of it came, for the note of a cell without progress; it
+    /// reads on from "expected ". It tells apart a job that wrote nothing where it is read
+    /// (output held back in the job, or written to the stream not read) from one whose lines
+    /// arrived but did not match (quoting the last one), and one whose progress stopped.
+    pub fn describe_silence(&self) -> String {
+        let expected = match &self.parser {
             Parser::Json => format!(
                 "JSON lines like {{\"samples\": 1024, \"t\": 1700000000.5}} appended to ${} ({})",
                 super::launch::PROGRESS_FILE_ENV,
                 self.files_display()
             ),
-            Parser::Log { what, .. } => format!(
-                "{what} ({}; a Python job must not buffer its output: PYTHONUNBUFFERED=1 or python -u)",
-                self.files_display()
-            ),
-        }
+            Parser::Log { what, .. } => format!("{what} ({})", self.files_display()),
+        };
+        let last = || {
+            self.seen
+                .last_line
+                .as_deref()
+                .map_or(String::new(), |l| format!(" (last line seen: `{l}`)"))
+        };
+        let why = if self.seen.lines == 0 {
+            let mut why = match &self.parser {
+                Parser::Json => "nothing was written to it".to_string(),
+                Parser::Log { .. } => "no output at all from the job there (a Python job must not \
+                     buffer its output: PYTHONUNBUFFERED=1 or python -u)"
+                    .to_string(),
+            };
+            for path in &self.unread {
+                let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+                if bytes > 0 {
+                    let hint = match &self.parser {
+                        Parser::Json => "progress printed there is read with protocol = \"log\"",
+                        Parser::Log { .. } => "throughput.stream = \"both\" reads it too",
+                    };
+                    why.push_str(&format!(
+                        "; the job wrote {bytes} bytes to {}, which is not read ({hint})",
+                        path.display()
+                    ));
+                }
+            }
+            why
+        } else if self.seen.reports == 0 {
+            let lines = self.seen.lines;
+            match &self.parser {
+                Parser::Json => format!(
+                    "{lines} line(s) arrived but none was a usable progress report{}",
+                    last()
+                ),
+                Parser::Log { matcher, .. } if self.bad_lines == 0 => format!(
+                    "output arrived ({lines} lines) but no line matched {matcher}{}",
+                    last()
+                ),
+                Parser::Log { .. } => format!(
+                    "output arrived ({lines} lines) but no line gave usable progress{}",
+                    last()
+                ),
+            }
+        } else {
+            let ago = self.acc.last.map_or(String::new(), |r| {
+                format!(" {:.0} s ago", (now_unix_s() - r.t).max(0.0))
+            });
+            format!(
+                "progress stopped: the last of {} progress lines came{ago}{}",
+                self.seen.reports,
+                last()
+            )
+        };
+        format!("{expected}; {why}")
     }
 
     /// Warnings about rejected lines since the last call: the first of each kind.
@@ -181,19 +288,43 @@ impl ProgressTail {
 
     /// Reads what was appended since the last call.
     pub fn poll(&mut self) -> Vec<Report> {
+        let now = now_unix_s();
         let mut lines = Vec::new();
         for f in &mut self.files {
-            read_lines(f, &mut lines);
+            read_lines(f, now, &mut lines);
         }
+        // Lines of several files in the order they were written, as far as reading tells.
+        lines.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut reports = Vec::new();
-        for line in lines {
-            match line.and_then(|l| self.parse_line(&l)) {
-                Ok(Some(r)) => reports.push(r),
+        for (t, line) in lines {
+            if let Ok(l) = &line {
+                self.see(l);
+            }
+            match line.and_then(|l| self.parse_line_at(&l, t)) {
+                Ok(Some(r)) => {
+                    self.seen.reports += 1;
+                    reports.push(r);
+                }
                 Ok(None) => {}
                 Err(e) => self.reject(e),
             }
         }
         reports
+    }
+
+    /// Counts a line read, keeping it (shortened) for messages.
+    fn see(&mut self, raw: &str) {
+        let line = clean_line(raw);
+        let line = line.trim();
+        if line.is_empty() {
+            return;
+        }
+        self.seen.lines += 1;
+        let mut quoted: String = line.chars().take(QUOTE_CHARS).collect();
+        if quoted.len() < line.len() {
+            quoted.push('…');
+        }
+        self.seen.last_line = Some(quoted);
     }
 
     fn reject(&mut self, e: Reject) {
@@ -211,14 +342,19 @@ impl ProgressTail {
         }
     }
 
-    /// One complete line: a report, nothing (not a progress line), or why it was rejected.
+    /// One complete line, read now: a report, nothing (not a progress line), or why it was
+    /// rejected.
     pub fn parse_line(&mut self, raw: &str) -> Result<Option<Report>, Reject> {
+        self.parse_line_at(raw, now_unix_s())
+    }
+
+    /// One complete line, written at `now` as far as reading tells (see [`read_lines`]).
+    fn parse_line_at(&mut self, raw: &str, now: f64) -> Result<Option<Report>, Reject> {
         let line = clean_line(raw);
         let line = line.trim();
         if line.is_empty() {
             return Ok(None);
         }
-        let now = now_unix_s();
         match &self.parser {
             Parser::Json => parse_json_report(&mut self.acc, line, now),
             Parser::Log { regexes, .. } => parse_log_line(regexes, &mut self.acc, line, now),
@@ -256,7 +392,10 @@ pub fn parse_log_line(
         return Ok(None);
     };
     let reading = Reading::from_captures(&c)?;
-    check_time(now, now, acc.last.map(|l| l.t))?;
+    // The time is the reader's, not the job's: lines of two streams whose times cross (a bar
+    // redrawn on stderr, read once the next redraw starts, beside stdout) keep their order.
+    let now = acc.last.map_or(now, |l| now.max(l.t));
+    check_time(now, now, None)?;
     acc.report(&reading, now)
 }
 
@@ -304,9 +443,13 @@ pub fn clean_line(raw: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// Appends the complete lines added to `f` since the last call. A carriage return ends a line
-/// as a newline does: progress bars redraw themselves with `\r` and never end the line.
-fn read_lines(f: &mut Tailed, lines: &mut Vec<Result<String, Reject>>) {
+/// Appends the complete lines added to `f` since the last call, read at `now`, each with the
+/// time it was written as far as reading tells. A carriage return ends a line as a newline does:
+/// progress bars redraw themselves with `\r` and never end the line, so a redraw is complete
+/// only once the next one starts. It was written when its first bytes were read, not then: a
+/// bar redrawn every step would otherwise be timed one step late, and the rate over a window
+/// be off by the difference of two step times.
+fn read_lines(f: &mut Tailed, now: f64, lines: &mut Vec<(f64, Result<String, Reject>)>) {
     let Ok(mut file) = File::open(&f.path) else {
         return;
     };
@@ -315,7 +458,25 @@ fn read_lines(f: &mut Tailed, lines: &mut Vec<Result<String, Reject>>) {
         return;
     }
     f.offset += buf.len() as u64;
-    split_lines(&mut f.partial, &buf, lines);
+    let since = f
+        .partial_since
+        .filter(|_| !f.partial.is_empty() && f.partial.len() <= MAX_LINE_BYTES)
+        .unwrap_or(now);
+    let mut complete = Vec::new();
+    split_lines(&mut f.partial, &buf, &mut complete);
+    let ended = !complete.is_empty();
+    // The first line completed is the one begun in an earlier read, if any.
+    lines.extend(
+        complete
+            .into_iter()
+            .enumerate()
+            .map(|(k, l)| (if k == 0 { since } else { now }, l)),
+    );
+    f.partial_since = match (f.partial.is_empty(), ended) {
+        (true, _) => None,
+        (false, false) => Some(since),
+        (false, true) => Some(now),
+    };
 }
 
 /// Splits `partial + buf` at `\n` and `\r`, keeping the unfinished end in `partial`.
@@ -427,6 +588,45 @@ mod tests {
     }
 
     #[test]
+    fn a_redrawn_bar_is_timed_when_it_was_drawn_not_when_the_next_one_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        let mut tail = ProgressTail::new(&spec("protocol = \"log\"\nformat = \"tqdm\""), p.clone());
+        let mut err = File::create(&p.stderr).unwrap();
+        let mut out = File::create(&p.stdout).unwrap();
+        write!(err, "\r  1%|          | 1/100 [00:01<01:39,  1.00it/s]").unwrap();
+        let drawn = now_unix_s();
+        assert!(tail.poll().is_empty(), "the redraw may not be complete yet");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // A line on the other stream, then the next redraw, which completes the first.
+        writeln!(out, "validation loss 0.3").unwrap();
+        write!(err, "\r  2%|          | 2/100 [00:02<01:38,  1.00it/s]").unwrap();
+        let r = tail.poll();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].samples, 32.0);
+        assert!(
+            r[0].t >= drawn && r[0].t < drawn + 0.2,
+            "timed {:.3} s after it was drawn",
+            r[0].t - drawn
+        );
+        let warnings = tail.take_warnings();
+        assert_eq!(tail.bad_lines, 0, "{warnings:?}");
+        // Lines that end at once are timed when read.
+        write!(err, "\r  3%|          | 3/100 [00:03<01:37,  1.00it/s]\n").unwrap();
+        let before = now_unix_s();
+        let r = tail.poll();
+        assert_eq!(
+            r.iter().map(|r| r.samples).collect::<Vec<_>>(),
+            vec![64.0, 96.0]
+        );
+        assert!(
+            r[0].t < before,
+            "the second redraw was drawn in the previous read"
+        );
+        assert!(r[1].t >= before);
+    }
+
+    #[test]
     fn a_far_future_timestamp_is_rejected_with_a_warning() {
         // Before timestamps were checked, this report reached the rate windows, whose window
         // walk from now to t = 1e18 allocated without bound.
@@ -474,6 +674,86 @@ mod tests {
         assert!(r.iter().all(|r| r.samples.is_finite()));
         assert_eq!(tail.bad_lines, 3);
         assert_eq!(tail.take_warnings().len(), 2, "not a number, and zero");
+    }
+
+    #[test]
+    fn silence_says_whether_anything_arrived_and_what_did_not_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        let s = spec("protocol = \"log\"\nformat = \"tqdm\"");
+        // Nothing at all: the output is held back in the job (or never printed).
+        let mut tail = ProgressTail::new(&s, p.clone());
+        assert!(tail.poll().is_empty());
+        let silent = tail.describe_silence();
+        assert!(
+            silent.contains("no output at all") && silent.contains("PYTHONUNBUFFERED=1"),
+            "{silent}"
+        );
+        // Lines arrived, none of them a tqdm bar: not blamed on buffering, the last one quoted.
+        std::fs::write(&p.stdout, "loading data\nstep 10 loss 2.3\n").unwrap();
+        std::fs::write(&p.stderr, "\u{1b}[33mwarning: slow\u{1b}[0m\n").unwrap();
+        assert!(tail.poll().is_empty());
+        let unmatched = tail.describe_silence();
+        assert!(
+            unmatched.contains("output arrived (3 lines) but no line matched the preset `tqdm`")
+                && !unmatched.contains("buffer"),
+            "{unmatched}"
+        );
+        assert!(
+            unmatched.contains("(last line seen: `step 10 loss 2.3`)")
+                || unmatched.contains("(last line seen: `warning: slow`)"),
+            "{unmatched}"
+        );
+        // Then progress, then none: when the last progress line came.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p.stderr)
+            .unwrap();
+        write!(
+            f,
+            "\r 10%|█         | 10/100 [00:01<00:09, 10.00it/s]\rvalidating\n"
+        )
+        .unwrap();
+        assert_eq!(tail.poll().len(), 1);
+        let stopped = tail.describe_silence();
+        assert!(
+            stopped.contains("progress stopped: the last of 1 progress lines came 0 s ago")
+                && stopped.contains("`validating`"),
+            "{stopped}"
+        );
+        // A very long line is cut short in the message.
+        std::fs::write(&p.stdout, "x".repeat(10_000) + "\n").unwrap();
+        let mut tail = ProgressTail::new(&s, p.clone());
+        tail.poll();
+        assert!(tail.describe_silence().len() < 1_000);
+    }
+
+    #[test]
+    fn silence_of_a_progress_file_points_at_output_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        let mut tail = ProgressTail::new(&spec("protocol = \"progress-file\""), p.clone());
+        tail.poll();
+        let nothing = tail.describe_silence();
+        assert!(
+            nothing.contains("PROFILER_PROGRESS_FILE") && nothing.contains("nothing was written"),
+            "{nothing}"
+        );
+        assert!(!nothing.contains("not read"), "{nothing}");
+        // The job prints its progress instead of writing the file.
+        std::fs::write(&p.stdout, "epoch 1 step 5\n").unwrap();
+        let elsewhere = tail.describe_silence();
+        assert!(
+            elsewhere.contains("wrote 15 bytes to") && elsewhere.contains("protocol = \"log\""),
+            "{elsewhere}"
+        );
+        std::fs::write(&p.progress_file, "{\"step\": 5}\n").unwrap();
+        tail.poll();
+        let bad = tail.describe_silence();
+        assert!(
+            bad.contains("1 line(s) arrived but none was a usable progress report"),
+            "{bad}"
+        );
     }
 
     #[test]

@@ -5,14 +5,18 @@ use regex::Regex;
 /// A well-known progress output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
-    /// PyTorch's ImageNet example: `Epoch: [3][ 120/5005]  Time  0.231 ( 0.245) ...`.
+    /// PyTorch's ImageNet example: `Epoch: [3][ 121/5005]\tTime  0.231 ( 0.245) ...` (since
+    /// 2022 it prints `i + 1`, the iterations done; older copies print `i`, unpadded).
     PytorchImagenet,
     /// tqdm and PyTorch Lightning bars: `Epoch 3:  45%|████▌ | 450/1000 [00:20<00:25, 22.1it/s]`.
     Tqdm,
-    /// Hugging Face Trainer: its tqdm bar, `{'loss': 2.31, ..., 'epoch': 1.27}` and the final
+    /// Hugging Face Trainer: its tqdm bar, `{'loss': 2.31, ..., 'epoch': 1.27}` (transformers 5
+    /// quotes the values: `{'loss': '2.31', ..., 'epoch': '1.27'}`) and the final
     /// `train_samples_per_second`.
     HfTrainer,
-    /// Keras' Progbar: `120/5005 [====>....] - ETA: 1:02 - loss: 0.3`, `5005/5005 [==] - 75s 15ms/step`.
+    /// Keras' Progbar: `120/5005 [====>....] - ETA: 1:02 - loss: 0.3`, `5005/5005 [==] - 75s
+    /// 15ms/step`; Keras 3: `120/5005 ━━━━━━━━━━━━━━━━━━━━ 1:02 12ms/step - loss: 0.3` (in
+    /// bold and colours, which are dropped before matching).
     Keras,
 }
 
@@ -69,17 +73,18 @@ impl Preset {
         );
         let sources: Vec<String> = match self {
             Preset::PytorchImagenet => vec![format!(
-                r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<iteration>\d+)/(?P<epoch_length>\d+)\](?:\s+Time\s+(?P<iteration_time_s>{NUMBER}))?"
+                r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<iteration>\d+)\s*/\s*(?P<epoch_length>\d+)\](?:\s+Time\s+(?P<iteration_time_s>{NUMBER}))?"
             )],
             Preset::Tqdm => vec![tqdm_total, tqdm_open],
             Preset::HfTrainer => {
                 let mut v = vec![
-                    format!(r"'train_samples_per_second':\s*(?P<rate>{NUMBER})"),
+                    // transformers 5 prints the values as strings: `'epoch': '1.27'`.
+                    format!(r"'train_samples_per_second':\s*'?(?P<rate>{NUMBER})"),
                     tqdm_total,
                     tqdm_open,
                 ];
                 if epoch_length_given {
-                    v.push(format!(r"^\{{.*'epoch':\s*(?P<epoch>{NUMBER})"));
+                    v.push(format!(r"^\{{.*'epoch':\s*'?(?P<epoch>{NUMBER})"));
                 }
                 v
             }
@@ -185,6 +190,103 @@ mod tests {
         // With the epoch's length, the logged epochs count too.
         let got = read_all(Preset::HfTrainer, &lines[1..2], Some(200.0));
         assert_eq!(got, vec![Some(2540.0)]);
+    }
+
+    /// Lines the current releases print, captured from `workloads/frameworks/*.py` (torch 2.15,
+    /// torchvision 0.29, tqdm 4.70, transformers 5.24, keras 3.15).
+    #[test]
+    fn what_current_frameworks_print() {
+        // The ImageNet example since 2022: `display(i + 1)`, padded to the epoch length's width.
+        let got = read_all(
+            Preset::PytorchImagenet,
+            &[
+                "=> creating model 'resnet18'",
+                "Epoch: [0][  1/128]\tTime  2.044 ( 2.044)\tData  0.289 ( 0.289)\tLoss 2.2124e+00 (2.2124e+00)\tAcc@1   0.00 (  0.00)\tAcc@5  75.00 ( 75.00)",
+                "Epoch: [0][ 11/128]\tTime  0.211 ( 1.002)\tData  0.002 ( 0.033)\tLoss 4.5694e+01 (1.8111e+01)",
+                "Test: [ 1/16]\tTime  0.120 ( 0.120)\tLoss 2.3e+00 (2.3e+00)\tAcc@1  12.50 ( 12.50)",
+                " *   Acc@1 10.156 Acc@5 50.000",
+                "Epoch: [1][  1/128]\tTime  0.300 ( 0.300)",
+            ],
+            None,
+        );
+        assert_eq!(
+            got,
+            vec![None, Some(10.0), Some(110.0), None, None, Some(1290.0)]
+        );
+        // A `Time` of 0.211 s is the iteration time.
+        let re = &Preset::PytorchImagenet.regexes(false)[0];
+        let c = re
+            .captures("Epoch: [0][ 11/128]\tTime  0.211 ( 1.002)")
+            .unwrap();
+        assert_eq!(
+            Reading::from_captures(&c).unwrap().iteration_time_s,
+            Some(0.211)
+        );
+
+        // tqdm 4.70 with `desc=f"Epoch {epoch}"` and a postfix; the first redraw has no rate.
+        let got = read_all(
+            Preset::Tqdm,
+            &[
+                "Epoch 0:   0%|          | 0/64 [00:00<?, ?it/s]",
+                "Epoch 0:   0%|          | 0/64 [00:02<?, ?it/s, loss=2.984]",
+                "Epoch 0:   2%|▏         | 1/64 [00:02<02:12,  2.11s/it, loss=2.984]",
+                "Epoch 0: 100%|██████████| 64/64 [00:30<00:00,  2.11it/s, loss=2.301]",
+                "Epoch 1:   3%|▎         | 2/64 [00:01<00:30,  2.01it/s, loss=2.290]",
+            ],
+            None,
+        );
+        assert_eq!(
+            got,
+            vec![Some(0.0), Some(0.0), Some(10.0), Some(640.0), Some(660.0)]
+        );
+
+        // transformers 5 quotes every float: `f"{v:.4g}"`, so a whole epoch is `'1'`.
+        let logs = [
+            "{'loss': '0.6975', 'grad_norm': '1.209', 'learning_rate': '4.999e-05', 'epoch': '0.25'}",
+            "{'loss': '0.7043', 'grad_norm': '0.5585', 'learning_rate': '4.995e-05', 'epoch': '1'}",
+            "{'loss': '0.6916', 'grad_norm': '0.524', 'learning_rate': '4.994e-05', 'epoch': '1.25'}",
+        ];
+        assert_eq!(
+            read_all(Preset::HfTrainer, &logs, Some(20.0)),
+            vec![Some(50.0), Some(200.0), Some(250.0)]
+        );
+        // Without the epoch's length the bar carries the progress and log lines are no progress.
+        let got = read_all(
+            Preset::HfTrainer,
+            &[
+                "  0%|          | 43/20000 [00:29<6:44:31,  1.22s/it]",
+                logs[2],
+                "  0%|          | 44/20000 [00:31<7:54:37,  1.43s/it]",
+            ],
+            None,
+        );
+        assert_eq!(got, vec![Some(430.0), None, Some(440.0)]);
+        let re = &Preset::HfTrainer.regexes(false)[0];
+        let c = re
+            .captures("{'train_runtime': '40.12', 'train_samples_per_second': '99.5', 'train_steps_per_second': '6.2', 'epoch': '3'}")
+            .unwrap();
+        assert_eq!(
+            Reading::from_captures(&c).unwrap().rate,
+            Some((99.5, super::super::captures::Counted::Samples))
+        );
+
+        // Keras 3 redraws its bar with backspaces and a carriage return, in bold and colours.
+        let raw = [
+            "Epoch 1/1000",
+            "\u{1b}[1m 1/64\u{1b}[0m \u{1b}[37m━━━━━━━━━━━━━━━━━━━━\u{1b}[0m \u{1b}[1m9s\u{1b}[0m 149ms/step - accuracy: 0.1250 - loss: 2.3150",
+            "\u{1b}[1m64/64\u{1b}[0m \u{1b}[32m━━━━━━━━━━━━━━━━━━━━\u{1b}[0m\u{1b}[37m\u{1b}[0m \u{1b}[1m10s\u{1b}[0m 149ms/step - accuracy: 0.1006 - loss: 2.3088",
+            "Epoch 2/1000",
+            "\u{1b}[1m 2/64\u{1b}[0m \u{1b}[32m\u{1b}[0m\u{1b}[37m━━━━━━━━━━━━━━━━━━━━\u{1b}[0m \u{1b}[1m13s\u{1b}[0m 224ms/step - accuracy: 0.0625 - loss: 2.2852    ",
+        ];
+        let cleaned: Vec<String> = raw
+            .iter()
+            .map(|l| super::super::clean_line(l).into_owned())
+            .collect();
+        let lines: Vec<&str> = cleaned.iter().map(String::as_str).collect();
+        assert_eq!(
+            read_all(Preset::Keras, &lines, None),
+            vec![None, Some(10.0), Some(640.0), None, Some(660.0)]
+        );
     }
 
     #[test]

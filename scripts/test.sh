@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The project's test command: installs what the tests need where it is missing, then runs every
+# test. Idempotent: on a machine that has it all, it goes straight to `cargo test`.
+#   - Lua 5.1 (the Slurm export test runs the generated job_submit.lua under Slurm's plugin Lua)
+#   - Slurm's daemons, client and munge (the Slurm tests bring up a local single-node cluster,
+#     scripts/local-slurm.sh)
+#   - a Python venv with current PyTorch, torchvision, tqdm, Transformers from PyPI
+#     (scripts/python-env.sh; the real-framework tests run their training scripts in it)
+# Run as root, so the real-cgroup tests run instead of skipping. Extra arguments go to cargo test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v lua5.1 >/dev/null || missing+=(lua5.1)
+command -v slurmctld >/dev/null || missing+=(slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins)
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "scripts/test.sh: missing Debian packages ${missing[*]}; run as root to install them" >&2
+    else
+        echo "scripts/test.sh: installing ${missing[*]}" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    fi
+fi
+
+# The venv is cached under target/; the tests find it there.
+scripts/python-env.sh >/dev/null
+
+cargo test "$@"
