@@ -4,7 +4,7 @@
 //! CPUs the job is pinned to, and the host's CPU pressure (`/proc/pressure/cpu`, where the
 //! kernel has it). Two snapshots and the job's own cgroup counters over the same window give a
 //! [`WindowLoad`] ([`judge`]): the cores the job used, the cores other processes used on its
-//! CPUs (their busy time minus the job's own), the cores left idle, and whether the window was
+//! CPUs (their busy time minus the job's own and the profiler's), the cores left idle, and whether the window was
 //! disturbed. [`InterferenceTracker`] collects a cell's windows, says which to discard and
 //! measure again (a bounded number), and summarises them for the cell.
 //!
@@ -188,6 +188,14 @@ impl HostCpu {
     }
 }
 
+/// CPU time this process (the profiler) has used, nanoseconds; `None` where `/proc/self/stat`
+/// cannot be read.
+pub fn profiler_cpu_ns() -> Option<u64> {
+    let stat = procfs::process::Process::myself().ok()?.stat().ok()?;
+    let ticks = stat.utime.checked_add(stat.stime)?;
+    ticks.checked_mul(1_000_000_000 / ticks_per_s())
+}
+
 /// The kernel's USER_HZ, the unit of `/proc/stat`.
 pub fn ticks_per_s() -> u64 {
     // SAFETY: sysconf reads a configuration value; it has no memory effects.
@@ -290,6 +298,11 @@ pub struct JobWindow {
     pub throttled_ns: u64,
     /// The job's CPU cap, cores.
     pub cap_cores: f64,
+    /// CPU time the profiler's own process used, nanoseconds. Its sampling may run on the
+    /// job's CPUs (always, when the job is given every core) and is part of every measurement,
+    /// so it is not other load; it is taken off the busy time, at most all of what was not the
+    /// job's (it may have run on other CPUs).
+    pub profiler_ns: u64,
 }
 
 /// Who used the job's CPUs over one window, in cores (CPU seconds per second).
@@ -328,7 +341,8 @@ pub fn judge(before: &HostSnapshot, after: &HostSnapshot, job: JobWindow) -> Opt
     }
     let (busy, idle_cores) = (busy.min(n), idle.min(n));
     let job_cores = (job.cpu_ns as f64 / wall_ns).min(n);
-    let other_cores = (busy - job_cores).max(0.0);
+    let not_job = (busy - job_cores).max(0.0);
+    let other_cores = (not_job - job.profiler_ns as f64 / wall_ns).max(0.0);
     let cap = if job.cap_cores.is_finite() && job.cap_cores > 0.0 {
         job.cap_cores.min(n)
     } else {

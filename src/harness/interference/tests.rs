@@ -84,6 +84,7 @@ fn job(cores: f64, throttled_s_per_s: f64, cap: f64, seconds: f64) -> JobWindow 
         cpu_ns: (cores * seconds * 1e9) as u64,
         throttled_ns: (throttled_s_per_s * seconds * 1e9) as u64,
         cap_cores: cap,
+        profiler_ns: 0,
     }
 }
 
@@ -126,6 +127,22 @@ fn a_hog_on_the_jobs_cpu_disturbs_it() {
     let (a, b) = tree.window(&[0, 1], &[(0, 0), (0, 0)], &[(200, 0), (200, 0)], 2.0);
     let l = judge(&a, &b, job(1.5, 0.0, 2.0, 2.0)).expect("judged");
     assert!(l.disturbed && close(l.other_cores, 0.5), "{l:?}");
+}
+
+#[test]
+fn the_profilers_own_sampling_is_not_other_load() {
+    // A job given both CPUs of the host gets 1.8 cores; the profiler used 0.2 beside it.
+    let tree = ProcTree::new();
+    let (a, b) = tree.window(&[0, 1], &[(0, 0), (0, 0)], &[(200, 0), (200, 0)], 2.0);
+    let mut window = job(1.8, 0.0, 2.0, 2.0);
+    window.profiler_ns = 400_000_000;
+    let l = judge(&a, &b, window).expect("judged");
+    assert!(!l.disturbed && close(l.other_cores, 0.0), "{l:?}");
+    // A hog beside the profiler still disturbs the job.
+    let mut window = job(1.2, 0.0, 2.0, 2.0);
+    window.profiler_ns = 400_000_000;
+    let l = judge(&a, &b, window).expect("judged");
+    assert!(l.disturbed && close(l.other_cores, 0.6), "{l:?}");
 }
 
 #[test]
@@ -389,7 +406,7 @@ proptest! {
         let a = snapshot(b0, i0, cpus, p0);
         let mut b = snapshot(b0.wrapping_add(db), i0.wrapping_add(di), cpus, p1);
         b.at = a.at + Duration::from_millis(ms);
-        let j = JobWindow { cpu_ns, throttled_ns, cap_cores: cap };
+        let j = JobWindow { cpu_ns, throttled_ns, cap_cores: cap, profiler_ns: 0 };
         if let Some(l) = judge(&a, &b, j) {
             for v in [l.seconds, l.job_cores, l.other_cores, l.idle_cores] {
                 prop_assert!(v.is_finite() && v >= 0.0, "{l:?}");
@@ -422,7 +439,7 @@ proptest! {
         b.at = a.at + Duration::from_secs_f64(seconds);
         let cap = cap_share * n;
         let cpu_ns = (busy as f64 * job_share) as u64;
-        let j = JobWindow { cpu_ns, throttled_ns: 0, cap_cores: cap };
+        let j = JobWindow { cpu_ns, throttled_ns: 0, cap_cores: cap, profiler_ns: 0 };
         let l = judge(&a, &b, j);
         prop_assert!(l.is_some());
         let l = l.unwrap();

@@ -5,6 +5,7 @@
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
 use crate::harness::interference::{
     HostCpu, HostSnapshot, InterferenceTracker, JobWindow, PROC_ROOT, judge, pinned_cpus,
+    profiler_cpu_ns,
 };
 use crate::matrix::Interference;
 
@@ -13,8 +14,8 @@ pub(super) struct WindowJudge {
     host: HostCpu,
     cap_cores: f64,
     tracker: InterferenceTracker,
-    /// The host and the job's cgroup at the end of the last window.
-    last: Option<(HostSnapshot, CgroupCounters)>,
+    /// The host, the job's cgroup and the profiler's CPU time at the end of the last window.
+    last: Option<(HostSnapshot, CgroupCounters, u64)>,
 }
 
 impl WindowJudge {
@@ -33,22 +34,27 @@ impl WindowJudge {
             host,
             cap_cores,
             tracker: InterferenceTracker::new(steady_windows),
-            last: Some((snapshot, cgroup.counters())),
+            last: Some((snapshot, cgroup.counters(), profiler_cpu_ns().unwrap_or(0))),
         })
     }
 
     /// A window just closed: whether to discard it (it was disturbed and re-measurements are
     /// left).
     pub fn window_closed(&mut self, cgroup: &RunCgroup) -> bool {
-        let now = self.host.snapshot().ok().map(|s| (s, cgroup.counters()));
+        let now = self
+            .host
+            .snapshot()
+            .ok()
+            .map(|s| (s, cgroup.counters(), profiler_cpu_ns().unwrap_or(0)));
         let load = match (&self.last, &now) {
-            (Some((h0, c0)), Some((h1, c1))) => judge(
+            (Some((h0, c0, p0)), Some((h1, c1, p1))) => judge(
                 h0,
                 h1,
                 JobWindow {
                     cpu_ns: c1.cpu_usage_ns.saturating_sub(c0.cpu_usage_ns),
                     throttled_ns: c1.throttled_ns.saturating_sub(c0.throttled_ns),
                     cap_cores: self.cap_cores,
+                    profiler_ns: p1.saturating_sub(*p0),
                 },
             ),
             _ => None,
