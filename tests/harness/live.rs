@@ -102,13 +102,15 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
         &AtomicBool::new(false),
     )
     .expect("relaunch sweep runs");
-    // The live sweep's 1-CPU cell is the fresh launch's, and agrees with a relaunched sweep.
-    // (Lock-step spinning makes this job very sensitive to anything else on the machine, so
-    // the 2-CPU cells of two sweeps are not compared.)
+    // The live sweep's 1-CPU cell is the fresh launch's, and agrees with a relaunched sweep
+    // (the re-capped rate is a quarter of it). Two fresh launches of this job differ by 10% and
+    // more on a 2-core machine, so the bound is 25%. (Lock-step spinning makes this job very
+    // sensitive to anything else on the machine, so the 2-CPU cells of two sweeps are not
+    // compared.)
     let (a, b) = (outcome.matrix.cells, load_matrix(&out_ref).unwrap().cells);
     let (l, r) = (rate(&a, 1.0), rate(&b, 1.0));
     eprintln!("1 CPU: live sweep {l:.1}, relaunched sweep {r:.1} samples/s");
-    assert!((l / r - 1.0).abs() < 0.1, "1 CPU: {l} vs {r}");
+    assert!((l / r - 1.0).abs() < 0.25, "1 CPU: {l} vs {r}");
     assert!(rate(&a, 2.0) > 0.0);
     assert_no_runs_under("profiler-test-live-check");
 }
