@@ -5,6 +5,7 @@
 
 pub mod cache_model;
 pub mod cli;
+pub mod doctor;
 pub mod export;
 pub mod harness;
 pub mod machine;

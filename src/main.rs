@@ -208,6 +208,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Doctor(args) => {
+            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+            let opts = args.to_options();
+            let mut progress = SweepProgress::new();
+            let report = profiler::doctor::run_doctor(
+                &opts,
+                &profiler::doctor::NvmlInventory,
+                &mut progress,
+                &cancel,
+            );
+            progress.finish();
+            print!("{}", profiler::doctor::render(&report));
+            Ok(if report.failed() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Show(args) => {
             let matrix = load_matrix(&args.file)?;
             if args.json {

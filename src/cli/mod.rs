@@ -20,7 +20,8 @@ profiler show matrices/input-pipeline.matrix.jsonl --demand\n  \
 profiler plot matrices/input-pipeline.matrix.jsonl\n  \
 profiler export matrices/input-pipeline.matrix.jsonl --format csv -o input-pipeline.csv\n  \
 profiler validate --job workloads/input-pipeline.toml\n  \
-profiler replay --compare fifo+proportional,fifo+tune,fifo+opt"
+profiler replay --compare fifo+proportional,fifo+tune,fifo+opt\n  \
+profiler doctor    (on a GPU server: is everything there a GPU sweep needs?)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -108,6 +109,44 @@ profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --serv
     /// and Gavel simulator inputs, Slurm and Kubernetes resource requests.
     #[command(long_about = crate::export::cli::LONG_ABOUT)]
     Export(crate::export::cli::ExportArgs),
+    /// Check that this machine can profile GPU jobs: driver, NVML, GPM, cgroups, PyTorch, and a
+    /// short GPU sweep, each with a verdict and what to do when it fails.
+    #[command(
+        long_about = "Check that this machine can profile GPU jobs, and say what to do where it cannot.\n\nRun it as root on a GPU server, from the directory that holds the copied release binary's workloads/ (it needs no network and no Rust toolchain). In order:\n  - NVIDIA driver and NVML: loads libnvidia-ml at run time; driver, NVML and CUDA versions, every GPU (name, memory, compute capability, MIG)\n  - GPM: samples per-SM activity on GPU 0 (Hopper and later)\n  - cgroups: version (v1 or v2), the controllers a sweep needs, the profiler's own parent cgroup\n  - cgroup caps: a CPU-bound process under a 0.5-CPU cap must get 0.5 CPU\n  - PyTorch: the spec's Python imports torch, sees the GPUs, has torchvision and Pillow\n  - GPU sweep: the spec (workloads/resnet18.toml) at its lowest CPU level and the most this machine has, full memory, short measurements (a few minutes; its synthetic dataset is generated once and reused by real sweeps); every cell must have a rate and NVML telemetry, and GPM SM activity where the GPU has GPM\n\nEach check prints PASS, WARN, SKIP or FAIL with what it saw. On a machine without a GPU the GPU checks say so and the rest still run. Exits 1 when a check failed.\n\nExamples:\n  sudo ./profiler doctor\n  sudo ./profiler doctor --no-sweep\n  sudo ./profiler doctor --job workloads/resnet50.toml"
+    )]
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DoctorArgs {
+    /// The GPU job swept briefly.
+    #[arg(
+        long,
+        short = 'j',
+        value_name = "SPEC.toml",
+        default_value = "workloads/resnet18.toml"
+    )]
+    pub job: PathBuf,
+    /// Skip the short GPU sweep (the other checks take seconds).
+    #[arg(long)]
+    pub no_sweep: bool,
+    /// Directory for the short sweep's matrix and logs.
+    #[arg(long, value_name = "DIR", default_value = "matrices/doctor")]
+    pub output_dir: PathBuf,
+    /// Parent cgroup, as for `sweep`.
+    #[arg(long, default_value = "profiler", value_name = "NAME")]
+    pub cgroup_parent: String,
+}
+
+impl DoctorArgs {
+    pub fn to_options(&self) -> crate::doctor::DoctorOptions {
+        crate::doctor::DoctorOptions {
+            job: self.job.clone(),
+            sweep: !self.no_sweep,
+            output_dir: self.output_dir.clone(),
+            cgroup_parent: self.cgroup_parent.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -713,6 +713,7 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
 }
 
 mod disturbed;
+mod doctor;
 mod frameworks;
 mod hardening;
 mod live;
