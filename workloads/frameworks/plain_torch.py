@@ -55,7 +55,7 @@ class Truth:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--print-every", type=int, default=5)
