@@ -117,19 +117,28 @@ fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, Stri
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(s) = stdout.as_mut() {
-            let _ = s.read_to_string(&mut text);
-        }
-        let mut err = String::new();
-        if let Some(s) = stderr.as_mut() {
-            let _ = s.read_to_string(&mut err);
-        }
-        (text, err)
-    });
+    // One reader per pipe, so a child that fills one pipe never blocks on it.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out_reader = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err_reader = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -143,7 +152,8 @@ fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, Stri
             Err(e) => return Err(e.to_string()),
         }
     };
-    let (out, err) = reader.join().unwrap_or_default();
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
     if status.success() {
         Ok(out)
     } else {

@@ -109,6 +109,45 @@ pub fn evict_from_page_cache(paths: &[PathBuf]) {
     }
 }
 
+/// Bytes of `paths` resident in the page cache now (`mincore` over a read-only mapping of each
+/// file). Unreadable files count 0.
+pub fn cached_bytes(paths: &[PathBuf]) -> u64 {
+    let page = procfs::page_size();
+    paths
+        .iter()
+        .filter_map(|p| std::fs::File::open(p).ok())
+        .map(|file| {
+            let len = file.metadata().map_or(0, |m| m.len()) as usize;
+            if len == 0 {
+                return 0;
+            }
+            // SAFETY: a private read-only mapping of a file this function holds open, unmapped
+            // before return; mincore only reads the page-table state into `vec`.
+            unsafe {
+                let addr = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE,
+                    std::os::fd::AsRawFd::as_raw_fd(&file),
+                    0,
+                );
+                if addr == libc::MAP_FAILED {
+                    return 0;
+                }
+                let mut vec = vec![0u8; len.div_ceil(page as usize)];
+                let ok = libc::mincore(addr, len, vec.as_mut_ptr()) == 0;
+                libc::munmap(addr, len);
+                if !ok {
+                    return 0;
+                }
+                let pages = vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
+                (pages * page).min(len as u64)
+            }
+        })
+        .sum()
+}
+
 /// The whole-disk block device (`major`, `minor`) holding `path`: throttles apply to disks, so a
 /// partition is mapped to its parent. `None` for files not on a block device (tmpfs, overlay).
 pub fn block_device_of(path: &Path) -> Option<(u64, u64)> {
@@ -124,4 +163,31 @@ pub fn block_device_of(path: &Path) -> Option<(u64, u64)> {
         return Some((a.parse().ok()?, b.parse().ok()?));
     }
     Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_bytes_follow_reads_and_eviction() {
+        // On the disk of the build tree: a tmpfs (/tmp) keeps every page whatever fadvise says.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("sample.bin");
+        let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i * 7 + 3) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let files = vec![path.clone(), dir.path().join("missing")];
+        evict_from_page_cache(&files);
+        let on_disk = block_device_of(&path).is_some();
+        if on_disk {
+            assert!(
+                cached_bytes(&files) < data.len() as u64 / 4,
+                "evicted: {}",
+                cached_bytes(&files)
+            );
+        }
+        let _ = std::fs::read(&path).unwrap();
+        assert_eq!(cached_bytes(&files), data.len() as u64, "read back in full");
+        assert_eq!(cached_bytes(&[]), 0);
+    }
 }

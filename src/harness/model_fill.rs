@@ -15,7 +15,12 @@ pub fn modelled_cells(
     inputs: Option<&CacheModelInputs>,
     dataset_samples: u64,
 ) -> Vec<Cell> {
-    let resident = measured.telemetry.as_ref().map_or(0, |t| t.rss_peak_bytes);
+    // What competes with the dataset for the limit: not PSS, which counts mapped libraries
+    // (hundreds of MB for PyTorch) that the kernel charges as page cache, if at all.
+    let resident = measured
+        .telemetry
+        .as_ref()
+        .map_or(0, |t| t.resident_besides_dataset());
     let no_dataset = CacheModelInputs {
         kind: crate::matrix::CacheKind::Minio,
         dataset_bytes: 0,
@@ -165,6 +170,53 @@ mod tests {
             "50 MiB < 100 MiB resident"
         );
         assert!(cells.iter().all(|c| c.cpu == 2.0 && c.wall_s == 0.0));
+    }
+
+    /// A PyTorch-like job: 900 MiB PSS, of which 400 MiB are mapped libraries the kernel
+    /// charges as page cache, 100 MiB of them touched while measured; 500 MiB anonymous.
+    #[test]
+    fn the_cache_left_for_the_dataset_leaves_out_mapped_libraries() {
+        let inputs = CacheModelInputs {
+            kind: crate::matrix::CacheKind::Minio,
+            dataset_bytes: 400 * MIB,
+            storage_bytes_per_s: 10.0 * MIB as f64,
+            memory_bytes_per_s_per_core: 10e9,
+        };
+        let mut top = measured(500.0);
+        top.telemetry = Some(Telemetry {
+            rss_peak_bytes: 900 * MIB,
+            page_cache_bytes: 500 * MIB,
+            anon_peak_bytes: Some(500 * MIB),
+            dataset_cached_bytes: Some(400 * MIB),
+            mapped_hot_bytes: Some(100 * MIB),
+            ..Telemetry::default()
+        });
+        assert_eq!(
+            top.telemetry.as_ref().unwrap().resident_besides_dataset(),
+            600 * MIB
+        );
+        // 800 MiB leaves 200 MiB for the dataset: half of it cached (MinIO: half the reads hit).
+        let cells = modelled_cells(
+            &top,
+            &[800 * MIB, 1000 * MIB, 550 * MIB],
+            Some(&inputs),
+            400,
+        );
+        let x = |c: &Cell| c.samples_per_s().unwrap();
+        // 400 samples, 200 MiB from storage at 10 MiB/s: 20 s an epoch.
+        assert!((x(&cells[0]) - 20.0).abs() < 0.1, "{:?}", cells[0]);
+        assert_eq!(x(&cells[1]), 500.0, "the whole dataset fits");
+        assert_eq!(
+            cells[2].source,
+            CellSource::Infeasible,
+            "below anonymous memory and the job's own files"
+        );
+        // A cell from before these fields were recorded falls back to PSS.
+        top.telemetry.as_mut().unwrap().anon_peak_bytes = None;
+        assert_eq!(
+            top.telemetry.as_ref().unwrap().resident_besides_dataset(),
+            900 * MIB
+        );
     }
 
     #[test]

@@ -37,12 +37,144 @@ fn pss_kib(smaps_rollup: &str) -> Option<u64> {
     })
 }
 
+/// Clears the referenced bits of every page of `pids` (`/proc/PID/clear_refs`), so that
+/// [`referenced_file_bytes`] afterwards counts only what the job touches from now on. Needs root
+/// (or the processes' owner); a process that is gone is skipped.
+pub fn clear_referenced(pids: &[u32]) {
+    for pid in pids {
+        let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "1");
+    }
+}
+
+/// File-backed mapped pages of `pids` referenced since [`clear_referenced`]: the job's hot
+/// mapped files (shared libraries such as libtorch, memory-mapped data). A mapping that several
+/// processes share (forked workers) counts once, at its largest; mappings of files under
+/// `exclude` (the dataset, which the cache model accounts for itself) are left out.
+pub fn referenced_file_bytes(pids: &[u32], exclude: Option<&std::path::Path>) -> u64 {
+    let mut hot: std::collections::HashMap<MappingKey, u64> = std::collections::HashMap::new();
+    for pid in pids {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+            continue;
+        };
+        for (key, kib) in referenced_file_kib(&text, exclude) {
+            let e = hot.entry(key).or_default();
+            *e = (*e).max(kib);
+        }
+    }
+    hot.values().sum::<u64>() * 1024
+}
+
+/// A file mapping: device, inode, offset in the file.
+type MappingKey = (String, u64, u64);
+
+/// `Referenced:` of each file-backed mapping in a `/proc/PID/smaps` text, KiB.
+fn referenced_file_kib(smaps: &str, exclude: Option<&std::path::Path>) -> Vec<(MappingKey, u64)> {
+    let mut out = Vec::new();
+    let mut current: Option<MappingKey> = None;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // A mapping's header: `start-end perms offset dev inode [path]`.
+        if fields.len() >= 5 && fields[0].contains('-') && !fields[0].ends_with(':') {
+            let inode: u64 = fields[4].parse().unwrap_or(0);
+            let path = fields.get(5).copied().unwrap_or("");
+            let file_backed = inode != 0 && path.starts_with('/');
+            let excluded = exclude.is_some_and(|d| std::path::Path::new(path).starts_with(d));
+            current = (file_backed && !excluded).then(|| {
+                (
+                    fields[3].to_string(),
+                    inode,
+                    u64::from_str_radix(fields[2], 16).unwrap_or(0),
+                )
+            });
+        } else if let (Some(key), Some(kb)) = (&current, line.strip_prefix("Referenced:"))
+            && let Some(kib) = kb
+                .trim()
+                .strip_suffix("kB")
+                .and_then(|v| v.trim().parse().ok())
+        {
+            out.push((key.clone(), kib));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use nix::sys::signal::{Signal, kill};
     use nix::sys::wait::waitpid;
     use nix::unistd::{ForkResult, fork};
+
+    #[test]
+    fn counts_referenced_pages_of_file_mappings_only() {
+        let smaps = "\
+7f00-7f10 r-xp 00001000 fe:01 4242 /usr/lib/libtorch_cpu.so
+Rss: 900 kB
+Referenced: 300 kB
+7f10-7f20 rw-p 00000000 00:00 0
+Referenced: 5000 kB
+7f20-7f30 r--p 00000000 fe:01 77 /data/shards/shard-0001.tar
+Referenced: 64 kB
+7ffc-7ffd rw-p 00000000 00:00 0 [stack]
+Referenced: 12 kB
+";
+        let all = referenced_file_kib(smaps, None);
+        assert_eq!(all.len(), 2, "{all:?}");
+        assert_eq!(all[0], (("fe:01".into(), 4242, 0x1000), 300));
+        let without_data = referenced_file_kib(smaps, Some(std::path::Path::new("/data/shards")));
+        assert_eq!(without_data.len(), 1, "the dataset's mapping is left out");
+    }
+
+    #[test]
+    fn a_mapped_file_the_job_touches_is_hot_and_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lib.bin");
+        std::fs::write(&path, vec![7u8; 16 << 20]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let len = 16usize << 20;
+        // SAFETY: a private read-only mapping of an open file, read and then unmapped.
+        let touched = unsafe {
+            let addr = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            );
+            assert_ne!(addr, libc::MAP_FAILED);
+            let me = std::process::id();
+            clear_referenced(&[me]);
+            let bytes = std::slice::from_raw_parts(addr as *const u8, len);
+            // Touch the first 1 MiB only.
+            let sum: u64 = bytes[..1 << 20]
+                .iter()
+                .step_by(4096)
+                .map(|&b| b as u64)
+                .sum();
+            std::hint::black_box(sum);
+            let hot = referenced_file_bytes(&[me, me], None);
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let ino = std::os::unix::fs::MetadataExt::ino(&file.metadata().unwrap());
+            let this: u64 = referenced_file_kib(&smaps, None)
+                .into_iter()
+                .filter(|((_, inode, _), _)| *inode == ino)
+                .map(|(_, kib)| kib)
+                .sum();
+            libc::munmap(addr, len);
+            (hot, this)
+        };
+        if nix::unistd::geteuid().is_root() {
+            let (hot, this) = touched;
+            // 1 MiB touched of the 16 MiB mapped; the kernel maps around a fault, and a large
+            // folio is referenced whole, so somewhat more may count, never the untouched rest.
+            assert!((1024..=4096).contains(&this), "{this} KiB referenced");
+            assert!(
+                hot >= this * 1024,
+                "the same process twice counts its pages once or more"
+            );
+        }
+    }
 
     #[test]
     fn parses_pss_from_smaps_rollup() {

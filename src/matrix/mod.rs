@@ -337,6 +337,32 @@ pub struct Telemetry {
     pub page_cache_bytes: u64,
     /// Bytes read from storage (block layer) per second.
     pub storage_read_bytes_per_s: f64,
+    /// Peak anonymous memory charged to the cgroup, bytes: what a memory limit must hold and
+    /// cannot reclaim. Unlike PSS it leaves out mapped files (libtorch and other shared
+    /// libraries), which the kernel charges as page cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anon_peak_bytes: Option<u64>,
+    /// Bytes of the dataset in the page cache at the end of the window (`mincore`); the rest
+    /// of `page_cache_bytes` is the job's other files (its libraries, code, logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_cached_bytes: Option<u64>,
+    /// Mapped file pages outside the dataset that the job's processes touched during the window
+    /// (shared libraries, memory-mapped files), each once: the part of its other files a memory
+    /// limit must keep cached. The rest of them (library code run once at import) the kernel
+    /// evicts before the dataset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped_hot_bytes: Option<u64>,
+}
+
+impl Telemetry {
+    /// Memory the job holds besides the dataset's cache: anonymous memory plus its hot mapped
+    /// files, where the cell recorded them; otherwise the PSS peak (older matrices).
+    pub fn resident_besides_dataset(&self) -> u64 {
+        match (self.anon_peak_bytes, self.mapped_hot_bytes) {
+            (Some(anon), Some(hot)) => anon + hot,
+            _ => self.rss_peak_bytes,
+        }
+    }
 }
 
 /// What else used the job's CPUs while a cell was measured. A measurement window is disturbed

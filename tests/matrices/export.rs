@@ -310,6 +310,7 @@ fn rich_matrix() -> Matrix {
                         rss_peak_bytes: 3_000_000_000,
                         page_cache_bytes: 1_000_000,
                         storage_read_bytes_per_s: 5e6,
+                        ..Telemetry::default()
                     }),
                     gpu: (j == 1).then(|| GpuTelemetry {
                         utilization_pct: 87.5,

@@ -171,7 +171,12 @@ impl Sweep<'_> {
         }
         let cpus = self.root.as_ref().map_or(&[][..], |r| r.cpus());
         let mut judge = WindowJudge::start(run.cgroup.as_ref(), cpus, p.cpu, m.steady_windows);
+        // What of its mapped files the job uses from here on (for the cache model).
+        if let Some(cg) = &run.cgroup {
+            crate::harness::resident::clear_referenced(&cg.pids());
+        }
         let mut rss_peak = 0u64;
+        let mut anon_peak = 0u64;
         let mut steady = false;
         loop {
             if self.cancelled() {
@@ -206,6 +211,9 @@ impl Sweep<'_> {
                 self.observer.warn(&format!("{}: {w}", label(p)));
             }
             rss_peak = rss_peak.max(run.resident_bytes());
+            if let Some(cg) = &run.cgroup {
+                anon_peak = anon_peak.max(cg.counters().anon_bytes);
+            }
             if run.job.try_status().is_some() {
                 return Ok(Outcome::Died(self.death_cell(
                     run,
@@ -234,6 +242,17 @@ impl Sweep<'_> {
                 page_cache_bytes: b.page_cache_bytes,
                 storage_read_bytes_per_s: (b.read_bytes.saturating_sub(a.read_bytes)) as f64
                     / elapsed,
+                anon_peak_bytes: Some(anon_peak.max(b.anon_bytes)),
+                dataset_cached_bytes: self
+                    .dataset
+                    .as_ref()
+                    .map(|d| crate::harness::dataset::cached_bytes(&d.paths)),
+                mapped_hot_bytes: run.cgroup.as_ref().map(|c| {
+                    // smaps names files by their canonical path.
+                    let dataset = (self.opts.spec.dataset_path.as_deref())
+                        .and_then(|d| std::fs::canonicalize(d).ok());
+                    crate::harness::resident::referenced_file_bytes(&c.pids(), dataset.as_deref())
+                }),
             }),
             _ => Some(Telemetry {
                 rss_peak_bytes: rss_peak,

@@ -39,10 +39,21 @@ impl Sweep<'_> {
                 continue;
             }
             if self.memory.bytes().is_none() {
-                // Memory levels relative to the dataset: now the job's resident size is known.
-                let resident = run
-                    .resident_bytes()
-                    .max(run.cgroup.as_ref().map_or(0, |c| c.counters().anon_bytes));
+                // Memory levels relative to the dataset: now what the job holds besides the
+                // dataset is known: its anonymous memory and its cached files other than the
+                // dataset. Not PSS: it counts mapped libraries, which the kernel charges as page
+                // cache (so they would count twice) and only to the cgroup that read them first.
+                let resident = match &run.cgroup {
+                    Some(cg) => {
+                        let c = cg.counters();
+                        let dataset = self
+                            .dataset
+                            .as_ref()
+                            .map_or(0, |d| crate::harness::dataset::cached_bytes(&d.paths));
+                        c.anon_bytes + c.page_cache_bytes.saturating_sub(dataset)
+                    }
+                    None => run.resident_bytes(),
+                };
                 self.memory.resolve(resident);
                 self.check_step_caps(&first)?;
                 let bytes = self.memory.bytes().expect("resolved")[first.mem];

@@ -1,0 +1,100 @@
+//! The cache models against recorded validations of real data loaders (`tests/data/validation/`,
+//! made as `tests/data/README.md` says): every cell of each job measured, then predicted from the
+//! top memory level of its CPU level with today's code. Re-recording a matrix re-runs these checks
+//! on the new measurement.
+
+use profiler::harness::validate::{compare, error_pct};
+use profiler::matrix::{CacheKind, CellSource, Matrix, load_matrix};
+use std::path::Path;
+
+fn recorded(name: &str) -> Matrix {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/validation")
+        .join(name);
+    load_matrix(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Median and largest |error| of `kind` over the validated cells, percent.
+fn errors(m: &Matrix, kind: CacheKind) -> (f64, f64, Vec<f64>) {
+    let v = compare(m, Path::new(&m.header.job.name)).unwrap();
+    let signed: Vec<f64> = v.cells.iter().map(|c| error_pct(c, kind)).collect();
+    let mut abs: Vec<f64> = signed.iter().map(|e| e.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let n = abs.len();
+    let median = if n % 2 == 1 {
+        abs[n / 2]
+    } else {
+        (abs[n / 2 - 1] + abs[n / 2]) / 2.0
+    };
+    (median, abs[n - 1], signed)
+}
+
+/// A loader that reads tar shards whole, in a fresh random shard order every epoch: the
+/// page-cache model within 5% median and 15% at worst, where MinIO's is far off.
+#[test]
+fn the_page_cache_model_predicts_the_shard_loader() {
+    let m = recorded("loader-shards.matrix.jsonl");
+    let (median, max, signed) = errors(&m, CacheKind::PageCache);
+    assert!(
+        median <= 5.0 && max <= 15.0,
+        "page-cache model: median {median:.1}%, max {max:.1}%: {signed:.1?}"
+    );
+    let (minio, _, _) = errors(&m, CacheKind::Minio);
+    assert!(minio > 3.0 * median, "MinIO's median {minio:.1}%");
+    // Memory mattered: some cell read most of its data from storage.
+    assert!(m.cells.iter().any(|c| {
+        c.telemetry
+            .as_ref()
+            .is_some_and(|t| t.storage_read_bytes_per_s > 10e6)
+    }));
+}
+
+/// What the model assumes the cache can hold (the limit minus the job's anonymous memory and
+/// hot mapped files, from the top cell) is what the kernel held of the dataset at each lower
+/// level (`mincore`), within a tenth of the dataset, for a PyTorch DataLoader whose PSS counts
+/// hundreds of MB of mapped libraries. PSS in its place is off by more than a quarter.
+#[test]
+fn the_cache_the_model_assumes_is_what_the_kernel_held() {
+    for name in [
+        "loader-imagefolder-w2.matrix.jsonl",
+        "loader-shards.matrix.jsonl",
+    ] {
+        let m = recorded(name);
+        let dataset = m.header.cache_model.as_ref().unwrap().dataset_bytes as f64;
+        let top_memory = m.cells.iter().map(|c| c.memory_bytes).max().unwrap();
+        let mut worst_pss: f64 = 0.0;
+        let mut compared = 0;
+        for c in m
+            .cells
+            .iter()
+            .filter(|c| c.source == CellSource::Measured && c.memory_bytes < top_memory)
+        {
+            let top = m
+                .cells
+                .iter()
+                .find(|t| t.cpu == c.cpu && t.memory_bytes == top_memory)
+                .unwrap();
+            let t = top.telemetry.as_ref().unwrap();
+            let cached = c.telemetry.as_ref().unwrap().dataset_cached_bytes.unwrap() as f64;
+            let x = |resident: u64| (c.memory_bytes as f64 - resident as f64) / dataset;
+            let held = cached / dataset;
+            let model = x(t.resident_besides_dataset());
+            assert!(
+                (model - held).abs() <= 0.1,
+                "{name} at {} CPUs, {} bytes: the model assumes {model:.2} of the dataset cached, \
+                 the kernel held {held:.2}",
+                c.cpu,
+                c.memory_bytes
+            );
+            worst_pss = worst_pss.max((x(t.rss_peak_bytes) - held).abs());
+            compared += 1;
+        }
+        assert!(compared >= 4, "{name}: {compared} cells");
+        if name.contains("imagefolder") {
+            assert!(
+                worst_pss > 0.25,
+                "{name}: PSS would have been off by {worst_pss:.2} only"
+            );
+        }
+    }
+}
