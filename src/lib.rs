@@ -14,3 +14,12 @@ pub mod output;
 pub mod plot;
 pub mod replay;
 pub mod spec;
+
+/// Helpers shared by the library's unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// Whether CI is set (to anything but empty, `false` or `0`): there a skipped test fails.
+    pub fn under_ci() -> bool {
+        std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+    }
+}

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 /// How a check ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Pass,
     /// Works, with a limitation the user should know about.
@@ -95,7 +95,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// The worst verdict, SKIP aside: FAIL where anything failed.
+    /// Whether any check failed (the exit status is then 1).
     pub fn failed(&self) -> bool {
         self.checks.iter().any(|c| c.verdict == Verdict::Fail)
     }
@@ -113,15 +113,13 @@ pub fn run_doctor(
     let facts = gpus.facts();
     checks.push(nvml_facts::driver_check(&facts));
     checks.push(nvml_facts::gpm_check(&facts, gpus));
-    checks.extend(caps::checks(&opts.cgroup_parent));
+    let cgroups = caps::checks(&opts.cgroup_parent);
+    let caps_ok = cgroups.iter().all(|c| c.verdict != Verdict::Fail);
+    checks.extend(cgroups);
     let spec = crate::spec::load_spec(&opts.job);
     let torch = python::torch_check(spec.as_ref().ok());
     checks.push(torch.check.clone());
     let gpu_count = facts.as_ref().map_or(0, |f| f.devices.len());
-    let caps_ok = checks
-        .iter()
-        .filter(|c| c.name.starts_with("cgroup"))
-        .all(|c| c.verdict != Verdict::Fail);
     checks.push(short_sweep::check(
         opts,
         spec,

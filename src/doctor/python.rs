@@ -109,7 +109,8 @@ pub fn torch_check(spec: Option<&LoadedSpec>) -> TorchCheck {
     }
 }
 
-/// Runs `cmd` with stdout and stderr together (stderr after stdout), killed after `timeout`.
+/// Runs `cmd`, killed after `timeout`: its stdout when it succeeds, otherwise its exit status
+/// and the last line of its stderr.
 fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
     let mut child = cmd
         .stdin(Stdio::null())

@@ -109,42 +109,65 @@ pub fn evict_from_page_cache(paths: &[PathBuf]) {
     }
 }
 
+/// A private read-only mapping of a whole file, unmapped on drop.
+pub(crate) struct FileMapping {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+impl FileMapping {
+    /// Maps `file`; `None` for an empty file or a failed `mmap`.
+    pub(crate) fn new(file: &std::fs::File) -> Option<FileMapping> {
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh read-only private mapping of an open file; nothing else aliases it.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(file),
+                0,
+            )
+        };
+        (addr != libc::MAP_FAILED).then_some(FileMapping { addr, len })
+    }
+
+    /// The file's bytes (reading them faults their pages in); tests touch mapped pages with it.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes are mapped at `addr` until `self` is dropped.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
+    }
+
+    /// Bytes of the file in the page cache now (`mincore`), `None` where it fails.
+    fn resident_bytes(&self) -> Option<u64> {
+        let page = procfs::page_size();
+        let mut vec = vec![0u8; self.len.div_ceil(page as usize)];
+        // SAFETY: `vec` has one byte per page of the mapping, as mincore writes.
+        let ok = unsafe { libc::mincore(self.addr, self.len, vec.as_mut_ptr()) } == 0;
+        let pages = vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
+        ok.then(|| (pages * page).min(self.len as u64))
+    }
+}
+
+impl Drop for FileMapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped, once.
+        unsafe { libc::munmap(self.addr, self.len) };
+    }
+}
+
 /// Bytes of `paths` resident in the page cache now (`mincore` over a read-only mapping of each
 /// file). Unreadable files count 0.
 pub fn cached_bytes(paths: &[PathBuf]) -> u64 {
-    let page = procfs::page_size();
     paths
         .iter()
         .filter_map(|p| std::fs::File::open(p).ok())
-        .map(|file| {
-            let len = file.metadata().map_or(0, |m| m.len()) as usize;
-            if len == 0 {
-                return 0;
-            }
-            // SAFETY: a private read-only mapping of a file this function holds open, unmapped
-            // before return; mincore only reads the page-table state into `vec`.
-            unsafe {
-                let addr = libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ,
-                    libc::MAP_PRIVATE,
-                    std::os::fd::AsRawFd::as_raw_fd(&file),
-                    0,
-                );
-                if addr == libc::MAP_FAILED {
-                    return 0;
-                }
-                let mut vec = vec![0u8; len.div_ceil(page as usize)];
-                let ok = libc::mincore(addr, len, vec.as_mut_ptr()) == 0;
-                libc::munmap(addr, len);
-                if !ok {
-                    return 0;
-                }
-                let pages = vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
-                (pages * page).min(len as u64)
-            }
-        })
+        .filter_map(|file| FileMapping::new(&file)?.resident_bytes())
         .sum()
 }
 

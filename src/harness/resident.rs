@@ -131,41 +131,26 @@ Referenced: 12 kB
         let path = dir.path().join("lib.bin");
         std::fs::write(&path, vec![7u8; 16 << 20]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
-        let len = 16usize << 20;
-        // SAFETY: a private read-only mapping of an open file, read and then unmapped.
-        let touched = unsafe {
-            let addr = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                0,
-            );
-            assert_ne!(addr, libc::MAP_FAILED);
-            let me = std::process::id();
-            clear_referenced(&[me]);
-            let bytes = std::slice::from_raw_parts(addr as *const u8, len);
-            // Touch the first 1 MiB only.
-            let sum: u64 = bytes[..1 << 20]
-                .iter()
-                .step_by(4096)
-                .map(|&b| b as u64)
-                .sum();
-            std::hint::black_box(sum);
-            let hot = referenced_file_bytes(&[me, me], None);
-            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-            let ino = std::os::unix::fs::MetadataExt::ino(&file.metadata().unwrap());
-            let this: u64 = referenced_file_kib(&smaps, None)
-                .into_iter()
-                .filter(|((_, inode, _), _)| *inode == ino)
-                .map(|(_, kib)| kib)
-                .sum();
-            libc::munmap(addr, len);
-            (hot, this)
-        };
+        let mapping = crate::harness::dataset::FileMapping::new(&file).expect("mmap");
+        let me = std::process::id();
+        clear_referenced(&[me]);
+        // Touch the first 1 MiB only.
+        let sum: u64 = mapping.bytes()[..1 << 20]
+            .iter()
+            .step_by(4096)
+            .map(|&b| b as u64)
+            .sum();
+        std::hint::black_box(sum);
+        let hot = referenced_file_bytes(&[me, me], None);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let ino = std::os::unix::fs::MetadataExt::ino(&file.metadata().unwrap());
+        let this: u64 = referenced_file_kib(&smaps, None)
+            .into_iter()
+            .filter(|((_, inode, _), _)| *inode == ino)
+            .map(|(_, kib)| kib)
+            .sum();
+        drop(mapping);
         if nix::unistd::geteuid().is_root() {
-            let (hot, this) = touched;
             // 1 MiB touched of the 16 MiB mapped; the kernel maps around a fault, and a large
             // folio is referenced whole, so somewhat more may count, never the untouched rest.
             assert!((1024..=4096).contains(&this), "{this} KiB referenced");

@@ -450,11 +450,6 @@ proptest! {
     }
 }
 
-/// Whether CI is set (to anything but empty, `false` or `0`): there a skipped test fails.
-fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
 /// Kills the hog when the test ends, however it ends.
 struct Hog(Child);
 
@@ -499,7 +494,7 @@ fn pin(pid: u32, cpu: usize) -> io::Result<()> {
 fn a_real_hog_shows_on_its_cpu() {
     if !nix::unistd::Uid::effective().is_root() {
         assert!(
-            !under_ci(),
+            !crate::test_support::under_ci(),
             "CI must run the host interference test as root"
         );
         // Straight to stderr: the test harness hides eprintln! output of passing tests.
