@@ -59,7 +59,7 @@ pub fn check(
     let levels = shorten(&mut short, crate::machine::available_cpus() as f64);
     let output = opts
         .output_dir
-        .join(format!("doctor-{}.matrix.jsonl", short.spec.name));
+        .join(format!("{}.matrix.jsonl", short.spec.name));
     let sweep = SweepOptions {
         spec: short,
         output: output.clone(),

@@ -249,6 +249,42 @@ fn a_live_profilers_runs_are_never_reaped() {
     drop(a);
 }
 
+#[test]
+fn own_runs_that_outlive_their_removal_are_removed_later() {
+    require_caps!("own_runs_that_outlive_their_removal_are_removed_later");
+    let parent = "profiler-test-leftover";
+    let root = CgroupRoot::open(parent).unwrap();
+    let run = root.create_launch("late", 1).unwrap();
+    let token_name = run.name().strip_suffix("-1").unwrap().to_string();
+    drop(run);
+    // What a run looks like when its last task (a process tearing down a CUDA context) kept
+    // the cgroup busy past the run's own removal: empty now, and no handle alive.
+    let leftover = |launch: u32| -> Vec<PathBuf> {
+        let dirs: Vec<PathBuf> = root
+            .parent_dirs()
+            .iter()
+            .map(|p| p.join(format!("{token_name}-{launch}")))
+            .collect();
+        for d in &dirs {
+            std::fs::create_dir(d).unwrap();
+        }
+        dirs
+    };
+    let first = leftover(2);
+    let next = root.create_launch("late", 3).unwrap();
+    assert!(
+        first.iter().all(|d| !d.exists()),
+        "removed by the next launch"
+    );
+    let last = leftover(4);
+    drop(next);
+    drop(root);
+    assert!(
+        last.iter().all(|d| !d.exists()),
+        "removed when the sweep ends"
+    );
+}
+
 /// Spec file for a sweep run as a separate `profiler` process.
 fn steady_spec_file(dir: &Path, name: &str, command: &str, measure: &str, sweep: &str) -> PathBuf {
     std::fs::write(dir.join("steady.py"), STEADY_JOB).unwrap();

@@ -532,6 +532,31 @@ impl CgroupRoot {
         }
     }
 
+    /// Removes this profiler's own empty run cgroups that outlived their run: on cgroup v2 a
+    /// cgroup stays busy until its last task is released, which for a process tearing down a
+    /// CUDA context can take longer than the run's own removal waits. Never kills, and never
+    /// touches a run whose handle is still alive.
+    fn remove_own_leftovers(&self, timeout: Duration) {
+        let live: Vec<PathBuf> = LIVE_RUNS
+            .lock()
+            .map(|runs| runs.iter().flatten().cloned().collect())
+            .unwrap_or_default();
+        let dirs: Vec<PathBuf> = self
+            .parent_dirs()
+            .iter()
+            .filter_map(|p| std::fs::read_dir(p).ok())
+            .flat_map(|d| d.flatten())
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                e.path().is_dir() && run_token(&name) == Some(self.token.as_str())
+            })
+            .map(|e| e.path())
+            .filter(|d| !live.contains(d) && procs_in(d).is_empty())
+            .collect();
+        remove_dirs(&dirs, timeout);
+    }
+
     /// Why a memory cap might not bound swap on this host (for the matrix's provenance).
     pub fn swap_note(&self) -> Option<&str> {
         self.swap_note.as_deref()
@@ -593,6 +618,7 @@ impl CgroupRoot {
 
     /// Creates the cgroup for launch number `launch` of job `job`.
     pub fn create_launch(&self, job: &str, launch: u32) -> Result<RunCgroup, CapsError> {
+        self.remove_own_leftovers(Duration::ZERO);
         let job: String = job.chars().take(40).collect();
         self.create_run(&format!("{job}-{}-{launch}", self.token))
     }
@@ -605,6 +631,7 @@ impl CgroupRoot {
 
 impl Drop for CgroupRoot {
     fn drop(&mut self) {
+        self.remove_own_leftovers(Duration::from_secs(10));
         // Not recursive: fails harmlessly while another sweep still has runs under the parent.
         remove_dirs(&self.parent_dirs(), Duration::ZERO);
         if let Some((file, path)) = self.lock.take() {
