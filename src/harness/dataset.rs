@@ -23,6 +23,9 @@ pub enum DatasetError {
 #[derive(Debug, Clone, Default)]
 pub struct DatasetSize {
     pub bytes: u64,
+    /// What the whole dataset takes in the page cache: each file rounded up to whole pages
+    /// (an ImageFolder of 40 KB JPEGs takes 5% more than its size).
+    pub page_cache_bytes: u64,
     pub files: u64,
     /// Every regular file, so its storage bandwidth can be measured and its cache evicted.
     pub paths: Vec<PathBuf>,
@@ -74,6 +77,7 @@ pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
         move |source| DatasetError::Read { path: p, source }
     };
     let mut size = DatasetSize::default();
+    let page = procfs::page_size();
     let mut stack = vec![path.to_owned()];
     while let Some(p) = stack.pop() {
         let meta = std::fs::symlink_metadata(&p).map_err(read_err(&p))?;
@@ -87,6 +91,7 @@ pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
             }
         } else if meta.is_file() {
             size.bytes += meta.len();
+            size.page_cache_bytes += meta.len().div_ceil(page) * page;
             size.files += 1;
             size.paths.push(p);
         }
@@ -143,14 +148,14 @@ impl FileMapping {
         unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
     }
 
-    /// Bytes of the file in the page cache now (`mincore`), `None` where it fails.
+    /// Bytes of page cache the file holds now (`mincore`; whole pages), `None` where it fails.
     fn resident_bytes(&self) -> Option<u64> {
         let page = procfs::page_size();
         let mut vec = vec![0u8; self.len.div_ceil(page as usize)];
         // SAFETY: `vec` has one byte per page of the mapping, as mincore writes.
         let ok = unsafe { libc::mincore(self.addr, self.len, vec.as_mut_ptr()) } == 0;
         let pages = vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
-        ok.then(|| (pages * page).min(self.len as u64))
+        ok.then_some(pages * page)
     }
 }
 
@@ -161,8 +166,8 @@ impl Drop for FileMapping {
     }
 }
 
-/// Bytes of `paths` resident in the page cache now (`mincore` over a read-only mapping of each
-/// file). Unreadable files count 0.
+/// Bytes of page cache `paths` hold now, in whole pages (`mincore` over a read-only mapping of
+/// each file). Unreadable files count 0.
 pub fn cached_bytes(paths: &[PathBuf]) -> u64 {
     paths
         .iter()
@@ -211,6 +216,21 @@ mod tests {
         }
         let _ = std::fs::read(&path).unwrap();
         assert_eq!(cached_bytes(&files), data.len() as u64, "read back in full");
+        // A file's last page is held whole.
+        let odd = dir.path().join("odd.bin");
+        std::fs::write(&odd, [1u8; 5000]).unwrap();
+        let _ = std::fs::read(&odd).unwrap();
+        let page = procfs::page_size();
+        assert_eq!(
+            cached_bytes(std::slice::from_ref(&odd)),
+            5000u64.div_ceil(page) * page
+        );
+        let size = measure_dataset(dir.path()).unwrap();
+        assert_eq!(size.bytes, data.len() as u64 + 5000);
+        assert_eq!(
+            size.page_cache_bytes,
+            data.len() as u64 + 5000u64.div_ceil(page) * page
+        );
         assert_eq!(cached_bytes(&[]), 0);
     }
 }

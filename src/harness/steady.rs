@@ -138,6 +138,57 @@ impl RateWindows {
         })
     }
 
+    /// Samples gained since the first report of the measurement.
+    pub fn gained(&self) -> f64 {
+        match (self.reports.first(), self.reports.last()) {
+            (Some(a), Some(b)) => b.samples - a.samples,
+            _ => 0.0,
+        }
+    }
+
+    /// The shortest stretch of reports ending at the last one that gains at least `period`
+    /// samples, as (first, last) indices into `reports`.
+    fn period_span(&self, period: f64) -> Option<(usize, usize)> {
+        let last = self.reports.len().checked_sub(1)?;
+        let target = self.reports[last].samples - period.max(0.0);
+        let first = self.reports.iter().rposition(|r| r.samples <= target)?;
+        (first < last).then_some((first, last))
+    }
+
+    /// Throughput over one whole period of `period` samples (an epoch: whatever varies within
+    /// an epoch, such as the hits of a partly cached dataset, averages out over one), or `None`
+    /// before a period has been gained. The interval comes from the rates of the windows (or,
+    /// with fewer than two, the report intervals) inside the stretch: it includes the variation
+    /// within the epoch, so it is wider than the uncertainty of the epoch's mean.
+    pub fn throughput_over(&self, period: f64) -> Option<Throughput> {
+        let (first, last) = self.period_span(period)?;
+        let (samples, seconds) = self.gain((first, last));
+        let mean = samples / seconds;
+        let inside: Vec<(usize, usize)> = self
+            .kept()
+            .filter(|&(a, b)| a >= first && b <= last)
+            .collect();
+        let batch_rates: Vec<f64> = if inside.len() >= 2 {
+            inside.iter().map(|&w| self.rate(w)).collect()
+        } else {
+            (first..last).map(|i| self.rate((i, i + 1))).collect()
+        };
+        let (_, half) = mean_ci95(&batch_rates);
+        Some(Throughput {
+            samples_per_s: mean,
+            ci95_low: (mean - half).max(0.0),
+            ci95_high: mean + half,
+            windows: inside.len().max(1) as u32,
+            measured_s: seconds,
+        })
+    }
+
+    /// Unix seconds of the first and last report of [`Self::throughput_over`]'s stretch.
+    pub fn period_times(&self, period: f64) -> Option<[f64; 2]> {
+        let (first, last) = self.period_span(period)?;
+        Some([self.reports[first].t, self.reports[last].t])
+    }
+
     /// Unix seconds of the first and last report the estimate over the last `n` windows uses.
     pub fn span(&self, n: usize) -> Option<[f64; 2]> {
         let used = self.used(n);
@@ -260,6 +311,53 @@ mod tests {
             iterations: Some(it),
             iteration_time_s: None,
         }
+    }
+
+    /// A job whose epochs of `n` samples run at `fast` samples/s for their first `part` and at
+    /// `slow` for the rest (a partly cached dataset: the hits come early in each epoch), reported
+    /// every `dt` seconds from `t0`, sampled at `count` reports, starting `offset` samples into
+    /// an epoch.
+    fn cycling(n: f64, part: f64, fast: f64, slow: f64, offset: f64, count: usize) -> Vec<Report> {
+        let dt = 0.05;
+        let mut samples = offset;
+        (0..count)
+            .map(|i| {
+                let r = report(100.0 + i as f64 * dt, samples, i as f64);
+                let rate = if samples % n < part * n { fast } else { slow };
+                samples += rate * dt;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_whole_epoch_averages_what_varies_within_it() {
+        let (n, part, fast, slow) = (1000.0, 0.4, 400.0, 100.0);
+        // One epoch takes 400/400 + 600/100 = 7 s: 1000/7 samples/s on average.
+        let epoch_mean = n / (part * n / fast + (1.0 - part) * n / slow);
+        for offset in [0.0, 250.0, 399.0, 400.0, 700.0, 999.0] {
+            let mut w = RateWindows::new(100.0, 0.5);
+            for r in cycling(n, part, fast, slow, offset, 300) {
+                w.push(r);
+            }
+            assert!(w.gained() >= n);
+            let whole = w.throughput_over(n).unwrap();
+            assert!(
+                (whole.samples_per_s - epoch_mean).abs() / epoch_mean < 0.02,
+                "offset {offset}: {} vs {epoch_mean}",
+                whole.samples_per_s
+            );
+            let [a, b] = w.period_times(n).unwrap();
+            assert!((b - a - whole.measured_s).abs() < 1e-9 && whole.measured_s >= 6.9);
+        }
+        // Steady windows in the slow phase alone say 100, far from the epoch's 143.
+        let mut w = RateWindows::new(100.0, 0.5);
+        for r in cycling(n, part, fast, slow, 400.0, 100) {
+            w.push(r);
+        }
+        assert!(w.is_steady(5, 0.05));
+        assert!((w.throughput(5).unwrap().samples_per_s - slow).abs() < 1.0);
+        assert!(w.throughput_over(n).is_none(), "less than an epoch gained");
     }
 
     #[test]

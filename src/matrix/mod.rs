@@ -137,6 +137,8 @@ pub struct CacheModelInputs {
     /// choice).
     #[serde(default)]
     pub kind: CacheKind,
+    /// What the dataset takes in the page cache: its files rounded up to whole pages (the
+    /// file sizes in files written before that distinction).
     pub dataset_bytes: u64,
     /// Storage read bandwidth, bytes/s.
     pub storage_bytes_per_s: f64,

@@ -40,7 +40,7 @@ impl Sweep<'_> {
             .map_or(CacheKind::PageCache, |d| d.cache);
         self.cache_inputs = Some(CacheModelInputs {
             kind,
-            dataset_bytes: ds.bytes,
+            dataset_bytes: ds.page_cache_bytes,
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
         });

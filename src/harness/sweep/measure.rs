@@ -10,6 +10,27 @@ use crate::harness::steady::{MIN_INTERVALS_PER_WINDOW, RateWindows};
 use crate::matrix::{Cell, CellSource, Telemetry};
 use std::time::Instant;
 
+/// Below this part of the dataset in the page cache, a cell is measured over a whole epoch.
+const PARTLY_CACHED: f64 = 0.98;
+
+/// Whole epochs of `n` samples to measure over: enough to span the `steady_windows` windows a
+/// steady cell would have, at the pace so far (a short epoch alone is a noisy measurement).
+fn whole_epochs(
+    n: f64,
+    windows: &crate::harness::steady::RateWindows,
+    elapsed_s: f64,
+    m: &crate::spec::MeasureSpec,
+) -> f64 {
+    let gained = windows.gained();
+    if gained <= 0.0 || elapsed_s <= 0.0 {
+        return 1.0;
+    }
+    let epoch_s = n * elapsed_s / gained;
+    (m.steady_windows as f64 * m.window_s / epoch_s)
+        .ceil()
+        .max(1.0)
+}
+
 /// What happened to a measured point.
 pub(super) enum Outcome {
     Cell(Cell),
@@ -83,16 +104,9 @@ impl Sweep<'_> {
     ) -> Result<Result<(), Cell>, SweepError> {
         let m = self.opts.spec.spec.measure.clone();
         // One pass over the dataset, so a launch's first cell sees a warm page cache.
-        let pass_samples = match (&self.dataset, m.warmup_pass) {
-            (Some(ds), true) => self
-                .opts
-                .spec
-                .spec
-                .dataset
-                .as_ref()
-                .and_then(|d| d.samples)
-                .unwrap_or(ds.files) as f64,
-            _ => 0.0,
+        let pass_samples = match m.warmup_pass {
+            true => self.epoch_samples().unwrap_or(0.0),
+            false => 0.0,
         };
         let mut first: Option<(Instant, f64)> = None;
         let mut read = 0.0;
@@ -107,6 +121,11 @@ impl Sweep<'_> {
             if let (Some(r), None) = (reports.first(), first) {
                 first = Some((Instant::now(), r.samples));
                 self.observer.status(&format!("{}: warming up", label(p)));
+                // What of its mapped files the job touches once it runs (start-up excluded),
+                // for the memory levels.
+                if let Some(cg) = &run.cgroup {
+                    crate::harness::resident::clear_referenced(&cg.pids());
+                }
             }
             if let (Some(last), Some((_, base))) = (reports.last(), first) {
                 read = last.samples - base;
@@ -151,6 +170,39 @@ impl Sweep<'_> {
         }
     }
 
+    /// Mapped files the job touched since its referenced bits were last cleared, the dataset
+    /// left out (the cache model accounts for it).
+    pub(super) fn mapped_hot_bytes(&self, run: &Run) -> Option<u64> {
+        let cg = run.cgroup.as_ref()?;
+        // smaps names files by their canonical path.
+        let dataset =
+            (self.opts.spec.dataset_path.as_deref()).and_then(|d| std::fs::canonicalize(d).ok());
+        Some(crate::harness::resident::referenced_file_bytes(
+            &cg.pids(),
+            dataset.as_deref(),
+        ))
+    }
+
+    /// Samples in one epoch: the spec's `dataset.samples`, else one per dataset file.
+    fn epoch_samples(&self) -> Option<f64> {
+        let ds = self.dataset.as_ref()?;
+        let samples = (self.opts.spec.spec.dataset.as_ref()).and_then(|d| d.samples);
+        Some(samples.unwrap_or(ds.files) as f64)
+    }
+
+    /// The epoch to measure over when the page cache holds only part of the dataset. The cache
+    /// then holds what the last epoch read last, so a freshly shuffled epoch hits early and
+    /// misses late: a few steady windows would see only one phase, and only a whole epoch
+    /// gives the rate a job really gets.
+    fn partly_cached_epoch(&self) -> Option<f64> {
+        let ds = self.dataset.as_ref()?;
+        let cached = crate::harness::dataset::cached_bytes(&ds.paths);
+        ((cached as f64) < PARTLY_CACHED * ds.page_cache_bytes as f64)
+            .then(|| self.epoch_samples())
+            .flatten()
+            .filter(|n| *n > 0.0)
+    }
+
     /// Measures one point on a running, warmed-up job.
     pub(super) fn measure(
         &mut self,
@@ -174,6 +226,13 @@ impl Sweep<'_> {
         // What of its mapped files the job uses from here on (for the cache model).
         if let Some(cg) = &run.cgroup {
             crate::harness::resident::clear_referenced(&cg.pids());
+        }
+        let epoch = self.partly_cached_epoch();
+        if let Some(n) = epoch {
+            self.observer.status(&format!(
+                "{}: dataset partly cached: measuring a whole epoch ({n:.0} samples)",
+                label(p)
+            ));
         }
         let mut rss_peak = 0u64;
         let mut anon_peak = 0u64;
@@ -222,11 +281,27 @@ impl Sweep<'_> {
                     "measurement",
                 )));
             }
-            if windows.is_steady(m.steady_windows, m.steady_cv) {
+            let done = match epoch {
+                Some(n) => {
+                    let k = whole_epochs(n, &windows, clock.elapsed().as_secs_f64(), &m);
+                    windows.gained() >= k * n && windows.closed() >= m.steady_windows
+                }
+                None => windows.is_steady(m.steady_windows, m.steady_cv),
+            };
+            if done {
                 steady = true;
                 break;
             }
-            if clock.elapsed().as_secs_f64() >= m.max_s {
+            let elapsed = clock.elapsed().as_secs_f64();
+            // An epoch may outlast max_s: give it the time it takes at the pace so far.
+            let limit = match epoch {
+                Some(n) if windows.gained() > 0.0 => {
+                    let k = whole_epochs(n, &windows, elapsed, &m);
+                    m.max_s.max(1.25 * k * n * elapsed / windows.gained())
+                }
+                _ => m.max_s,
+            };
+            if elapsed >= limit {
                 break;
             }
             std::thread::sleep(POLL);
@@ -247,19 +322,33 @@ impl Sweep<'_> {
                     .dataset
                     .as_ref()
                     .map(|d| crate::harness::dataset::cached_bytes(&d.paths)),
-                mapped_hot_bytes: run.cgroup.as_ref().map(|c| {
-                    // smaps names files by their canonical path.
-                    let dataset = (self.opts.spec.dataset_path.as_deref())
-                        .and_then(|d| std::fs::canonicalize(d).ok());
-                    crate::harness::resident::referenced_file_bytes(&c.pids(), dataset.as_deref())
-                }),
+                mapped_hot_bytes: self.mapped_hot_bytes(run),
             }),
             _ => Some(Telemetry {
                 rss_peak_bytes: rss_peak,
                 ..Telemetry::default()
             }),
         };
-        let Some(throughput) = windows.throughput(m.steady_windows) else {
+        let over_epoch = epoch.and_then(|n| {
+            let period = n * whole_epochs(n, &windows, elapsed, &m);
+            let period = if windows.gained() >= period {
+                period
+            } else {
+                n
+            };
+            windows
+                .throughput_over(period)
+                .zip(windows.period_times(period))
+        });
+        let measured_unix_s = match &over_epoch {
+            Some((_, span)) => Some(*span),
+            None => windows.span(m.steady_windows),
+        };
+        let throughput = match over_epoch {
+            Some((t, _)) => Some(t),
+            None => windows.throughput(m.steady_windows),
+        };
+        let Some(throughput) = throughput else {
             let why = match windows.report_interval_s() {
                 Some(_) => windows
                     .too_sparse(m.steady_windows, m.max_s, elapsed)
@@ -275,6 +364,14 @@ impl Sweep<'_> {
             return Ok(Outcome::Cell(cell));
         };
         let note = (!steady).then(|| {
+            if let Some(n) = epoch {
+                return format!(
+                    "unsteady: the dataset is partly cached and the measurement covers {:.0}% of \
+                     an epoch ({n:.0} samples); hits come early in an epoch, so this rate may be \
+                     off: raise max_s",
+                    100.0 * windows.gained() / n
+                );
+            }
             let why = windows
                 .too_sparse(m.steady_windows, m.max_s, elapsed)
                 .unwrap_or_else(|| {
@@ -307,7 +404,7 @@ impl Sweep<'_> {
             wall_s: started.elapsed().as_secs_f64(),
             node: None,
             interference: judge.as_ref().and_then(WindowJudge::summary),
-            measured_unix_s: windows.span(m.steady_windows),
+            measured_unix_s,
         }))
     }
 }

@@ -40,19 +40,14 @@ impl Sweep<'_> {
             }
             if self.memory.bytes().is_none() {
                 // Memory levels relative to the dataset: now what the job holds besides the
-                // dataset is known: its anonymous memory and its cached files other than the
-                // dataset. Not PSS: it counts mapped libraries, which the kernel charges as page
-                // cache (so they would count twice) and only to the cgroup that read them first.
-                let resident = match &run.cgroup {
-                    Some(cg) => {
-                        let c = cg.counters();
-                        let dataset = self
-                            .dataset
-                            .as_ref()
-                            .map_or(0, |d| crate::harness::dataset::cached_bytes(&d.paths));
-                        c.anon_bytes + c.page_cache_bytes.saturating_sub(dataset)
-                    }
-                    None => run.resident_bytes(),
+                // dataset is known, as the cache model counts it (Telemetry::
+                // resident_besides_dataset): its anonymous memory and the mapped files it
+                // touched while warming up. Not its whole page cache: the libraries a job is the
+                // first to load are charged to it as page cache, and most of them (start-up
+                // code) are cold and the first thing the kernel evicts under a cap.
+                let resident = match (&run.cgroup, self.mapped_hot_bytes(&run)) {
+                    (Some(cg), Some(hot)) => cg.counters().anon_bytes + hot,
+                    _ => run.resident_bytes(),
                 };
                 self.memory.resolve(resident);
                 self.check_step_caps(&first)?;
