@@ -196,9 +196,10 @@ fn pollux_balances_speedups() {
         .collect();
     counts.sort_unstable();
     assert_eq!(counts, vec![2, 3, 3]);
+    // Any batch within the job's bounds: above 64 per GPU it accumulates gradients.
     for j in &jobs {
         let a = j.allocation.as_ref().unwrap();
-        assert!(a.local_batch() <= 64.0 && a.global_batch >= 32);
+        assert!(a.global_batch >= j.spec.min_batch && a.global_batch <= j.spec.max_batch);
     }
 }
 
@@ -260,7 +261,7 @@ impl ElasticPolicy for Script {
 }
 
 #[test]
-fn restarts_charged_once_per_change_of_placement_or_batch() {
+fn restarts_charged_once_per_change_of_placement_not_of_batch() {
     let at = |server: usize, batch: u32, cpus: f64| {
         Some(Allocation {
             gpus_per_server: vec![(server, 2)],
@@ -273,14 +274,14 @@ fn restarts_charged_once_per_change_of_placement_or_batch() {
         at(0, 64, 4.0),  // start: charged
         at(0, 64, 4.0),  // same: not charged
         at(1, 64, 4.0),  // move: charged
-        at(1, 128, 4.0), // batch: charged
+        at(1, 128, 4.0), // batch: re-tuned between steps, not charged
         at(1, 128, 2.0), // CPU only: live, not charged
         None,            // preemption: released at once, not charged
         at(0, 128, 4.0), // resumption: charged
     ];
     // Seconds of progress in each interval of 60 s (30 s lost to each charged change).
-    let running = [30.0, 60.0, 30.0, 30.0, 60.0, 0.0, 30.0];
-    let charged = [1, 1, 2, 3, 3, 3, 4];
+    let running = [30.0, 60.0, 30.0, 60.0, 60.0, 0.0, 30.0];
+    let charged = [1, 1, 2, 2, 2, 2, 3];
     let (cluster, models) = (two_servers(), linear_app());
     let mut r = ElasticReplay::new(
         vec![job(0, 0.0, 2, 1e9)],

@@ -17,8 +17,9 @@ use profiler::replay::profile::ProfileSet;
 use proptest::prelude::*;
 use std::path::Path;
 
-const VARIANTS: [Variant; 8] = [
+const VARIANTS: [Variant; 9] = [
     ones::ONES,
+    ones::PIN,
     ones::QUEUE,
     ones::MUTATE,
     ones::BATCH,
@@ -218,7 +219,30 @@ proptest! {
             if let Err(e) = check(ctx.jobs, d, ctx.cluster) {
                 failures.push(format!("infeasible at {}: {e}", ctx.now));
             }
-            let best = p.score_decision(ctx, d);
+            // ONES's gate: the search's best is applied whole, or, when it would change a
+            // running job within its first epoch since its last change, only its starts of
+            // queued jobs on free GPUs.
+            let searched = p.last_best();
+            if d != searched {
+                let blocked = ctx.jobs.iter().zip(searched).any(|(j, a)| {
+                    j.allocation.as_ref().is_some_and(|old| {
+                        a.as_ref().is_none_or(|a| !a.same_placement(old))
+                    }) && j.epochs_since_change() < 1.0
+                });
+                if !variant.global_gate || !blocked {
+                    failures.push(format!("at {}: decision differs from the search's best", ctx.now));
+                }
+                for ((j, a), s) in ctx.jobs.iter().zip(d).zip(searched) {
+                    let ok = match &j.allocation {
+                        Some(_) => a == &j.allocation,
+                        None => a.is_none() || a == s,
+                    };
+                    if !ok {
+                        failures.push(format!("at {}: job {} gated wrongly", ctx.now, j.spec.id));
+                    }
+                }
+            }
+            let best = p.score_decision(ctx, searched);
             let start = p
                 .last_initial()
                 .iter()
@@ -230,8 +254,13 @@ proptest! {
             for (j, a) in ctx.jobs.iter().zip(d) {
                 let n = a.as_ref().map_or(0, |a| a.gpus());
                 let live = j.allocation.as_ref().map_or(0, |a| a.gpus());
-                // Once per epoch: a running job changes only after a full epoch.
-                if live > 0 && j.epochs_since_change() < 1.0 && a != &j.allocation {
+                // Once per epoch: a running job's placement changes only after a full epoch
+                // (its batch, cores and GB per GPU are applied live).
+                let moved = match (&j.allocation, a) {
+                    (Some(old), Some(new)) => !old.same_placement(new),
+                    (old, new) => old.is_some() != new.is_some(),
+                };
+                if live > 0 && j.epochs_since_change() < 1.0 && moved {
                     failures.push(format!("job {} changed within an epoch", j.spec.id));
                 }
                 // New jobs run on one GPU; a job at most doubles the most it has held.
@@ -324,6 +353,7 @@ fn elastic_search_tables() {
     let ones64 = ClusterSpec::builtin("ones-64").unwrap();
     let variants = [
         "ones",
+        "ones+pin",
         "ones+queue",
         "ones+mutate",
         "ones+batch",

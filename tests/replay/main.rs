@@ -909,3 +909,4 @@ fn out_dir_tables_csv_and_parquet_match_the_summary() {
 mod bounds;
 mod elastic_model;
 mod fuzz;
+mod pollux_fidelity;

@@ -29,10 +29,11 @@ impl Allocation {
         self.global_batch as f64 / self.gpus().max(1) as f64
     }
 
-    /// Same GPUs on the same servers with the same batch: nothing to restart (CPU and memory
-    /// changes are applied live, as cgroup limits are).
+    /// Same GPUs on the same servers: nothing to restart. A new global batch is applied
+    /// between steps (AdaptDL re-tunes batch and accumulation without a restart), CPU and memory
+    /// changes live (as cgroup limits are).
     pub fn same_placement(&self, other: &Allocation) -> bool {
-        self.gpus_per_server == other.gpus_per_server && self.global_batch == other.global_batch
+        self.gpus_per_server == other.gpus_per_server
     }
 }
 

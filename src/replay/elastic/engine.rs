@@ -4,10 +4,11 @@
 //! At each decision time `t`: jobs that finished during the previous interval release their
 //! GPUs (leases are per interval); jobs that arrived by `t` join; the policy returns a whole
 //! decision, which must pass [`check`] (a decision that does not is a bug of the policy, an
-//! internal error naming it); the engine applies it. A job whose placement or global batch
-//! changes (start, resize, move, resumption) restarts: it holds its new GPUs for
-//! `reconfiguration_s` without progress, and the change is counted once. A preempted job
-//! releases its GPUs at once. Changing only CPU or memory per GPU is applied live.
+//! internal error naming it); the engine applies it. A job whose placement changes (start,
+//! resize, move, resumption) restarts: it holds its new GPUs for `reconfiguration_s` without
+//! progress, and the change is counted once. A preempted job releases its GPUs at once.
+//! Changing only the global batch (AdaptDL re-tunes batch and gradient accumulation between
+//! steps) or the CPU and memory per GPU is applied live.
 //!
 //! Between decisions progress is exact and piecewise constant: a running job's goodput is
 //! [`AppModel::throughput_with`] at its allocation, times its noise factor, times the

@@ -27,13 +27,27 @@ pub struct AppModel {
 }
 
 impl AppModel {
-    /// Samples/s of `gpus` GPUs over `nodes` servers at `local_batch` samples per GPU per step,
-    /// with ample CPU and memory.
+    /// How a per-GPU batch of `local_batch` samples runs: as `accumulation + 1` micro-batches
+    /// of `micro` samples each, none above [`Self::max_local_batch`] (gradient accumulation,
+    /// as AdaptDL and Pollux's simulator do it). Every policy runs batches this way, so none
+    /// gets a step larger than fits on a GPU.
+    pub fn micro_batches(&self, local_batch: f64) -> (f64, u32) {
+        let max = self.max_local_batch.max(1) as f64;
+        let accumulation = ((local_batch / max - 1e-9).ceil().max(1.0) - 1.0) as u32;
+        (local_batch / (accumulation + 1) as f64, accumulation)
+    }
+
+    /// Samples/s of `gpus` GPUs over `nodes` servers at `local_batch` samples per GPU per
+    /// optimizer step, with ample CPU and memory. A local batch above
+    /// [`Self::max_local_batch`] accumulates gradients ([`Self::micro_batches`]): each extra
+    /// micro-batch costs a forward and backward pass, the last one the synchronised step.
     pub fn throughput(&self, gpus: u32, nodes: u32, local_batch: f64) -> f64 {
         if gpus == 0 || local_batch <= 0.0 {
             return 0.0;
         }
-        let t = self.step_time.step_time(gpus, nodes, local_batch);
+        let (micro, accumulation) = self.micro_batches(local_batch);
+        let t = accumulation as f64 * self.step_time.compute_time(micro).max(0.0)
+            + self.step_time.step_time(gpus, nodes, micro);
         if t > 0.0 && t.is_finite() {
             gpus as f64 * local_batch / t
         } else {
@@ -93,5 +107,54 @@ impl AppModels {
             .map(|a| a.name.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn app(max_local_batch: u32) -> AppModel {
+        AppModel {
+            name: "a".into(),
+            step_time: StepTimeModel {
+                compute_s: 0.02,
+                compute_s_per_sample: 0.001,
+                sync_local_s: 0.01,
+                sync_local_s_per_replica: 0.001,
+                sync_node_s: 0.05,
+                sync_node_s_per_replica: 0.01,
+                gamma: 2.0,
+            },
+            efficiency: EfficiencyModel::constant(100.0),
+            max_local_batch,
+            resources: None,
+        }
+    }
+
+    #[test]
+    fn a_local_batch_above_what_fits_accumulates_gradients() {
+        let m = app(64);
+        assert_eq!(m.micro_batches(64.0), (64.0, 0));
+        assert_eq!(m.micro_batches(65.0), (32.5, 1));
+        assert_eq!(m.micro_batches(256.0), (64.0, 3));
+        // 256 per GPU: three compute-only passes of 64, then the synchronised step of 64.
+        let expected = 4.0 * 256.0 / (3.0 * (0.02 + 0.064) + m.step_time.step_time(4, 1, 64.0));
+        assert!((m.throughput(4, 1, 256.0) - expected).abs() < 1e-9);
+        // Never faster than if it all fitted in one step.
+        assert!(m.throughput(4, 1, 256.0) < app(256).throughput(4, 1, 256.0));
+    }
+
+    proptest! {
+        /// Accumulation splits the local batch exactly, into micro-batches that fit.
+        #[test]
+        fn micro_batches_fit_and_add_up(local in 1.0f64..1e5, max in 1u32..4096) {
+            let (micro, accumulation) = app(max).micro_batches(local);
+            prop_assert!(micro <= max as f64 + 1e-9);
+            prop_assert!((micro * (accumulation + 1) as f64 - local).abs() < 1e-6 * local);
+            // The fewest micro-batches that fit.
+            prop_assert!(accumulation == 0 || local / accumulation as f64 > max as f64);
+        }
     }
 }

@@ -16,9 +16,14 @@ pub struct StepTimeModel {
 }
 
 impl StepTimeModel {
+    /// Seconds of one forward and backward pass of `local_batch` samples on one GPU.
+    pub fn compute_time(&self, local_batch: f64) -> f64 {
+        self.compute_s + self.compute_s_per_sample * local_batch
+    }
+
     /// Seconds per step of `replicas` GPUs on `nodes` servers at `local_batch` per GPU.
     pub fn step_time(&self, replicas: u32, nodes: u32, local_batch: f64) -> f64 {
-        let compute = self.compute_s + self.compute_s_per_sample * local_batch;
+        let compute = self.compute_time(local_batch);
         let beyond_two = replicas.saturating_sub(2) as f64;
         let sync = if replicas <= 1 {
             0.0

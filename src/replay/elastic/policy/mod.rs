@@ -98,6 +98,11 @@ pub const ALL: &[(&str, &str, Ctor)] = &[
         ones::ones_mean,
     ),
     (
+        "ones+pin",
+        "ONES holding only the jobs in their first epoch since a change, not every change (its global gate)",
+        ones::ones_pin,
+    ),
+    (
         "ones-plus",
         "ONES with all four improvements (queue, mutate, batch, mean)",
         ones::ones_plus,

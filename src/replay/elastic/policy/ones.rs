@@ -30,6 +30,13 @@ pub const MEAN: Variant = Variant {
     mean_predictor: true,
     ..ONES
 };
+/// Only the jobs inside their first epoch since a change are held, instead of ONES's global
+/// gate (which holds every change of a decision that would touch one of them).
+pub const PIN: Variant = Variant {
+    name: "ones+pin",
+    global_gate: false,
+    ..ONES
+};
 /// All four improvements.
 pub const PLUS: Variant = Variant {
     name: "ones-plus",
@@ -38,6 +45,7 @@ pub const PLUS: Variant = Variant {
     free_batch: true,
     mean_predictor: true,
     resources: false,
+    global_gate: true,
 };
 
 pub fn ones(seed: u64) -> Box<dyn ElasticPolicy> {
@@ -54,6 +62,9 @@ pub fn ones_batch(seed: u64) -> Box<dyn ElasticPolicy> {
 }
 pub fn ones_mean(seed: u64) -> Box<dyn ElasticPolicy> {
     Box::new(Evolution::new(MEAN, seed))
+}
+pub fn ones_pin(seed: u64) -> Box<dyn ElasticPolicy> {
+    Box::new(Evolution::new(PIN, seed))
 }
 pub fn ones_plus(seed: u64) -> Box<dyn ElasticPolicy> {
     Box::new(Evolution::new(PLUS, seed))

@@ -1,13 +1,14 @@
 //! Pollux-like goodput optimiser (OSDI'21). Per job and GPU count g: the goodput-maximising
-//! global batch among geometric candidates in [max(min batch, g), min(max batch, g x max local
-//! batch)] (no gradient accumulation), on the fewest servers, at the proportional CPU and memory
-//! share. A job's speed-up is that goodput over its goodput at a fair share
-//! (ceil(GPUs / active jobs), or the nearest feasible count), scaled so that one server's GPUs
-//! count 1 (as Pollux's simulator does). The objective is Pollux's: the power mean with p = -1
-//! of the speed-ups plus 0.001, a job whose GPU count would change (a start included) having its
-//! speed-up scaled by the restart penalty max(age - 30 x restarts, 0) / (age + 30), age since
-//! arrival, restarts after the first start, floored at 0.001 (a job arriving exactly at a
-//! decision has age 0).
+//! global batch among geometric candidates in [max(min batch, g), max batch], a local batch
+//! above what fits on a GPU running as gradient accumulation (`AppModel::micro_batches`), on
+//! the fewest servers, at the proportional CPU and memory share; the batch is re-tuned at every
+//! decision, which costs no restart (AdaptDL's agent re-tunes between steps). A job's speed-up
+//! is that goodput over its goodput at a fair share (ceil(GPUs / active jobs), or the nearest
+//! feasible count), scaled so that one server's GPUs count 1 (as Pollux's simulator does). The
+//! objective is Pollux's: the power mean with p = -1 of the speed-ups plus 0.001, a job whose
+//! GPU count would change (a start included) having its speed-up scaled by the restart penalty
+//! max(age - 30 x restarts, 0) / (age + 30), age since arrival, restarts after the first start,
+//! floored at 0.001 (a job arriving exactly at a decision has age 0).
 //!
 //! Departures from Pollux: the search is a deterministic greedy then hill-climb over GPU counts
 //! (one GPU at a time to the largest objective gain, then single-GPU transfers between jobs
@@ -15,25 +16,21 @@
 //! over a jobs x servers matrix; placement follows the shared rule (fewest servers, keep a
 //! job's servers), not the genome, so the penalty applies to a change of GPU count only (a move
 //! forced by fragmentation is not weighed); no second objective (Pollux's NSGA-II also keeps
-//! cluster utility, for autoscaling, which a fixed cluster does not need). The engine charges a batch change as a restart, which
-//! AdaptDL does not, so a job whose servers stay the same keeps its batch unless the best batch
-//! has 5% more goodput.
+//! cluster utility, for autoscaling, which a fixed cluster does not need).
 
 use super::super::allocation::Allocation;
 use super::super::job::ElasticJob;
 use super::support::{min_nodes, place_counts, proportional_share};
 use super::{DecisionCtx, ElasticPolicy};
 
-/// Geometric batch candidates per GPU count.
-pub const BATCH_CANDIDATES: usize = 16;
+/// Geometric batch candidates per GPU count (numpy.geomspace's default, as Pollux).
+pub const BATCH_CANDIDATES: usize = 50;
 /// Added to every speed-up in the power mean (Pollux's), so that no GPUs is not infinitely bad.
 const ZERO_SPEEDUP: f64 = 1e-3;
 /// Pollux's restart penalty constant, seconds.
 const RESTART_S: f64 = 30.0;
 /// Smallest restart penalty factor.
 const MIN_PENALTY: f64 = 1e-3;
-/// Batch hysteresis when the servers stay the same.
-const BATCH_GAIN: f64 = 1.05;
 /// Hill-climb iterations at most (each tries every transfer).
 const MAX_CLIMB: usize = 64;
 
@@ -43,17 +40,18 @@ pub fn pollux(_seed: u64) -> Box<dyn ElasticPolicy> {
     Box::new(Pollux)
 }
 
-/// Feasible global batch range at `g` GPUs, if any.
-fn batch_range(job: &ElasticJob, g: u32, max_local: u32) -> Option<(u32, u32)> {
+/// Feasible global batch range at `g` GPUs (at least one sample per GPU; above what fits,
+/// gradient accumulation), if any.
+fn batch_range(job: &ElasticJob, g: u32) -> Option<(u32, u32)> {
     let lo = job.spec.min_batch.max(g);
-    let hi = job.spec.max_batch.min(g.saturating_mul(max_local.max(1)));
+    let hi = job.spec.max_batch;
     (g > 0 && lo <= hi).then_some((lo, hi))
 }
 
 /// The best (goodput, batch) of `job` on `g` GPUs over `nodes` servers.
 fn best_batch(ctx: &DecisionCtx, job: &ElasticJob, g: u32, nodes: u32) -> Option<(f64, u32)> {
     let model = ctx.models.get(&job.spec.app)?;
-    let (lo, hi) = batch_range(job, g, model.max_local_batch)?;
+    let (lo, hi) = batch_range(job, g)?;
     let share = proportional_share(ctx.cluster);
     let frac = job.progress_frac();
     let good = |b: u32| {
@@ -222,32 +220,8 @@ impl ElasticPolicy for Pollux {
         let batch = |i: usize, servers: &[(usize, u32)]| {
             let job = &ctx.jobs[i];
             let g = servers.iter().map(|&(_, g)| g).sum::<u32>();
-            let nodes = servers.len() as u32;
-            let (best_good, best_b) =
-                best_batch(ctx, job, g, nodes).unwrap_or((0.0, job.spec.min_batch.max(g)));
-            if let Some(a) = &job.allocation
-                && a.gpus_per_server == servers
-                && let Some((lo, hi)) = ctx
-                    .models
-                    .get(&job.spec.app)
-                    .and_then(|m| batch_range(job, g, m.max_local_batch))
-                && (lo..=hi).contains(&a.global_batch)
-            {
-                let model = ctx.models.get(&job.spec.app);
-                let share = proportional_share(ctx.cluster);
-                let cur = model.map_or(0.0, |m| {
-                    m.throughput_with(g, nodes, a.global_batch as f64 / g as f64, share.0, share.1)
-                        * m.efficiency.efficiency(
-                            a.global_batch as f64,
-                            job.spec.base_batch as f64,
-                            job.progress_frac(),
-                        )
-                });
-                if best_good < BATCH_GAIN * cur {
-                    return a.global_batch;
-                }
-            }
-            best_b
+            best_batch(ctx, job, g, servers.len() as u32)
+                .map_or(job.spec.min_batch.max(g), |(_, b)| b)
         };
         place_counts(ctx, &counts, &feasible, &batch)
     }
