@@ -118,24 +118,36 @@ impl RateWindows {
     pub fn throughput(&self, n: usize) -> Option<Throughput> {
         let used = self.used(n);
         let (first, last) = (used.first()?.0, used.last()?.1);
-        let (samples, seconds) = used
+        let gain = used
             .iter()
             .map(|&w| self.gain(w))
             .fold((0.0, 0.0), |(s, t), (ds, dt)| (s + ds, t + dt));
+        Some(self.estimate(gain, &used, (first, last)))
+    }
+
+    /// The rate of `(samples, seconds)` with a Student-t 95% interval from the rates of
+    /// `windows` (batch means), or with fewer than two, of the report intervals from `first` to
+    /// `last`, so it is never narrower than the data allow.
+    fn estimate(
+        &self,
+        (samples, seconds): (f64, f64),
+        windows: &[(usize, usize)],
+        (first, last): (usize, usize),
+    ) -> Throughput {
         let mean = samples / seconds;
-        let batch_rates: Vec<f64> = if used.len() >= 2 {
-            used.iter().map(|&w| self.rate(w)).collect()
+        let batch_rates: Vec<f64> = if windows.len() >= 2 {
+            windows.iter().map(|&w| self.rate(w)).collect()
         } else {
             (first..last).map(|i| self.rate((i, i + 1))).collect()
         };
         let (_, half) = mean_ci95(&batch_rates);
-        Some(Throughput {
+        Throughput {
             samples_per_s: mean,
             ci95_low: (mean - half).max(0.0),
             ci95_high: mean + half,
-            windows: used.len() as u32,
+            windows: windows.len().max(1) as u32,
             measured_s: seconds,
-        })
+        }
     }
 
     /// Samples gained since the first report of the measurement.
@@ -161,26 +173,12 @@ impl RateWindows {
     /// with fewer than two, the report intervals) inside the stretch: it includes the variation
     /// within the epoch, so it is wider than the uncertainty of the epoch's mean.
     pub fn throughput_over(&self, period: f64) -> Option<Throughput> {
-        let (first, last) = self.period_span(period)?;
-        let (samples, seconds) = self.gain((first, last));
-        let mean = samples / seconds;
+        let span = self.period_span(period)?;
         let inside: Vec<(usize, usize)> = self
             .kept()
-            .filter(|&(a, b)| a >= first && b <= last)
+            .filter(|&(a, b)| a >= span.0 && b <= span.1)
             .collect();
-        let batch_rates: Vec<f64> = if inside.len() >= 2 {
-            inside.iter().map(|&w| self.rate(w)).collect()
-        } else {
-            (first..last).map(|i| self.rate((i, i + 1))).collect()
-        };
-        let (_, half) = mean_ci95(&batch_rates);
-        Some(Throughput {
-            samples_per_s: mean,
-            ci95_low: (mean - half).max(0.0),
-            ci95_high: mean + half,
-            windows: inside.len().max(1) as u32,
-            measured_s: seconds,
-        })
+        Some(self.estimate(self.gain(span), &inside, span))
     }
 
     /// Unix seconds of the first and last report of [`Self::throughput_over`]'s stretch.
