@@ -41,6 +41,8 @@ fn linear_app() -> AppModels {
             },
             efficiency: EfficiencyModel { phi: vec![] },
             max_local_batch: 64,
+            min_local_batch: 1,
+            accumulate_alone_above: None,
             resources: None,
         }],
     }

@@ -43,6 +43,8 @@ fn models(resources: bool) -> AppModels {
         },
         efficiency: EfficiencyModel::constant(phi),
         max_local_batch: 256,
+        min_local_batch: 1,
+        accumulate_alone_above: None,
         resources: None,
     };
     let mut m = AppModels {

@@ -6,6 +6,7 @@
 
 use profiler::replay::cluster::ClusterSpec;
 use profiler::replay::elastic::experiment::{ElasticOptions, run};
+use profiler::replay::elastic::engine::EngineConfig;
 use profiler::replay::elastic::model::AppModels;
 use profiler::replay::elastic::model::calibration::Calibration;
 use profiler::replay::elastic::workload::pollux;
@@ -47,7 +48,11 @@ fn pollux_fidelity() {
             policies: POLICIES.iter().map(|p| p.to_string()).collect(),
             first_seed: 0,
             seeds: SEEDS,
-            engine: Default::default(),
+            // Pollux's simulator has no run-to-run noise: its policies know the true step times.
+            engine: EngineConfig {
+                noise_sigma: 0.0,
+                ..Default::default()
+            },
             versus: vec![],
             out_dir: None,
         };

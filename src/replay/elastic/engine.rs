@@ -504,6 +504,9 @@ impl<'a> ElasticReplay<'a> {
                 job.progress = (job.progress + good * dt).min(job.spec.work());
             }
             job.samples += raw * dt;
+            if dt > 0.0 {
+                job.max_gpus_run = job.max_gpus_run.max(a.gpus());
+            }
             let held = end - t0;
             job.run_s += held;
             job.attained_gpu_s += a.gpus() as f64 * held;

@@ -96,6 +96,8 @@ pub struct ElasticJob {
     pub attained_gpu_s: f64,
     /// Seconds holding an allocation.
     pub run_s: f64,
+    /// The most GPUs the job has made progress on (what Pollux has profiled it at).
+    pub max_gpus_run: u32,
     pub first_start_s: Option<f64>,
     pub finish_s: Option<f64>,
 }
@@ -112,6 +114,7 @@ impl ElasticJob {
             samples_at_last_change: 0.0,
             attained_gpu_s: 0.0,
             run_s: 0.0,
+            max_gpus_run: 0,
             first_start_s: None,
             finish_s: None,
         }

@@ -59,6 +59,37 @@ impl FreePool {
             .all(|&(s, g)| s < self.free.len() && self.room(s, cpus_per_gpu, mem_gb_per_gpu) >= g)
     }
 
+    /// Servers for `gpus` GPUs as Pollux's simulator places its baselines: from the server
+    /// with the most room (ties to the lowest index), as many as it has, until the job has
+    /// them all. `None` when the cluster cannot host it.
+    pub fn place_most_free(
+        &self,
+        gpus: u32,
+        cpus_per_gpu: f64,
+        mem_gb_per_gpu: f64,
+    ) -> Option<Vec<(usize, u32)>> {
+        if gpus == 0 {
+            return None;
+        }
+        let mut rooms: Vec<u32> = (0..self.free.len())
+            .map(|s| self.room(s, cpus_per_gpu, mem_gb_per_gpu))
+            .collect();
+        let mut left = gpus;
+        let mut out = Vec::new();
+        while left > 0 {
+            let s = (0..rooms.len()).max_by_key(|&s| (rooms[s], std::cmp::Reverse(s)))?;
+            if rooms[s] == 0 {
+                return None;
+            }
+            let g = rooms[s].min(left);
+            rooms[s] -= g;
+            left -= g;
+            out.push((s, g));
+        }
+        out.sort_unstable();
+        Some(out)
+    }
+
     /// Servers for `gpus` GPUs at this CPU and memory per GPU: `keep` (the job's current
     /// servers) when it has the same GPU count and still fits (no migration); else one server,
     /// the fullest that fits (best fit, ties to the lowest index); else as few servers as

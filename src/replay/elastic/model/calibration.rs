@@ -160,6 +160,10 @@ impl Calibration {
             step_time: a.step_time,
             efficiency: a.efficiency.clone(),
             max_local_batch: a.max_local_batch,
+            min_local_batch: a.min_local_batch,
+            // AdaptDL's agent and Pollux's simulator accumulate on one GPU above the initial
+            // batch; ONES's jobs do not accumulate.
+            accumulate_alone_above: Some(a.base_batch),
             resources: None,
         });
         let ones = self.ones.iter().map(|t| AppModel {
@@ -167,6 +171,8 @@ impl Calibration {
             step_time: t.step_time,
             efficiency: t.efficiency.clone(),
             max_local_batch: t.max_local_batch,
+            min_local_batch: 1,
+            accumulate_alone_above: None,
             resources: None,
         });
         AppModels {

@@ -22,6 +22,13 @@ pub struct AppModel {
     pub efficiency: EfficiencyModel,
     /// Largest per-GPU batch that fits in GPU memory.
     pub max_local_batch: u32,
+    /// Smallest per-GPU batch measured: schedulers that follow Pollux give a job no more GPUs
+    /// than its batch has micro-batches of this size.
+    pub min_local_batch: u32,
+    /// AdaptDL's rule: one GPU running a global batch above this accumulates gradients at
+    /// least once (two micro-batches), so that its gradient noise can be measured between
+    /// them. `None`: no such rule.
+    pub accumulate_alone_above: Option<u32>,
     /// CPU/memory sensitivity; `None`: the job runs at full speed on any CPU and memory.
     pub resources: Option<ResourceModel>,
 }
@@ -29,11 +36,15 @@ pub struct AppModel {
 impl AppModel {
     /// How a per-GPU batch of `local_batch` samples runs: as `accumulation + 1` micro-batches
     /// of `micro` samples each, none above [`Self::max_local_batch`] (gradient accumulation,
-    /// as AdaptDL and Pollux's simulator do it). Every policy runs batches this way, so none
-    /// gets a step larger than fits on a GPU.
-    pub fn micro_batches(&self, local_batch: f64) -> (f64, u32) {
+    /// as AdaptDL and Pollux's simulator do it; on one GPU see
+    /// [`Self::accumulate_alone_above`]). Every policy runs batches this way, so none gets a
+    /// step larger than fits on a GPU.
+    pub fn micro_batches(&self, gpus: u32, local_batch: f64) -> (f64, u32) {
         let max = self.max_local_batch.max(1) as f64;
-        let accumulation = ((local_batch / max - 1e-9).ceil().max(1.0) - 1.0) as u32;
+        let mut accumulation = ((local_batch / max - 1e-9).ceil().max(1.0) - 1.0) as u32;
+        if gpus == 1 && self.accumulate_alone_above.is_some_and(|b| local_batch > b as f64 + 1e-9) {
+            accumulation = accumulation.max(1);
+        }
         (local_batch / (accumulation + 1) as f64, accumulation)
     }
 
@@ -45,7 +56,7 @@ impl AppModel {
         if gpus == 0 || local_batch <= 0.0 {
             return 0.0;
         }
-        let (micro, accumulation) = self.micro_batches(local_batch);
+        let (micro, accumulation) = self.micro_batches(gpus, local_batch);
         let t = accumulation as f64 * self.step_time.compute_time(micro).max(0.0)
             + self.step_time.step_time(gpus, nodes, micro);
         if t > 0.0 && t.is_finite() {
@@ -129,6 +140,8 @@ mod tests {
             },
             efficiency: EfficiencyModel::constant(100.0),
             max_local_batch,
+            min_local_batch: 1,
+            accumulate_alone_above: None,
             resources: None,
         }
     }
@@ -136,9 +149,9 @@ mod tests {
     #[test]
     fn a_local_batch_above_what_fits_accumulates_gradients() {
         let m = app(64);
-        assert_eq!(m.micro_batches(64.0), (64.0, 0));
-        assert_eq!(m.micro_batches(65.0), (32.5, 1));
-        assert_eq!(m.micro_batches(256.0), (64.0, 3));
+        assert_eq!(m.micro_batches(4, 64.0), (64.0, 0));
+        assert_eq!(m.micro_batches(4, 65.0), (32.5, 1));
+        assert_eq!(m.micro_batches(4, 256.0), (64.0, 3));
         // 256 per GPU: three compute-only passes of 64, then the synchronised step of 64.
         let expected = 4.0 * 256.0 / (3.0 * (0.02 + 0.064) + m.step_time.step_time(4, 1, 64.0));
         assert!((m.throughput(4, 1, 256.0) - expected).abs() < 1e-9);
@@ -150,7 +163,7 @@ mod tests {
         /// Accumulation splits the local batch exactly, into micro-batches that fit.
         #[test]
         fn micro_batches_fit_and_add_up(local in 1.0f64..1e5, max in 1u32..4096) {
-            let (micro, accumulation) = app(max).micro_batches(local);
+            let (micro, accumulation) = app(max).micro_batches(2, local);
             prop_assert!(micro <= max as f64 + 1e-9);
             prop_assert!((micro * (accumulation + 1) as f64 - local).abs() < 1e-6 * local);
             // The fewest micro-batches that fit.

@@ -1,15 +1,16 @@
-//! Optimus-like greedy (EuroSys'18) as Pollux's "Optimus+Oracle": every job (in arrival order,
-//! while GPUs last) gets one GPU, then GPUs go one at a time to the job whose estimated
-//! remaining time drops the most. The estimate uses the job's true remaining work (the oracle)
-//! and the model's goodput at the job's own batch rule, on the fewest servers, plus the restart a
-//! change of GPU count would cost a running job (without it the greedy reshuffles jobs every
-//! interval for gains smaller than the restart). Elastic in GPUs, not in batch: the batch
-//! follows the job's rule. Placement: largest jobs first, keeping a
-//! job's servers when its count is unchanged.
+//! Optimus-like greedy (EuroSys'18) as Pollux's simulator runs "Optimus+Oracle": every job (in
+//! arrival order, while GPUs last) gets one GPU, then GPUs go one at a time to the job whose
+//! remaining time drops the most: (step time at n GPUs - at n + 1) x the steps it has left,
+//! from the job's true remaining work (the oracle) and the model's step time at the job's own
+//! batch, packed on the fewest servers. A job takes at most as many GPUs as its batch has
+//! micro-batches of the application's smallest measured local batch. Elastic in GPUs, not in
+//! batch: the batch follows the job's rule. Placement as the simulator's: a job whose count is
+//! unchanged keeps its servers, the others, fewest GPUs first, take GPUs from the servers with
+//! the most free. A resize restarts the job; the greedy does not weigh that (as Optimus).
 
 use super::super::allocation::Allocation;
 use super::support::{
-    goodput, max_gpus_at_own_batch, min_nodes, own_batch, place_counts, proportional_share,
+    goodput, min_nodes, own_batch, own_batch_on, place_most_free_keeping, proportional_share,
 };
 use super::{DecisionCtx, ElasticPolicy};
 
@@ -30,28 +31,22 @@ impl ElasticPolicy for Optimus {
         let cap: Vec<u32> = ctx
             .jobs
             .iter()
-            .map(|j| max_gpus_at_own_batch(&j.spec, ctx.cluster))
+            .map(|j| {
+                let min_local = ctx.models.get(&j.spec.app).map_or(1, |m| m.min_local_batch);
+                (own_batch(&j.spec, 1) / min_local.max(1))
+                    .clamp(1, ctx.cluster.total_gpus.max(1))
+            })
             .collect();
+        // Seconds the job still needs on g GPUs at its own batch.
         let time = |i: usize, g: u32| -> f64 {
             let job = &ctx.jobs[i];
             let Some(model) = ctx.models.get(&job.spec.app) else {
                 return f64::INFINITY;
             };
-            let rate = goodput(
-                model,
-                job,
-                g,
-                min_nodes(ctx.cluster, g),
-                own_batch(&job.spec, g).max(g),
-                share,
-            );
-            // A running job resized restarts: the estimate counts the time that costs.
-            let restart = match &job.allocation {
-                Some(a) if a.gpus() != g => ctx.reconfiguration_s,
-                _ => 0.0,
-            };
+            let batch = own_batch(&job.spec, g).max(g);
+            let rate = goodput(model, job, g, min_nodes(ctx.cluster, g), batch, share);
             if rate > 0.0 {
-                job.remaining() / rate + restart
+                job.remaining().max(1.0) / rate
             } else {
                 f64::INFINITY
             }
@@ -75,44 +70,32 @@ impl ElasticPolicy for Optimus {
                 free -= 1;
             }
         }
-        let mut t_now: Vec<f64> = (0..n)
-            .map(|i| {
-                if counts[i] > 0 {
-                    time(i, 1)
-                } else {
-                    f64::INFINITY
-                }
-            })
-            .collect();
-        let gain = |i: usize, counts: &[u32], t_now: &[f64]| -> (f64, f64) {
-            if counts[i] == 0 || counts[i] >= cap[i] {
-                return (0.0, f64::INFINITY);
+        let gain = |i: usize, g: u32| -> f64 {
+            if g == 0 || g >= cap[i] {
+                return 0.0;
             }
-            let t = time(i, counts[i] + 1);
-            (t_now[i] - t, t)
+            let d = time(i, g) - time(i, g + 1);
+            if d.is_finite() { d } else { 0.0 }
         };
-        let mut gains: Vec<(f64, f64)> = (0..n).map(|i| gain(i, &counts, &t_now)).collect();
+        let mut gains: Vec<f64> = (0..n).map(|i| gain(i, counts[i])).collect();
         while free > 0 {
             // Largest gain; ties to the earliest in arrival order.
             let best = order
                 .iter()
                 .copied()
-                .filter(|&i| gains[i].0 > 0.0 && gains[i].0.is_finite())
+                .filter(|&i| gains[i] > 0.0)
                 .fold(None::<usize>, |b, i| match b {
-                    Some(b) if gains[b].0 >= gains[i].0 => Some(b),
+                    Some(b) if gains[b] >= gains[i] => Some(b),
                     _ => Some(i),
                 });
             let Some(i) = best else { break };
             counts[i] += 1;
-            t_now[i] = gains[i].1;
             free -= 1;
-            gains[i] = gain(i, &counts, &t_now);
+            gains[i] = gain(i, counts[i]);
         }
-        let feasible = |i: usize, g: u32| g <= cap[i];
-        let batch = |i: usize, servers: &[(usize, u32)]| {
-            let g = servers.iter().map(|&(_, g)| g).sum::<u32>();
-            own_batch(&ctx.jobs[i].spec, g).max(g)
-        };
-        place_counts(ctx, &counts, &feasible, &batch)
+        let mut placing = order.clone();
+        placing.sort_by_key(|&i| counts[i]);
+        let batch = |i: usize, servers: &[(usize, u32)]| own_batch_on(ctx, i, servers);
+        place_most_free_keeping(ctx, &counts, &placing, &batch)
     }
 }

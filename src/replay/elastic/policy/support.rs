@@ -88,11 +88,14 @@ pub fn place_in_order(
     gpus: &dyn Fn(usize) -> u32,
     preemptive: bool,
 ) -> Vec<Option<Allocation>> {
-    let batch = |i: usize, servers: &[(usize, u32)]| {
-        let g = servers.iter().map(|&(_, g)| g).sum::<u32>();
-        own_batch(&ctx.jobs[i].spec, g).max(g)
-    };
+    let batch = |i: usize, servers: &[(usize, u32)]| own_batch_on(ctx, i, servers);
     place_with_batch(ctx, order, gpus, &batch, preemptive)
+}
+
+/// Job `i`'s own batch on these (server, GPUs), at least one sample per GPU.
+pub fn own_batch_on(ctx: &DecisionCtx, i: usize, servers: &[(usize, u32)]) -> u32 {
+    let g = servers.iter().map(|&(_, g)| g).sum::<u32>();
+    own_batch(&ctx.jobs[i].spec, g).max(g)
 }
 
 /// The global batch of job `i` on these (server, GPUs).
@@ -173,6 +176,47 @@ pub fn place_with_batch(
         }
     }
     second_out
+}
+
+/// Places GPU counts as Pollux's simulator places Tiresias and Optimus: a running job whose
+/// count is unchanged keeps its servers; the others, in `order`, take GPUs from the servers
+/// with the most room ([`FreePool::place_most_free`]). A job with a count of 0, missing from
+/// `order`, or that no longer fits, stays queued (a running one is preempted).
+pub fn place_most_free_keeping(
+    ctx: &DecisionCtx,
+    counts: &[u32],
+    order: &[usize],
+    batch: &BatchFn,
+) -> Vec<Option<Allocation>> {
+    let share = proportional_share(ctx.cluster);
+    let alloc_for = |i: usize, servers: Vec<(usize, u32)>| Allocation {
+        global_batch: batch(i, &servers),
+        gpus_per_server: servers,
+        cpus_per_gpu: share.0,
+        mem_gb_per_gpu: share.1,
+    };
+    let mut out: Vec<Option<Allocation>> = vec![None; ctx.jobs.len()];
+    let mut pool = FreePool::new(ctx.cluster);
+    for (i, j) in ctx.jobs.iter().enumerate() {
+        let Some(a) = &j.allocation else { continue };
+        if counts[i] > 0 && a.gpus() == counts[i] && pool.fits(&a.gpus_per_server, share.0, share.1)
+        {
+            let a = alloc_for(i, a.gpus_per_server.clone());
+            pool.take(&a);
+            out[i] = Some(a);
+        }
+    }
+    for &i in order {
+        if out[i].is_some() || counts[i] == 0 {
+            continue;
+        }
+        if let Some(servers) = pool.place_most_free(counts[i], share.0, share.1) {
+            let a = alloc_for(i, servers);
+            pool.take(&a);
+            out[i] = Some(a);
+        }
+    }
+    out
 }
 
 /// Places elastic GPU counts (`counts[i]` for job i, 0: queued), largest first (then arrival);

@@ -2,11 +2,13 @@
 //! attained service is GPUs x time held (GPU-seconds); queues are bounded by thresholds of
 //! attained service (Pollux's simulator: 2 queues, split at 16 GPU-hours); jobs are served by
 //! queue, FIFO (arrival order) within a queue, preemptively, non-elastic at their requested GPUs
-//! and own batch, placed consolidated (one server when one fits, else the fewest). No
-//! starvation guard, as in Pollux's simulator.
+//! and own batch. Admission in that order while the job's GPUs are still unclaimed (a smaller
+//! job further down may backfill); placed as Pollux's simulator does, a running job keeping its
+//! servers and a started one taking GPUs from the servers with the most free. No starvation
+//! guard, as in Pollux's simulator.
 
 use super::super::allocation::Allocation;
-use super::support::{gang_gpus, place_in_order};
+use super::support::{gang_gpus, own_batch_on, place_most_free_keeping};
 use super::{DecisionCtx, ElasticPolicy};
 
 /// Queue thresholds, GPU-seconds (Pollux's simulator: one threshold at 16 GPU-hours).
@@ -48,7 +50,16 @@ impl ElasticPolicy for Tiresias {
                 .then(ja.spec.arrival_s.total_cmp(&jb.spec.arrival_s))
                 .then(ja.spec.id.cmp(&jb.spec.id))
         });
-        let gpus = |i: usize| gang_gpus(&ctx.jobs[i].spec);
-        place_in_order(ctx, &order, &gpus, true)
+        let mut unclaimed = ctx.cluster.total_gpus;
+        let mut counts = vec![0u32; ctx.jobs.len()];
+        for &i in &order {
+            let g = gang_gpus(&ctx.jobs[i].spec);
+            if g <= unclaimed {
+                counts[i] = g;
+                unclaimed -= g;
+            }
+        }
+        let batch = |i: usize, servers: &[(usize, u32)]| own_batch_on(ctx, i, servers);
+        place_most_free_keeping(ctx, &counts, &order, &batch)
     }
 }
