@@ -7,9 +7,10 @@
 //!    relative error;
 //! 2. synchronisation within one server, then across servers: the measured `sync_time` of
 //!    multi-GPU steps against the replicas beyond two, same criterion;
-//! 3. gamma: golden-section search in [1, 10] on the squared log error of the step time;
-//! 4. all seven parameters together: Nelder-Mead on the squared log error of the step time,
-//!    started from stages 1-3 (deterministic: fixed start, fixed iteration budget).
+//! 3. gamma: golden-section search in [1, 10] on the squared log error of the step time and of
+//!    the compute time (step minus synchronisation, where measured), as Pollux fits;
+//! 4. all seven parameters together: Nelder-Mead on the same loss, started from stages 1-3
+//!    (deterministic: fixed start, fixed iteration budget).
 
 use super::efficiency::EfficiencyModel;
 use super::reference::{StepSample, ValidationCurve};
@@ -79,14 +80,25 @@ fn relative_line(points: &[(f64, f64)]) -> (f64, f64) {
     }
 }
 
+/// Squared log errors of the step time and, where a sample measures it (step minus
+/// synchronisation), of the compute time, as Pollux fits its model: gradient accumulation
+/// runs compute-only passes, so the compute time must hold on its own.
 fn log_loss(m: &StepTimeModel, data: &[StepSample]) -> f64 {
+    let sq = |pred: f64, measured: f64| {
+        if pred > 0.0 && pred.is_finite() {
+            (pred / measured).ln().powi(2)
+        } else {
+            1e6
+        }
+    };
     data.iter()
         .map(|s| {
-            let t = m.step_time(s.replicas, s.nodes, s.local_batch);
-            if t > 0.0 && t.is_finite() {
-                (t / s.step_s).ln().powi(2)
+            let step = sq(m.step_time(s.replicas, s.nodes, s.local_batch), s.step_s);
+            let compute = s.step_s - s.sync_s;
+            if s.sync_s > 0.0 && compute > 0.0 {
+                step + sq(m.compute_time(s.local_batch), compute)
             } else {
-                1e6
+                step
             }
         })
         .sum()

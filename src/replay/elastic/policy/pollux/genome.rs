@@ -48,7 +48,6 @@ pub struct Problem<'a> {
     pub objectives: &'a dyn Fn(&[u8]) -> [f64; 2],
 }
 
-#[derive(Clone)]
 struct Individual {
     x: Vec<u8>,
     f: [f64; 2],
@@ -56,41 +55,46 @@ struct Individual {
     crowding: f64,
 }
 
+/// A 64-bit hash of a state, to drop duplicate offspring (a collision drops one child).
+fn fingerprint(x: &[u8]) -> u64 {
+    let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ x.len() as u64;
+    for chunk in x.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 32;
+    }
+    h
+}
+
 fn dominates(a: &[f64; 2], b: &[f64; 2]) -> bool {
     a[0] <= b[0] && a[1] <= b[1] && (a[0] < b[0] || a[1] < b[1])
 }
 
 /// Fronts of `pop` (indices), best first; sets each individual's rank and crowding distance.
+/// Two objectives: sorted by the first, a point joins the first front whose latest member does
+/// not dominate it (that member has the front's smallest second objective so far).
 fn sort_fronts(pop: &mut [Individual]) -> Vec<Vec<usize>> {
-    let n = pop.len();
-    let mut dominated_by = vec![0usize; n];
-    let mut dominating: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for a in 0..n {
-        for b in a + 1..n {
-            if dominates(&pop[a].f, &pop[b].f) {
-                dominating[a].push(b);
-                dominated_by[b] += 1;
-            } else if dominates(&pop[b].f, &pop[a].f) {
-                dominating[b].push(a);
-                dominated_by[a] += 1;
-            }
+    let mut order: Vec<usize> = (0..pop.len()).collect();
+    order.sort_by(|&a, &b| {
+        pop[a].f[0]
+            .total_cmp(&pop[b].f[0])
+            .then(pop[a].f[1].total_cmp(&pop[b].f[1]))
+    });
+    let mut fronts: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        let k = fronts
+            .iter()
+            .position(|f| !dominates(&pop[f[f.len() - 1]].f, &pop[i].f))
+            .unwrap_or(fronts.len());
+        if k == fronts.len() {
+            fronts.push(Vec::new());
         }
+        pop[i].rank = k;
+        fronts[k].push(i);
     }
-    let mut fronts = Vec::new();
-    let mut current: Vec<usize> = (0..n).filter(|&i| dominated_by[i] == 0).collect();
-    while !current.is_empty() {
-        let mut next = Vec::new();
-        for &a in &current {
-            pop[a].rank = fronts.len();
-            for &b in &dominating[a] {
-                dominated_by[b] -= 1;
-                if dominated_by[b] == 0 {
-                    next.push(b);
-                }
-            }
-        }
-        crowding(pop, &current);
-        fronts.push(std::mem::replace(&mut current, next));
+    for f in &fronts {
+        crowding(pop, f);
     }
     fronts
 }
@@ -170,19 +174,44 @@ impl Problem<'_> {
         if free_count == 0 {
             return;
         }
+        let free_servers: Vec<usize> = (0..s).filter(|&n| free[n]).collect();
         let p1 = 1.0 / free_count as f64;
+        // Each free server draws with probability p1 (the next one by a geometric skip), and
+        // one the job uses also with p2: together p1 + p2 - p1 p2.
+        let log_miss = (1.0 - p1).ln();
+        let raise = |row: &mut [u8], n: usize, rng: &mut ChaCha8Rng| {
+            let (lo, hi) = (row[n], self.capacity[n].max(row[n]));
+            row[n] = lo + below(rng, (hi - lo) as usize + 1) as u8;
+        };
+        let (mut mine, mut hit) = (Vec::new(), Vec::new());
         for j in 0..self.jobs {
             let row = &mut x[j * s..(j + 1) * s];
-            let mine = (0..s).filter(|&n| free[n] && row[n] > 0).count();
-            let p2 = if mine > 0 { 1.0 / mine as f64 } else { 0.0 };
-            for n in 0..s {
-                if !free[n] {
-                    continue;
+            mine.clear();
+            mine.extend(free_servers.iter().copied().filter(|&n| row[n] > 0));
+            hit.clear();
+            hit.resize(mine.len(), false);
+            if !mine.is_empty() {
+                let p2 = 1.0 / mine.len() as f64;
+                for h in &mut hit {
+                    *h = unit(rng) < p2;
                 }
-                let p = if row[n] > 0 { p1 + p2 - p1 * p2 } else { p1 };
-                if unit(rng) < p {
-                    let (lo, hi) = (row[n], self.capacity[n].max(row[n]));
-                    row[n] = lo + below(rng, (hi - lo) as usize + 1) as u8;
+            }
+            let mut k = 0usize;
+            loop {
+                if p1 < 1.0 {
+                    k += (unit(rng).ln() / log_miss).floor() as usize;
+                }
+                let Some(&n) = free_servers.get(k) else { break };
+                if let Ok(m) = mine.binary_search(&n) {
+                    hit[m] = true;
+                } else {
+                    raise(row, n, rng);
+                }
+                k += 1;
+            }
+            for (m, &n) in mine.iter().enumerate() {
+                if hit[m] {
+                    raise(row, n, rng);
                 }
             }
         }
@@ -247,10 +276,10 @@ impl Problem<'_> {
     /// Runs the search from `starts` (each `jobs x servers`, feasible; the current allocation
     /// should be among them) and returns the final Pareto front, best first objective first.
     pub fn solve(&self, starts: Vec<Vec<u8>>, rng: &mut ChaCha8Rng) -> Vec<(Vec<u8>, [f64; 2])> {
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut seen: HashSet<u64> = HashSet::new();
         let mut pop: Vec<Individual> = Vec::new();
         for x in starts {
-            if x.len() == self.jobs * self.servers && seen.insert(x.clone()) {
+            if x.len() == self.jobs * self.servers && seen.insert(fingerprint(&x)) {
                 pop.push(self.evaluate(x));
             }
         }
@@ -274,7 +303,7 @@ impl Problem<'_> {
                 for mut child in [c, d] {
                     self.mutate(&mut child, rng);
                     self.repair(&mut child, rng);
-                    if offspring.len() < POPULATION && seen.insert(child.clone()) {
+                    if offspring.len() < POPULATION && seen.insert(fingerprint(&child)) {
                         offspring.push(self.evaluate(child));
                     }
                 }
@@ -292,9 +321,9 @@ impl Problem<'_> {
                     break;
                 }
             }
-            let mut next: Vec<Individual> = keep.into_iter().map(|i| pop[i].clone()).collect();
-            sort_fronts(&mut next);
-            pop = next;
+            let mut slots: Vec<Option<Individual>> = pop.into_iter().map(Some).collect();
+            pop = keep.into_iter().filter_map(|i| slots[i].take()).collect();
+            sort_fronts(&mut pop);
         }
         let mut front: Vec<(Vec<u8>, [f64; 2])> = pop
             .into_iter()

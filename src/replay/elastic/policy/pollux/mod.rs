@@ -33,7 +33,7 @@ use super::{DecisionCtx, ElasticPolicy};
 use genome::Problem;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 /// Geometric batch candidates per GPU count (numpy.geomspace's default, as Pollux).
@@ -204,10 +204,12 @@ impl ElasticPolicy for Pollux {
             }
             cell.get()
         };
+        let active_buf = RefCell::new(vec![false; servers]);
         let objectives = |x: &[u8]| -> [f64; 2] {
             let mut harmonic = 0.0;
             let mut sum = 0.0;
-            let mut active = vec![false; servers];
+            let mut active = active_buf.borrow_mut();
+            active.fill(false);
             for (r, t) in terms.iter().enumerate() {
                 let row = &x[r * servers..(r + 1) * servers];
                 let (mut g, mut nodes) = (0u32, 0u32);
