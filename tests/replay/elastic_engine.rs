@@ -181,23 +181,34 @@ fn optimus_hands_out_gpus_by_marginal_gain() {
 }
 
 #[test]
-fn pollux_balances_speedups() {
-    let jobs = after_one(
-        "pollux",
-        vec![
-            job(0, 0.0, 4, 1e7),
-            job(1, 0.0, 2, 1e7),
-            job(2, 0.0, 4, 1e7),
-        ],
-    );
+fn pollux_explores_by_doubling_then_balances_speedups() {
+    let (cluster, models) = (two_servers(), linear_app());
+    let jobs = vec![
+        job(0, 0.0, 4, 1e7),
+        job(1, 0.0, 2, 1e7),
+        job(2, 0.0, 4, 1e7),
+    ];
+    let p = policy::by_name("pollux", 0).unwrap();
+    let mut r = ElasticReplay::new(jobs, &cluster, &models, p, config(0.0, 0)).unwrap();
+    let counts = |r: &ElasticReplay| -> Vec<u32> {
+        let mut c: Vec<u32> = r
+            .active()
+            .iter()
+            .map(|j| j.allocation.as_ref().map_or(0, |a| a.gpus()))
+            .collect();
+        c.sort_unstable();
+        c
+    };
+    // Before a job has run it may hold one GPU, then twice the most it has run on.
+    assert!(r.step_decision().unwrap());
+    assert_eq!(counts(&r), vec![1, 1, 1]);
+    assert!(r.step_decision().unwrap());
+    assert!(counts(&r).iter().all(|&g| g <= 2), "{:?}", counts(&r));
+    r.step_until(1800.0).unwrap();
     // Speed-up g / 2 each: the harmonic objective sum 2/g over 8 GPUs is least at 3, 3, 2 in
     // some order, every GPU used.
-    let mut counts: Vec<u32> = jobs
-        .iter()
-        .map(|j| j.allocation.as_ref().unwrap().gpus())
-        .collect();
-    counts.sort_unstable();
-    assert_eq!(counts, vec![2, 3, 3]);
+    assert_eq!(counts(&r), vec![2, 3, 3]);
+    let jobs = r.active().to_vec();
     // Any batch within the job's bounds: above 64 per GPU it accumulates gradients.
     for j in &jobs {
         let a = j.allocation.as_ref().unwrap();
