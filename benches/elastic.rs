@@ -1,4 +1,4 @@
-//! Speed of the evolutionary search (ONES, ones-plus, joint): `cargo bench --bench elastic`.
+//! Speed of the elastic policies' decisions: `cargo bench --bench elastic`.
 //!
 //! Two scenarios, each a snapshot of a busy cluster (every job arrived, most running, most past
 //! their first epoch, the population warm from earlier decisions):
@@ -9,6 +9,9 @@
 //! generation a second; 16 + 60 x 48 + 16 fitness evaluations) and one fitness evaluation of a
 //! decision (`Evolution::score_decision`, which also rebuilds the decision's job view). Before
 //! the timed runs, each prints its fitness evaluations per second inside a decision.
+//!
+//! Also timed: one decision of every other policy (the gang schedulers, Optimus, Pollux's
+//! NSGA-II, which runs fewer generations where the matrix is large) on the same snapshots.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use profiler::replay::cluster::{Cluster, ClusterSpec};
@@ -18,8 +21,8 @@ use profiler::replay::elastic::model::efficiency::EfficiencyModel;
 use profiler::replay::elastic::model::resources::attach_resources;
 use profiler::replay::elastic::model::step_time::StepTimeModel;
 use profiler::replay::elastic::model::{AppModel, AppModels};
-use profiler::replay::elastic::policy::evolution::{Evolution, Variant};
-use profiler::replay::elastic::policy::{DecisionCtx, ElasticPolicy, joint, ones};
+use profiler::replay::elastic::policy::evolution::Evolution;
+use profiler::replay::elastic::policy::{self, DecisionCtx, ElasticPolicy, joint, ones};
 use profiler::replay::profile::ProfileSet;
 use std::hint::black_box;
 use std::path::Path;
@@ -91,14 +94,13 @@ fn jobs(n: usize) -> Vec<ElasticJob> {
 /// A busy snapshot: a few decisions applied, every running job credited two epochs (so most
 /// are past ONES's first-epoch protection and free to change).
 fn snapshot(
-    variant: Variant,
+    policy: &mut dyn ElasticPolicy,
     servers: u32,
     n: usize,
-) -> (Cluster, AppModels, Vec<ElasticJob>, Evolution) {
+) -> (Cluster, AppModels, Vec<ElasticJob>) {
     let cl = cluster(servers);
     let m = models();
     let mut js = jobs(n);
-    let mut policy = Evolution::new(variant, 1);
     for _ in 0..3 {
         let ctx = DecisionCtx {
             now: 0.0,
@@ -110,26 +112,28 @@ fn snapshot(
         };
         let d: Vec<Option<Allocation>> = policy.decide(&ctx);
         for (j, a) in js.iter_mut().zip(d) {
-            if a.is_some() {
+            if let Some(a) = &a {
                 j.samples += 2.0 * j.spec.epoch_samples;
                 j.progress = (j.progress + 1.5 * j.spec.epoch_samples).min(0.9 * j.spec.work());
                 j.run_s += 60.0;
+                j.max_gpus_run = j.max_gpus_run.max(a.gpus());
+                j.reconfigurations += 1;
             }
             j.allocation = a;
         }
     }
-    (cl, m, js, policy)
+    (cl, m, js)
 }
+
+const SIZES: [(&str, u32, usize); 2] = [("64gpu-50jobs", 16, 50), ("1024gpu-1000jobs", 256, 1000)];
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("elastic");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     for variant in [ones::ONES, ones::PLUS, joint::JOINT] {
-        for (label, servers, n) in [
-            ("64gpu-50jobs", 16u32, 50usize),
-            ("1024gpu-1000jobs", 256, 1000),
-        ] {
-            let (cl, m, js, mut policy) = snapshot(variant, servers, n);
+        for (label, servers, n) in SIZES {
+            let mut policy = Evolution::new(variant, 1);
+            let (cl, m, js) = snapshot(&mut policy, servers, n);
             let ctx = DecisionCtx {
                 now: 180.0,
                 jobs: &js,
@@ -153,6 +157,23 @@ fn bench(c: &mut Criterion) {
             });
             g.bench_function(format!("{}/{label}/fitness", variant.name), |b| {
                 b.iter(|| black_box(policy.score_decision(black_box(&ctx), black_box(&d))))
+            });
+        }
+    }
+    for name in ["fifo", "srtf", "las", "tiresias", "optimus", "pollux"] {
+        for (label, servers, n) in SIZES {
+            let mut policy = policy::by_name(name, 1).expect("a registered policy");
+            let (cl, m, js) = snapshot(policy.as_mut(), servers, n);
+            let ctx = DecisionCtx {
+                now: 180.0,
+                jobs: &js,
+                cluster: &cl,
+                models: &m,
+                interval_s: 60.0,
+                reconfiguration_s: 30.0,
+            };
+            g.bench_function(format!("{name}/{label}/decision"), |b| {
+                b.iter(|| black_box(policy.decide(black_box(&ctx))))
             });
         }
     }

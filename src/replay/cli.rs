@@ -182,9 +182,14 @@ pub struct ReplayArgs {
     /// Elastic: seconds between scheduling decisions (Pollux's interval).
     #[arg(long, default_value_t = super::elastic::engine::DEFAULT_INTERVAL_S)]
     pub interval: f64,
-    /// Elastic: seconds of no progress, GPUs held, each time a job's placement or batch changes.
+    /// Elastic: seconds of no progress, GPUs held, each time a job starts, resumes or (under a
+    /// checkpoint-restart scheduler) changes GPUs or servers; a batch change alone is free.
     #[arg(long, default_value_t = super::elastic::engine::DEFAULT_RECONFIGURATION_S)]
     pub reconfiguration: f64,
+    /// Elastic: seconds of no progress when a scheduler that rescales running jobs in place
+    /// (ONES and its variants: pause, re-initialise NCCL, broadcast) changes a running job's GPUs.
+    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_RESCALE_S)]
+    pub rescale: f64,
     /// Elastic: sigma of each job's log-normal throughput noise (0: none).
     #[arg(long, default_value_t = super::elastic::engine::DEFAULT_NOISE_SIGMA)]
     pub noise: f64,
@@ -347,6 +352,7 @@ impl ReplayArgs {
             engine: EngineConfig {
                 interval_s: self.interval,
                 reconfiguration_s: self.reconfiguration,
+                rescale_s: self.rescale,
                 noise_sigma: self.noise,
                 seed: self.seed,
                 horizon_s: parse_horizon(&self.horizon)?,
@@ -380,6 +386,10 @@ impl ReplayArgs {
             (
                 self.reconfiguration != super::elastic::engine::DEFAULT_RECONFIGURATION_S,
                 "--reconfiguration",
+            ),
+            (
+                self.rescale != super::elastic::engine::DEFAULT_RESCALE_S,
+                "--rescale",
             ),
             (
                 self.noise != super::elastic::engine::DEFAULT_NOISE_SIGMA,

@@ -261,8 +261,9 @@ fn step_until_stops_before_the_next_decision_after_t() {
     assert_eq!(r.active().len(), 1);
 }
 
-/// Plays back a fixed list of decisions for one job.
-struct Script(Vec<Option<Allocation>>, usize);
+/// Plays back a fixed list of decisions for one job; `in_place`: it rescales running jobs in
+/// place (as ONES) rather than by checkpoint and restart.
+struct Script(Vec<Option<Allocation>>, usize, bool);
 impl ElasticPolicy for Script {
     fn name(&self) -> &'static str {
         "script"
@@ -271,10 +272,13 @@ impl ElasticPolicy for Script {
         self.1 += 1;
         vec![self.0[(self.1 - 1).min(self.0.len() - 1)].clone()]
     }
+    fn rescales_in_place(&self) -> bool {
+        self.2
+    }
 }
 
 #[test]
-fn restarts_charged_once_per_change_of_placement_not_of_batch() {
+fn restarts_charged_once_per_change_of_placement_not_of_batch_and_rescales_in_place_cheaper() {
     let at = |server: usize, batch: u32, cpus: f64| {
         Some(Allocation {
             gpus_per_server: vec![(server, 2)],
@@ -292,25 +296,33 @@ fn restarts_charged_once_per_change_of_placement_not_of_batch() {
         None,            // preemption: released at once, not charged
         at(0, 128, 4.0), // resumption: charged
     ];
-    // Seconds of progress in each interval of 60 s (30 s lost to each charged change).
-    let running = [30.0, 60.0, 30.0, 60.0, 60.0, 0.0, 30.0];
     let charged = [1, 1, 2, 2, 2, 2, 3];
     let (cluster, models) = (two_servers(), linear_app());
-    let mut r = ElasticReplay::new(
-        vec![job(0, 0.0, 2, 1e9)],
-        &cluster,
-        &models,
-        Box::new(Script(script, 0)),
-        config(0.0, 0),
-    )
-    .unwrap();
-    let mut expected = 0.0;
-    for k in 0..running.len() {
-        r.step_decision().unwrap();
-        expected += 200.0 * running[k];
-        let j = &r.active()[0];
-        assert_eq!(j.progress, expected, "decision {k}");
-        assert_eq!(j.reconfigurations, charged[k], "decision {k}");
+    for in_place in [false, true] {
+        // Seconds of progress in each interval of 60 s: 30 s lost to each start or
+        // resumption; to the move, 30 s under checkpoint-restart, the 5-s rescale in place.
+        let moved = if in_place { 55.0 } else { 30.0 };
+        let running = [30.0, 60.0, moved, 60.0, 60.0, 0.0, 30.0];
+        let cfg = EngineConfig {
+            rescale_s: 5.0,
+            ..config(0.0, 0)
+        };
+        let mut r = ElasticReplay::new(
+            vec![job(0, 0.0, 2, 1e9)],
+            &cluster,
+            &models,
+            Box::new(Script(script.clone(), 0, in_place)),
+            cfg,
+        )
+        .unwrap();
+        let mut expected = 0.0;
+        for k in 0..running.len() {
+            r.step_decision().unwrap();
+            expected += 200.0 * running[k];
+            let j = &r.active()[0];
+            assert_eq!(j.progress, expected, "in place {in_place}, decision {k}");
+            assert_eq!(j.reconfigurations, charged[k], "decision {k}");
+        }
     }
 }
 

@@ -909,4 +909,5 @@ fn out_dir_tables_csv_and_parquet_match_the_summary() {
 mod bounds;
 mod elastic_model;
 mod fuzz;
+mod ones_bound;
 mod pollux_fidelity;

@@ -5,8 +5,8 @@
 //! `cargo test --release --test replay pollux_fidelity -- --nocapture`.
 
 use profiler::replay::cluster::ClusterSpec;
-use profiler::replay::elastic::experiment::{ElasticOptions, run};
 use profiler::replay::elastic::engine::EngineConfig;
+use profiler::replay::elastic::experiment::{ElasticOptions, run};
 use profiler::replay::elastic::model::AppModels;
 use profiler::replay::elastic::model::calibration::Calibration;
 use profiler::replay::elastic::workload::pollux;

@@ -6,7 +6,8 @@
 //! decision, which must pass [`check`] (a decision that does not is a bug of the policy, an
 //! internal error naming it); the engine applies it. A job whose placement changes (start,
 //! resize, move, resumption) restarts: it holds its new GPUs for `reconfiguration_s` without
-//! progress, and the change is counted once. A preempted job releases its GPUs at once.
+//! progress (`rescale_s` for a running job resized or moved by a policy that rescales in
+//! place), and the change is counted once. A preempted job releases its GPUs at once.
 //! Changing only the global batch (AdaptDL re-tunes batch and gradient accumulation between
 //! steps) or the CPU and memory per GPU is applied live.
 //!
@@ -35,6 +36,10 @@ use std::time::Instant;
 pub const DEFAULT_INTERVAL_S: f64 = 60.0;
 /// Pollux's simulator charges 30 s of no progress on every reallocation.
 pub const DEFAULT_RECONFIGURATION_S: f64 = 30.0;
+/// An in-place rescale (ONES: the workers pause, re-initialise NCCL at the new world size and
+/// receive the parameters from rank 0) costs no process launch, dataset or model load: an
+/// assumption of a few seconds, which the replay's tables vary.
+pub const DEFAULT_RESCALE_S: f64 = 5.0;
 /// Run-to-run spread of throughput: sigma of the log-normal noise factor. ONES's job history
 /// shows the same configuration varying up to 2x between runs at the extremes; 0.1 (about
 /// +-10% for one sd) is the typical spread of Pollux's repeated step-time measurements.
@@ -46,7 +51,11 @@ const MAX_IDLE_DECISIONS: u64 = 1000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
     pub interval_s: f64,
+    /// Start, resumption, and any change of GPUs under a checkpoint-restart policy.
     pub reconfiguration_s: f64,
+    /// A running job's change of GPUs under a policy that rescales in place
+    /// ([`ElasticPolicy::rescales_in_place`]).
+    pub rescale_s: f64,
     /// Sigma of the per-job log-normal throughput factor; 0: no noise.
     pub noise_sigma: f64,
     /// Seeds the noise (and nothing else: policies get their own seed).
@@ -60,6 +69,7 @@ impl Default for EngineConfig {
         EngineConfig {
             interval_s: DEFAULT_INTERVAL_S,
             reconfiguration_s: DEFAULT_RECONFIGURATION_S,
+            rescale_s: DEFAULT_RESCALE_S,
             noise_sigma: DEFAULT_NOISE_SIGMA,
             seed: 0,
             horizon_s: super::super::bounds::DEFAULT_HORIZON_S,
@@ -80,6 +90,12 @@ impl EngineConfig {
         opt(bounds::in_range(
             "reconfiguration time (s)",
             self.reconfiguration_s,
+            0.0,
+            bounds::MAX_ROUND_S,
+        ))?;
+        opt(bounds::in_range(
+            "rescale time (s)",
+            self.rescale_s,
             0.0,
             bounds::MAX_ROUND_S,
         ))?;
@@ -406,6 +422,11 @@ impl<'a> ElasticReplay<'a> {
         };
         let started = Instant::now();
         let decision = self.policy.decide(&ctx);
+        let resize_s = if self.policy.rescales_in_place() {
+            self.config.rescale_s
+        } else {
+            self.config.reconfiguration_s
+        };
         let wall = started.elapsed().as_secs_f64();
         check(&self.active, &decision, self.cluster).map_err(|e| {
             ReplayError::Internal(format!(
@@ -434,7 +455,7 @@ impl<'a> ElasticReplay<'a> {
                 (Some(old), Some(a)) if !old.same_placement(a) => {
                     job.reconfigurations += 1;
                     row.reconfigurations += 1;
-                    job.busy_until_s = t + self.config.reconfiguration_s;
+                    job.busy_until_s = t + resize_s;
                     job.samples_at_last_change = job.samples;
                 }
                 _ => {}

@@ -13,12 +13,14 @@
 //! - [`placement`]: free resources per server and the shared placement rule;
 //! - [`policy`]: one file per elastic scheduler behind [`policy::ElasticPolicy`];
 //! - [`engine`]: the stepped simulation that applies decisions, charges reconfigurations and
-//!   advances progress.
+//!   advances progress;
+//! - [`bound`]: the least JCT the model allows a job (alone, best GPUs and batch throughout).
 //!
 //! See docs/REPLAY.md ("Elastic jobs") for the model, its calibration and every departure from
 //! ONES and Pollux.
 
 pub mod allocation;
+pub mod bound;
 pub mod engine;
 pub mod experiment;
 pub mod job;

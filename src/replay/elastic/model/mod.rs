@@ -42,7 +42,11 @@ impl AppModel {
     pub fn micro_batches(&self, gpus: u32, local_batch: f64) -> (f64, u32) {
         let max = self.max_local_batch.max(1) as f64;
         let mut accumulation = ((local_batch / max - 1e-9).ceil().max(1.0) - 1.0) as u32;
-        if gpus == 1 && self.accumulate_alone_above.is_some_and(|b| local_batch > b as f64 + 1e-9) {
+        if gpus == 1
+            && self
+                .accumulate_alone_above
+                .is_some_and(|b| local_batch > b as f64 + 1e-9)
+        {
             accumulation = accumulation.max(1);
         }
         (local_batch / (accumulation + 1) as f64, accumulation)

@@ -35,6 +35,11 @@ pub trait ElasticPolicy: Send {
     /// One entry per `ctx.jobs` entry (same order): the job's allocation until the next
     /// decision, `None` to leave it queued or preempt it.
     fn decide(&mut self, ctx: &DecisionCtx) -> Vec<Option<Allocation>>;
+    /// Whether the scheduler resizes a running job in place (its workers re-form their group)
+    /// rather than by checkpoint and restart; the engine then charges the rescale time.
+    fn rescales_in_place(&self) -> bool {
+        false
+    }
 }
 
 /// Builds a policy from the replay's seed (policies that draw random numbers use only it).

@@ -33,8 +33,7 @@ impl ElasticPolicy for Optimus {
             .iter()
             .map(|j| {
                 let min_local = ctx.models.get(&j.spec.app).map_or(1, |m| m.min_local_batch);
-                (own_batch(&j.spec, 1) / min_local.max(1))
-                    .clamp(1, ctx.cluster.total_gpus.max(1))
+                (own_batch(&j.spec, 1) / min_local.max(1)).clamp(1, ctx.cluster.total_gpus.max(1))
             })
             .collect();
         // Seconds the job still needs on g GPUs at its own batch.
@@ -80,14 +79,13 @@ impl ElasticPolicy for Optimus {
         let mut gains: Vec<f64> = (0..n).map(|i| gain(i, counts[i])).collect();
         while free > 0 {
             // Largest gain; ties to the earliest in arrival order.
-            let best = order
-                .iter()
-                .copied()
-                .filter(|&i| gains[i] > 0.0)
-                .fold(None::<usize>, |b, i| match b {
+            let best = order.iter().copied().filter(|&i| gains[i] > 0.0).fold(
+                None::<usize>,
+                |b, i| match b {
                     Some(b) if gains[b] >= gains[i] => Some(b),
                     _ => Some(i),
-                });
+                },
+            );
             let Some(i) = best else { break };
             counts[i] += 1;
             free -= 1;

@@ -404,6 +404,11 @@ impl ElasticPolicy for Evolution {
         self.variant.name
     }
 
+    /// ONES scales a running job out or in by re-forming its NCCL group inside the live workers.
+    fn rescales_in_place(&self) -> bool {
+        true
+    }
+
     fn decide(&mut self, ctx: &DecisionCtx) -> Vec<Option<Allocation>> {
         let decision = self.run(ctx);
         self.last_best = decision.clone();

@@ -157,7 +157,10 @@ impl ElasticPolicy for Pollux {
             .iter()
             .map(|&i| {
                 let job = &ctx.jobs[i];
-                let min_local = ctx.models.get(&job.spec.app).map_or(1, |m| m.min_local_batch);
+                let min_local = ctx
+                    .models
+                    .get(&job.spec.app)
+                    .map_or(1, |m| m.min_local_batch);
                 if held_to_one_gpu(job) {
                     return 1;
                 }
@@ -246,7 +249,11 @@ impl ElasticPolicy for Pollux {
         let ids: Vec<u64> = rows.iter().map(|&i| ctx.jobs[i].spec.id).collect();
         let mut starts = vec![base.clone()];
         if let Some((prev_ids, states)) = &self.previous {
-            let at: HashMap<u64, usize> = prev_ids.iter().enumerate().map(|(r, &id)| (id, r)).collect();
+            let at: HashMap<u64, usize> = prev_ids
+                .iter()
+                .enumerate()
+                .map(|(r, &id)| (id, r))
+                .collect();
             for state in states {
                 starts.push(adapt(state, &at, &ids, servers));
             }
