@@ -4,11 +4,12 @@ use super::cluster::ClusterSpec;
 use super::elastic::engine::EngineConfig;
 use super::elastic::experiment::{ElasticOptions, ElasticRun};
 use super::error::ReplayError;
+pub use super::input::{TraceFormat, detect, parse_horizon, parse_split, parse_window};
 use super::profile::Semantics;
 use super::workload::WideJobs;
 use super::workload::synthetic::{DurationDist, SyntheticSpec, parse_gpu_demand};
 use super::{ReplayOptions, WorkloadSpec};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -219,80 +220,6 @@ pub struct ReplayArgs {
     pub horizon: String,
     #[command(flatten)]
     pub grid: super::grid::cli::GridArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TraceFormat {
-    Auto,
-    Synergy,
-    Philly,
-    PhillyJson,
-    Alibaba,
-    Canonical,
-}
-
-/// Guesses a trace's format from its first bytes.
-pub fn detect(path: &Path) -> Result<TraceFormat, ReplayError> {
-    use std::io::Read;
-    let mut buf = [0u8; 256];
-    let mut f = std::fs::File::open(path).map_err(ReplayError::io(path))?;
-    let n = f.read(&mut buf).map_err(ReplayError::io(path))?;
-    let head = String::from_utf8_lossy(&buf[..n]);
-    let head = head.trim_start();
-    Ok(if head.starts_with(super::workload::canonical::MAGIC) {
-        TraceFormat::Canonical
-    } else if head.starts_with('[') {
-        TraceFormat::PhillyJson
-    } else if head.starts_with("timestamp,") {
-        TraceFormat::Philly
-    } else if head.starts_with("name,cpu_milli") {
-        TraceFormat::Alibaba
-    } else {
-        TraceFormat::Synergy
-    })
-}
-
-/// Parses `--split` (`image,language,speech` weights).
-pub fn parse_split(s: &str) -> Result<[f64; 3], ReplayError> {
-    let v: Vec<f64> = s
-        .split(',')
-        .map(|x| x.trim().parse::<f64>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| {
-            ReplayError::Options(format!(
-                "--split {s:?}: expected three numbers, image,language,speech"
-            ))
-        })?;
-    <[f64; 3]>::try_from(v).map_err(|_| {
-        ReplayError::Options(format!(
-            "--split {s:?}: expected three numbers, image,language,speech"
-        ))
-    })
-}
-
-/// Parses `A..B` (inclusive), `A <= B <= MAX_JOB_ID`.
-pub fn parse_window(s: &str) -> Result<(u64, u64), ReplayError> {
-    let bad = || {
-        ReplayError::Options(format!(
-            "--window {s:?}: expected FIRST..LAST job ids, FIRST <= LAST <= {}, e.g. 4000..4999",
-            super::bounds::MAX_JOB_ID
-        ))
-    };
-    let (a, b) = s.split_once("..").ok_or_else(bad)?;
-    let b = b.strip_prefix('=').unwrap_or(b);
-    let (a, b): (u64, u64) = (
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    );
-    if a > b || b > super::bounds::MAX_JOB_ID {
-        return Err(bad());
-    }
-    Ok((a, b))
-}
-
-/// Parses `--horizon` (see [`super::bounds::parse_duration_s`]).
-pub fn parse_horizon(s: &str) -> Result<f64, ReplayError> {
-    super::bounds::parse_duration_s(s).map_err(|e| ReplayError::Options(format!("--horizon: {e}")))
 }
 
 impl ReplayArgs {

@@ -11,6 +11,7 @@ pub mod elastic;
 pub mod engine;
 pub mod error;
 pub mod grid;
+pub mod input;
 pub mod job;
 pub mod mechanism;
 pub mod metrics;

@@ -7,8 +7,9 @@
 //! figure below can be computed by hand.
 
 use profiler::replay::cluster::{Cluster, ClusterSpec};
-use profiler::replay::elastic::allocation::{Allocation, check};
+use profiler::replay::elastic::allocation::Allocation;
 use profiler::replay::elastic::engine::{ElasticReplay, EngineConfig, noise_factor};
+use profiler::replay::elastic::feasibility::check;
 use profiler::replay::elastic::job::{BatchRule, Completion, ElasticJob, ElasticJobSpec};
 use profiler::replay::elastic::model::efficiency::EfficiencyModel;
 use profiler::replay::elastic::model::step_time::StepTimeModel;

@@ -5,7 +5,8 @@
 //! and once-per-epoch rule, and the same seed gives the same decisions.
 
 use profiler::replay::cluster::{Cluster, ClusterSpec};
-use profiler::replay::elastic::allocation::{Allocation, check};
+use profiler::replay::elastic::allocation::Allocation;
+use profiler::replay::elastic::feasibility::check;
 use profiler::replay::elastic::job::{BatchRule, Completion, ElasticJob, ElasticJobSpec};
 use profiler::replay::elastic::model::efficiency::EfficiencyModel;
 use profiler::replay::elastic::model::resources::attach_resources;

@@ -23,7 +23,8 @@
 
 use super::super::cluster::Cluster;
 use super::super::error::{ReplayError, UnfinishedJob};
-use super::allocation::{Allocation, check};
+use super::allocation::Allocation;
+use super::feasibility::check;
 use super::job::{ElasticJob, ElasticJobSpec};
 use super::model::AppModels;
 use super::policy::{DecisionCtx, ElasticPolicy};

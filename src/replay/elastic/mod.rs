@@ -6,7 +6,8 @@
 //! - [`job`]: what a trace gives about a job ([`job::ElasticJobSpec`]) and its state while it
 //!   runs ([`job::ElasticJob`]);
 //! - [`allocation`]: what a scheduler decides for one job ([`allocation::Allocation`]: GPUs per
-//!   server, global batch, CPU and memory per GPU) and the feasibility check against the cluster;
+//!   server, global batch, CPU and memory per GPU); [`feasibility`]: the check of a whole
+//!   decision against the cluster;
 //! - [`model`]: the calibrated job model: step time versus GPUs, servers and local batch
 //!   (Pollux's model), statistical efficiency of a batch size, CPU/memory sensitivity;
 //! - [`workload`]: trace adapters (ONES's trace, Pollux's workloads);
@@ -23,6 +24,7 @@ pub mod allocation;
 pub mod bound;
 pub mod engine;
 pub mod experiment;
+pub mod feasibility;
 pub mod job;
 pub mod model;
 pub mod placement;

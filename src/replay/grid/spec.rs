@@ -20,9 +20,9 @@
 //! so a grid means the same from any working directory (Slurm tasks start elsewhere).
 
 use super::super::bounds;
-use super::super::cli::{TraceFormat, detect, parse_window};
 use super::super::cluster::ClusterSpec;
 use super::super::error::ReplayError;
+use super::super::input::{TraceFormat, detect, parse_window};
 use super::super::profile::Semantics;
 use super::super::workload::WideJobs;
 use super::super::workload::synthetic::{DurationDist, parse_gpu_demand};

@@ -1,6 +1,6 @@
 //! Elastic schedulers: each is one file implementing [`ElasticPolicy`], registered in [`ALL`].
 //! A policy sees the active jobs and the cluster and returns a whole decision; the engine
-//! checks it ([`super::allocation::check`]), applies it and charges reconfigurations.
+//! checks it ([`super::feasibility::check`]), applies it and charges reconfigurations.
 
 pub mod evolution;
 pub mod gang;
