@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// How a job's own script sets its global batch from the GPUs it gets. Batch-adaptive
-/// schedulers (Pollux-like, the joint search) may instead choose any global batch within
+/// schedulers (Pollux, the joint search) may instead choose any global batch within
 /// [`ElasticJobSpec::min_batch`, `ElasticJobSpec::max_batch`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BatchRule {

@@ -74,7 +74,7 @@ pub const ALL: &[(&str, &str, Ctor)] = &[
     ),
     (
         "pollux",
-        "Pollux-like: goodput-best batch per GPU count, restart-aware speed-up power mean (p=-1)",
+        "Pollux as its simulator: NSGA-II over jobs x servers, goodput-best batch, restart-penalised speed-up power mean",
         pollux::pollux,
     ),
     (

@@ -28,16 +28,6 @@ pub fn own_batch(spec: &ElasticJobSpec, gpus: u32) -> u32 {
     })
 }
 
-/// The most GPUs the job can use at its own batch (at least one sample per GPU).
-pub fn max_gpus_at_own_batch(spec: &ElasticJobSpec, cluster: &Cluster) -> u32 {
-    let mut g = cluster.total_gpus;
-    // The rule's batch grows with GPUs then caps: the largest g with batch(g) >= g.
-    while g > 1 && own_batch(spec, g) < g {
-        g = own_batch(spec, g).min(g - 1);
-    }
-    g.max(1)
-}
-
 /// Servers a consolidated placement of `gpus` GPUs spans (the fewest).
 pub fn min_nodes(cluster: &Cluster, gpus: u32) -> u32 {
     gpus.div_ceil(cluster.max_server_gpus.max(1)).max(1)
@@ -214,62 +204,6 @@ pub fn place_most_free_keeping(
             let a = alloc_for(i, servers);
             pool.take(&a);
             out[i] = Some(a);
-        }
-    }
-    out
-}
-
-/// Places elastic GPU counts (`counts[i]` for job i, 0: queued), largest first (then arrival);
-/// a job that no longer fits whole (fragmentation) gets the most GPUs that still fit, among
-/// `feasible(i, g)` counts, or stays queued.
-pub fn place_counts(
-    ctx: &DecisionCtx,
-    counts: &[u32],
-    feasible: &dyn Fn(usize, u32) -> bool,
-    batch: &BatchFn,
-) -> Vec<Option<Allocation>> {
-    let mut order: Vec<usize> = (0..ctx.jobs.len()).filter(|&i| counts[i] > 0).collect();
-    order.sort_by(|&a, &b| {
-        counts[b]
-            .cmp(&counts[a])
-            .then(
-                ctx.jobs[a]
-                    .spec
-                    .arrival_s
-                    .total_cmp(&ctx.jobs[b].spec.arrival_s),
-            )
-            .then(ctx.jobs[a].spec.id.cmp(&ctx.jobs[b].spec.id))
-    });
-    let gpus = |i: usize| counts[i];
-    let mut out = place_with_batch(ctx, &order, &gpus, batch, true);
-    let share = proportional_share(ctx.cluster);
-    let mut pool = FreePool::new(ctx.cluster);
-    for a in out.iter().flatten() {
-        pool.take(a);
-    }
-    for &i in &order {
-        if out[i].is_some() {
-            continue;
-        }
-        let keep = ctx.jobs[i]
-            .allocation
-            .as_ref()
-            .map(|a| a.gpus_per_server.as_slice());
-        for g in (1..counts[i]).rev() {
-            if !feasible(i, g) {
-                continue;
-            }
-            if let Some(servers) = pool.place(g, share.0, share.1, keep) {
-                let a = Allocation {
-                    global_batch: batch(i, &servers),
-                    gpus_per_server: servers,
-                    cpus_per_gpu: share.0,
-                    mem_gb_per_gpu: share.1,
-                };
-                pool.take(&a);
-                out[i] = Some(a);
-                break;
-            }
         }
     }
     out
