@@ -278,10 +278,12 @@ fn validate_finds_the_page_cache_model_closer_than_minio_on_a_shuffled_job() {
         err(CacheKind::Minio)
     );
     // The loaded CI machine's CPU rate varies between cells, so the bounds are loose; the
-    // ordering above and the factor below are what a wrong hit-ratio model would break.
+    // ordering above and the factor below are what a wrong hit-ratio model would break (MinIO's
+    // error over the page cache's: 1.6 to 4.4 in five runs on a 2-core machine, the lowest with
+    // the whole suite running beside it).
     assert!(err(CacheKind::PageCache) < 35.0, "{v:?}");
     assert!(
-        err(CacheKind::Minio) > 2.0 * err(CacheKind::PageCache),
+        err(CacheKind::Minio) > 1.4 * err(CacheKind::PageCache),
         "{v:?}"
     );
     // On disk, in both matrices.
