@@ -125,6 +125,18 @@ fn snapshot(
     (cl, m, js)
 }
 
+/// The timed decision's context: three decisions into the snapshot.
+fn busy_ctx<'a>(cl: &'a Cluster, m: &'a AppModels, js: &'a [ElasticJob]) -> DecisionCtx<'a> {
+    DecisionCtx {
+        now: 180.0,
+        jobs: js,
+        cluster: cl,
+        models: m,
+        interval_s: 60.0,
+        reconfiguration_s: 30.0,
+    }
+}
+
 const SIZES: [(&str, u32, usize); 2] = [("64gpu-50jobs", 16, 50), ("1024gpu-1000jobs", 256, 1000)];
 
 fn bench(c: &mut Criterion) {
@@ -134,14 +146,7 @@ fn bench(c: &mut Criterion) {
         for (label, servers, n) in SIZES {
             let mut policy = Evolution::new(variant, 1);
             let (cl, m, js) = snapshot(&mut policy, servers, n);
-            let ctx = DecisionCtx {
-                now: 180.0,
-                jobs: &js,
-                cluster: &cl,
-                models: &m,
-                interval_s: 60.0,
-                reconfiguration_s: 30.0,
-            };
+            let ctx = busy_ctx(&cl, &m, &js);
             let t = Instant::now();
             let d = policy.decide(&ctx);
             let s = t.elapsed().as_secs_f64();
@@ -164,14 +169,7 @@ fn bench(c: &mut Criterion) {
         for (label, servers, n) in SIZES {
             let mut policy = policy::by_name(name, 1).expect("a registered policy");
             let (cl, m, js) = snapshot(policy.as_mut(), servers, n);
-            let ctx = DecisionCtx {
-                now: 180.0,
-                jobs: &js,
-                cluster: &cl,
-                models: &m,
-                interval_s: 60.0,
-                reconfiguration_s: 30.0,
-            };
+            let ctx = busy_ctx(&cl, &m, &js);
             g.bench_function(format!("{name}/{label}/decision"), |b| {
                 b.iter(|| black_box(policy.decide(black_box(&ctx))))
             });

@@ -325,17 +325,9 @@ fn seeds_change_the_search() {
     assert!((2..6).any(|s| run(s) != a));
 }
 
-/// The figures of docs/REPLAY.md ("Improvements over ONES", "Joint batch x CPU x memory
-/// search"): `cargo test --test replay -- --ignored elastic_search_tables --nocapture`.
-/// ONES's scenario (first 50 jobs of trace_1.csv on ones-64) for every ONES variant; then the
-/// same jobs, with CPU/memory models from the zoo matrices, on ones-64 and on half its cores.
-#[test]
-#[ignore]
-fn elastic_search_tables() {
-    use profiler::replay::elastic::engine::EngineConfig;
-    use profiler::replay::elastic::experiment::{
-        ElasticOptions, ElasticTrace, TraceKind, load_trace, render, run,
-    };
+/// ONES's scenario: the first 50 jobs of trace_1.csv (by arrival) and the calibrated models.
+pub fn ones_scenario() -> (Vec<ElasticJobSpec>, AppModels) {
+    use profiler::replay::elastic::experiment::{ElasticTrace, TraceKind, load_trace};
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let trace = ElasticTrace {
         kind: TraceKind::Ones,
@@ -344,6 +336,19 @@ fn elastic_search_tables() {
     let (mut jobs, models) = load_trace(&trace).unwrap();
     jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
     jobs.truncate(50);
+    (jobs, models)
+}
+
+/// The figures of docs/REPLAY.md ("Improvements over ONES", "Joint batch x CPU x memory
+/// search"): `cargo test --test replay -- --ignored elastic_search_tables --nocapture`.
+/// ONES's scenario (first 50 jobs of trace_1.csv on ones-64) for every ONES variant; then the
+/// same jobs, with CPU/memory models from the zoo matrices, on ones-64 and on half its cores.
+#[test]
+#[ignore]
+fn elastic_search_tables() {
+    use profiler::replay::elastic::engine::EngineConfig;
+    use profiler::replay::elastic::experiment::{ElasticOptions, render, run};
+    let (jobs, models) = ones_scenario();
     let opts = |cluster: ClusterSpec, policies: &[&str], versus: &str| ElasticOptions {
         cluster,
         policies: policies.iter().map(|p| p.to_string()).collect(),
@@ -376,7 +381,8 @@ fn elastic_search_tables() {
     println!("without a matrix: {left:?}");
     let joint = ["ones-plus", "pollux", "joint-resources", "joint"];
     let scarce = ClusterSpec::resolve(
-        root.join("workloads/clusters/ones-64-cpu-scarce.toml")
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("workloads/clusters/ones-64-cpu-scarce.toml")
             .to_str()
             .unwrap(),
     )

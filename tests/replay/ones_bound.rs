@@ -9,11 +9,8 @@
 use profiler::replay::cluster::ClusterSpec;
 use profiler::replay::elastic::bound::min_jct_s;
 use profiler::replay::elastic::engine::EngineConfig;
-use profiler::replay::elastic::experiment::{
-    ElasticOptions, ElasticTrace, TraceKind, load_trace, run,
-};
+use profiler::replay::elastic::experiment::{ElasticOptions, run};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// ONES's artifact: mean JCT of ONES over the 50 jobs and over its InceptionV3 jobs, seconds.
 const ARTIFACT_ONES_MEAN_JCT_S: f64 = 214.0;
@@ -21,14 +18,7 @@ const ARTIFACT_ONES_INCEPTION_JCT_S: f64 = 244.0;
 
 #[test]
 fn ones_bound() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let trace = ElasticTrace {
-        kind: TraceKind::Ones,
-        path: root.join("workloads/traces/ones/trace_1.csv"),
-    };
-    let (mut jobs, models) = load_trace(&trace).unwrap();
-    jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
-    jobs.truncate(50);
+    let (jobs, models) = super::elastic_search::ones_scenario();
     let spec = ClusterSpec::builtin("ones-64").unwrap();
     let cluster = spec.build().unwrap();
     let bounds: Vec<f64> = jobs

@@ -121,17 +121,31 @@ impl FreePool {
         }
         let mut order: Vec<usize> = (0..rooms.len()).filter(|&s| rooms[s] > 0).collect();
         order.sort_by_key(|&s| (std::cmp::Reverse(rooms[s]), s));
-        let mut left = gpus;
         let mut out = Vec::new();
-        for s in order {
-            let g = rooms[s].min(left);
+        spill(order.into_iter().map(|s| (s, rooms[s])), gpus, &mut out).then_some(out)
+    }
+}
+
+/// Fills `gpus` GPUs from `rooms` (server, GPUs it can take), in the order given, each server
+/// giving as many as it can, into `out` (cleared first, sorted by server); false when the rooms
+/// run out first.
+pub fn spill(
+    rooms: impl IntoIterator<Item = (usize, u32)>,
+    gpus: u32,
+    out: &mut Vec<(usize, u32)>,
+) -> bool {
+    out.clear();
+    let mut left = gpus;
+    for (s, room) in rooms {
+        if left == 0 {
+            break;
+        }
+        let g = left.min(room);
+        if g > 0 {
             out.push((s, g));
             left -= g;
-            if left == 0 {
-                out.sort_unstable();
-                return Some(out);
-            }
         }
-        None
     }
+    out.sort_unstable();
+    left == 0
 }

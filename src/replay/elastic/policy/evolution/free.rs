@@ -1,6 +1,7 @@
 //! What is left on each server while an individual is placed.
 
 use super::*;
+use crate::replay::elastic::placement::spill;
 
 impl Free {
     pub(super) fn room(&self, s: usize, c: f64, m: f64) -> u32 {
@@ -50,19 +51,10 @@ impl Free {
             out.push((s, n));
             return true;
         }
-        let mut left = n;
-        for k in (1..=top).rev() {
-            for &s in self.buckets[k].iter().rev() {
-                let g = left.min(k as u32);
-                out.push((s, g));
-                left -= g;
-                if left == 0 {
-                    out.sort_unstable();
-                    return true;
-                }
-            }
-        }
-        false
+        let rooms = (1..=top)
+            .rev()
+            .flat_map(|k| self.buckets[k].iter().rev().map(move |&s| (s, k as u32)));
+        spill(rooms, n, out)
     }
 
     /// With CPU and memory: the same rule over every server's room.
@@ -86,16 +78,6 @@ impl Free {
             .filter(|r| r.0 > 0)
             .collect();
         rooms.sort_by_key(|&(r, s)| (std::cmp::Reverse(r), s));
-        let mut left = n;
-        for (r, s) in rooms {
-            let g = left.min(r);
-            out.push((s, g));
-            left -= g;
-            if left == 0 {
-                out.sort_unstable();
-                return true;
-            }
-        }
-        false
+        spill(rooms.into_iter().map(|(r, s)| (s, r)), n, out)
     }
 }
