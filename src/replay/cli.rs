@@ -153,9 +153,15 @@ pub struct ReplayArgs {
     /// when they have all finished.
     #[arg(long)]
     pub window: Option<String>,
-    /// Jobs wider than every server: error (default) or skip.
+    /// Jobs wider than the whole cluster: error (default) or skip. Jobs wider than a server
+    /// span servers (the fewest that fit them; Synergy's GPU order under --semantics synergy).
     #[arg(long, value_enum, default_value_t = WideJobs::Error)]
     pub wide_jobs: WideJobs,
+    /// Throughput multiplier of a job whose GPUs span more than one server, in (0, 1], for every
+    /// model: how much the network between servers slows its gradient exchange (0.9: 10%
+    /// slower). Default: each profile's own, 1 (free) for Synergy's zoo, as in its simulator.
+    #[arg(long, value_name = "FACTOR")]
+    pub spread_penalty: Option<f64>,
     /// Write the workload as replayed to this canonical trace (replay it with --trace).
     #[arg(long)]
     pub record: Option<PathBuf>,
@@ -248,6 +254,7 @@ impl ReplayArgs {
             (self.jobs.is_some(), "--jobs (use --first)"),
             (self.first_round_s.is_some(), "--first-round-s"),
             (self.semantics != Semantics::Exact, "--semantics"),
+            (self.spread_penalty.is_some(), "--spread-penalty"),
         ] {
             if set {
                 return opt(format!("{name} does not apply to an elastic replay"));
@@ -383,6 +390,7 @@ impl ReplayArgs {
             split,
             seed: self.seed,
             wide_jobs: self.wide_jobs,
+            spread_penalty: self.spread_penalty,
             record: self.record.clone(),
             max_rounds: self.max_rounds,
             horizon_s: parse_horizon(&self.horizon)?,

@@ -39,6 +39,15 @@ pub struct RoundRow {
     pub lp_rounded: Option<f64>,
 }
 
+/// A job's allocation in one round, summed over the servers it spans.
+#[derive(Debug, Clone, Copy, Default)]
+struct Alloc {
+    gpus: u32,
+    cpus: f64,
+    mem_gb: f64,
+    servers: u32,
+}
+
 /// Audit hook: (round start, active jobs, placements).
 pub type AuditFn<'a> = dyn Fn(f64, &[JobState], &[Placement]) + Sync + 'a;
 
@@ -98,11 +107,11 @@ pub fn bind(
             model: job.model.clone(),
             known: profiles.known(),
         })?;
-    if job.gpus > cluster.max_server_gpus {
+    if job.gpus > cluster.total_gpus {
         return Err(ReplayError::JobTooWide {
             job_id: job.id,
             gpus: job.gpus,
-            max_gpus: cluster.max_server_gpus,
+            max_gpus: cluster.total_gpus,
         });
     }
     let p = profiles.get(pi);
@@ -124,13 +133,35 @@ pub fn bind(
         .floor()
         .max(1.0) as u64;
     let speedup_orig = p.best_tput / per_gpu_prop;
+    let best = Demand {
+        cpus: g * p.best_cpu,
+        mem_gb: g * p.best_mem,
+        speedup: speedup_orig,
+    };
+    let demand = match sem {
+        Semantics::Synergy => {
+            let (bc, bm) = p.declared_best.unwrap_or((p.best_cpu, p.best_mem));
+            let declared = Demand {
+                cpus: g * bc,
+                mem_gb: g * bm,
+                speedup: speedup_orig,
+            };
+            declared.synergy_capped(job.gpus, &cluster.servers[0])
+        }
+        Semantics::Exact if job.gpus > cluster.max_server_gpus => Demand {
+            cpus: best.cpus.min(c * g),
+            mem_gb: best.mem_gb.min(m * g),
+            speedup: speedup_orig,
+        },
+        Semantics::Exact => best,
+    };
     let synergy = SynergyCounters {
         iter_s: batch / per_gpu_prop,
         samples_per_iter,
         total_iters,
         done_iters: 0,
-        speedup_orig,
-        speedup: speedup_orig,
+        speedup_orig: demand.speedup,
+        speedup: demand.speedup,
         priority: 0,
         last_run_end: None,
     };
@@ -139,8 +170,8 @@ pub fn bind(
         remaining: job.work_samples,
         prop_rate,
         best_rate: g * p.best_tput,
-        best_cpu: g * p.best_cpu,
-        best_mem: g * p.best_mem,
+        best_cpu: demand.cpus,
+        best_mem: demand.mem_gb,
         spec: job,
         attained_gpu_s: 0.0,
         attained_dominant_s: 0.0,
@@ -151,6 +182,48 @@ pub fn bind(
         rounds_run: 0,
         synergy,
     })
+}
+
+/// A job's best-case demand in all (cores, GB) and its speed-up there over the proportional
+/// share.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Demand {
+    cpus: f64,
+    mem_gb: f64,
+    speedup: f64,
+}
+
+impl Demand {
+    /// Synergy's binding of a job's demand to a server shape (`add_synergy_profile`): a
+    /// dimension above one server is capped at the server, and the speed-up of a job capped in
+    /// CPUs falls on the straight line from 1 at the proportional share to the best case; a job
+    /// wider than a server asks for its proportional share in every capped dimension and runs
+    /// at speed-up 1 (its storage demand, a server's share per GPU, always exceeds a server).
+    fn synergy_capped(self, gpus: u32, server: &super::cluster::Server) -> Demand {
+        let g = gpus as f64;
+        let wide = gpus > server.gpus;
+        let per_gpu = |whole: f64| g * (whole / server.gpus as f64);
+        let mut d = self;
+        let mut interpolate = false;
+        if d.cpus > server.cpus {
+            d.cpus = if wide { per_gpu(server.cpus) } else { server.cpus };
+            interpolate = !wide;
+        }
+        if d.mem_gb > server.mem_gb {
+            d.mem_gb = if wide { per_gpu(server.mem_gb) } else { server.mem_gb };
+            interpolate = !wide;
+        }
+        if wide {
+            d.speedup = 1.0;
+        } else if interpolate {
+            let fair = per_gpu(server.cpus);
+            let span = self.cpus - fair;
+            if span != 0.0 {
+                d.speedup = 1.0 + (self.speedup - 1.0) / span * (d.cpus - fair);
+            }
+        }
+        d
+    }
 }
 
 /// The error for jobs still active at the horizon (the first few named).
@@ -194,7 +267,8 @@ pub struct Replay<'c, 'a> {
     keyed: Vec<(f64, f64, f64, u64, usize)>,
     order: Vec<usize>,
     rates: Vec<f64>,
-    placed_of: Vec<Option<usize>>,
+    alloc: Vec<Option<Alloc>>,
+    pairs: Vec<(usize, usize)>,
     free_frac: [f64; 3],
     last_arrival: f64,
     window_done: u64,
@@ -233,7 +307,8 @@ impl<'c, 'a> Replay<'c, 'a> {
             keyed: Vec::new(),
             order: Vec::new(),
             rates: Vec::new(),
-            placed_of: Vec::new(),
+            alloc: Vec::new(),
+            pairs: Vec::new(),
             free_frac: [1.0; 3],
             last_arrival: f64::NEG_INFINITY,
             window_done: 0,
@@ -408,6 +483,13 @@ impl<'c, 'a> Replay<'c, 'a> {
         });
         self.order.clear();
         self.order.extend(self.keyed.iter().map(|k| k.4));
+        if synergy && cfg.policy.synergy_selected_only() {
+            select_round_jobs(&mut self.order, active, cl.total_gpus);
+            if cfg.mechanism.synergy_tune() {
+                self.order
+                    .sort_by_key(|&i| std::cmp::Reverse(active[i].spec.gpus));
+            }
+        }
         if synergy {
             // After the sort, as Synergy's schedulers do: the bump counts from the next round.
             for j in active.iter_mut() {
@@ -432,33 +514,52 @@ impl<'c, 'a> Replay<'c, 'a> {
             self.lp_failures += 1;
         }
 
-        // Check every server in every dimension, and each job placed at most once, whole.
+        // Check every server in every dimension, and each job placed whole: its parts on
+        // distinct servers, their GPUs its demand.
         let placements = &self.placements;
-        let placed_of = &mut self.placed_of;
-        placed_of.clear();
-        placed_of.resize(active.len(), None);
+        let alloc = &mut self.alloc;
+        alloc.clear();
+        alloc.resize(active.len(), None);
         let ns = cl.servers.len();
         let mut used = vec![(0u32, 0.0f64, 0.0f64); ns];
-        for (k, p) in placements.iter().enumerate() {
+        self.pairs.clear();
+        for p in placements {
             let job = active.get(p.job).ok_or_else(|| {
                 ReplayError::Internal(format!("placement of unknown job index {}", p.job))
             })?;
-            if placed_of[p.job].replace(k).is_some() {
-                return Err(ReplayError::Internal(format!(
-                    "job {} placed twice in one round",
-                    job.spec.id
-                )));
-            }
-            if p.gpus != job.spec.gpus || p.server >= ns || !(p.cpus >= 0.0 && p.mem_gb >= 0.0) {
+            if p.gpus == 0 || p.server >= ns || !(p.cpus >= 0.0 && p.mem_gb >= 0.0) {
                 return Err(ReplayError::Internal(format!(
                     "bad placement {p:?} of job {}",
                     job.spec.id
                 )));
             }
+            let a = alloc[p.job].get_or_insert_default();
+            a.gpus += p.gpus;
+            a.cpus += p.cpus;
+            a.mem_gb += p.mem_gb;
+            a.servers += 1;
+            self.pairs.push((p.job, p.server));
             let u = &mut used[p.server];
             u.0 += p.gpus;
             u.1 += p.cpus;
             u.2 += p.mem_gb;
+        }
+        self.pairs.sort_unstable();
+        if let Some(w) = self.pairs.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ReplayError::Internal(format!(
+                "job {} placed twice on server {} in one round",
+                active[w[0].0].spec.id, w[0].1
+            )));
+        }
+        for (i, a) in alloc.iter().enumerate() {
+            if let Some(a) = a
+                && a.gpus != active[i].spec.gpus
+            {
+                return Err(ReplayError::Internal(format!(
+                    "job {} placed on {} GPUs, wants {}",
+                    active[i].spec.id, a.gpus, active[i].spec.gpus
+                )));
+            }
         }
         for (s, u) in used.iter().enumerate() {
             let srv = &cl.servers[s];
@@ -501,16 +602,17 @@ impl<'c, 'a> Replay<'c, 'a> {
             lp_rounded: stats.rounded,
         };
         let mut progressed = false;
-        for p in placements {
-            let rate = mctx.rate(p.job, p.cpus, p.mem_gb);
-            rates[p.job] = rate;
-            let j = &active[p.job];
-            row.gpus += p.gpus;
-            row.cpus += p.cpus;
-            row.mem_gb += p.mem_gb;
-            row.gpu_use += p.gpus as f64 * (rate / j.best_rate).min(1.0);
-            row.cpu_use += p.cpus.min(j.best_cpu);
-            row.mem_use += p.mem_gb.min(j.best_mem);
+        for (i, a) in alloc.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let rate = mctx.rate_spread(i, a.cpus, a.mem_gb, a.servers);
+            rates[i] = rate;
+            let j = &active[i];
+            row.gpus += a.gpus;
+            row.cpus += a.cpus;
+            row.mem_gb += a.mem_gb;
+            row.gpu_use += a.gpus as f64 * (rate / j.best_rate).min(1.0);
+            row.cpu_use += a.cpus.min(j.best_cpu);
+            row.mem_use += a.mem_gb.min(j.best_mem);
             progressed |= rate > 0.0;
         }
         self.free_frac = [
@@ -533,13 +635,12 @@ impl<'c, 'a> Replay<'c, 'a> {
         for (i, j) in active.iter_mut().enumerate() {
             j.rounds_active += 1;
             j.contention_sum += contention;
-            let Some(k) = placed_of[i] else {
+            let Some(p) = &alloc[i] else {
                 if synergy {
                     j.synergy.speedup = j.synergy.speedup_orig;
                 }
                 continue;
             };
-            let p = &placements[k];
             let rate = rates[i];
             j.rounds_run += 1;
             j.first_start.get_or_insert(t);
@@ -584,6 +685,19 @@ impl<'c, 'a> Replay<'c, 'a> {
     }
 }
 
+/// Synergy's `jobs_this_round`: the jobs, in order, whose GPUs still fit the cluster's count.
+fn select_round_jobs(order: &mut Vec<usize>, jobs: &[JobState], total_gpus: u32) {
+    let mut free = total_gpus;
+    order.retain(|&i| {
+        let g = jobs[i].spec.gpus;
+        let take = g <= free;
+        if take {
+            free -= g;
+        }
+        take
+    });
+}
+
 /// Exact semantics: the job runs at `rate` and finishes the instant its work runs out.
 /// Returns the seconds it ran.
 fn exact_progress(j: &mut JobState, rate: f64, t: f64, r: f64) -> f64 {
@@ -609,6 +723,8 @@ fn synergy_progress(j: &mut JobState, rate: f64, t: f64, r: f64) -> f64 {
     let sc = &mut j.synergy;
     let speedup = if rate == j.prop_rate {
         1.0
+    } else if rate == j.prop_rate * sc.speedup_orig {
+        sc.speedup_orig
     } else {
         rate / j.prop_rate
     };

@@ -28,18 +28,18 @@ pub enum ReplayError {
         known: String,
     },
     #[error(
-        "job {job_id} asks for {gpus} GPUs but the widest server has {max_gpus}; \
-         a job runs on one server (use a cluster with wider servers)"
+        "job {job_id} asks for {gpus} GPUs but the cluster has {max_gpus} in all \
+         (use a larger cluster)"
     )]
     JobTooWide {
         job_id: u64,
         gpus: u32,
         max_gpus: u32,
     },
-    /// A trace job wider than every server, named by its row.
+    /// A trace job wider than the whole cluster, named by its row.
     #[error(
-        "{path}:{line}: job {job_id} asks for {gpus} GPUs but the widest server has {max_gpus}; \
-         a job runs on one server (use a cluster with wider servers, or --wide-jobs skip)"
+        "{path}:{line}: job {job_id} asks for {gpus} GPUs but the cluster has {max_gpus} in all \
+         (use a larger cluster, or --wide-jobs skip)"
     )]
     WideJob {
         path: PathBuf,

@@ -69,6 +69,9 @@ pub struct ReplayOptions {
     pub split: [f64; 3],
     pub seed: u64,
     pub wide_jobs: WideJobs,
+    /// Throughput multiplier of a job spread over servers, for every model (`None`: each
+    /// profile's own, 1 for Synergy's zoo).
+    pub spread_penalty: Option<f64>,
     pub record: Option<PathBuf>,
     pub max_rounds: u64,
     /// Simulated-time limit, seconds (see [`engine::EngineConfig::horizon_s`]).
@@ -91,6 +94,7 @@ impl Default for ReplayOptions {
             split: [20.0, 70.0, 10.0],
             seed: 0,
             wide_jobs: WideJobs::Error,
+            spread_penalty: None,
             record: None,
             max_rounds: 50_000_000,
             horizon_s: bounds::DEFAULT_HORIZON_S,
@@ -143,7 +147,7 @@ fn load_workload(
     };
     let mut binder = Binder::new(
         profiles,
-        cluster.max_server_gpus,
+        cluster.total_gpus,
         path.clone(),
         opts.wide_jobs,
     );
@@ -274,10 +278,18 @@ pub fn run_observed(
     observer: &dyn ReplayObserver,
 ) -> Result<ReplaySummary, ReplayError> {
     let cluster = opts.cluster.build()?;
-    let profiles = match &opts.profiles {
+    let mut profiles = match &opts.profiles {
         Some(p) => ProfileSet::load(p)?,
         None => ProfileSet::builtin_zoo(),
     };
+    if let Some(penalty) = opts.spread_penalty {
+        if !(penalty > 0.0 && penalty <= 1.0) {
+            return Err(ReplayError::Options(format!(
+                "--spread-penalty {penalty}: expected a throughput multiplier in (0, 1]"
+            )));
+        }
+        profiles.set_placement_penalty(penalty);
+    }
     if opts.schemes.is_empty() {
         return Err(ReplayError::Options(
             "no policy/mechanism pair to run".into(),
@@ -375,7 +387,7 @@ pub fn run_observed(
                     s,
                     &profiles,
                     cluster.reference_share(),
-                    cluster.max_server_gpus,
+                    cluster.total_gpus,
                     opts.semantics,
                 )?;
                 simulate(&cfg, &mut generator, recorder.as_mut())?

@@ -83,6 +83,14 @@ pub struct Profile {
     pub best_cpu: f64,
     pub best_mem: f64,
     pub best_tput: f64,
+    /// Throughput multiplier of a job spread over more than one server (Synergy's
+    /// `placement_penalty`; 1, free spreading, for every model of its zoo). Set for every
+    /// profile by `--spread-penalty`.
+    pub placement_penalty: f64,
+    /// The best case per GPU (cores, GB) the profile's source declares, when it declares one:
+    /// Synergy's zoo lists its ideal demands (20 GB for language models, below its grid's
+    /// smallest level, 20.83). `--semantics synergy` uses it.
+    pub declared_best: Option<(f64, f64)>,
 }
 
 impl Profile {
@@ -107,6 +115,8 @@ impl Profile {
             best_cpu: best.cpus_per_gpu,
             best_mem: best.mem_gb_per_gpu,
             best_tput: best.samples_per_s_per_gpu,
+            placement_penalty: 1.0,
+            declared_best: None,
             surface,
         })
     }
@@ -173,6 +183,26 @@ const BUILTIN_ZOO: &[(&str, &str)] = &[
     ("vae", include_str!("../../matrices/zoo/vae.matrix.jsonl")),
 ];
 
+/// Synergy's per-model scalars (ideal demands, speed-up, placement penalty), for the demands
+/// its zoo declares.
+const ZOO_SCALARS: &str = include_str!("../../matrices/zoo-source/model_zoo_scalars.csv");
+
+/// Ideal (cores, GB) per GPU of each zoo model for the default server shape (3 CPUs per GPU).
+fn zoo_declared_best() -> BTreeMap<String, (f64, f64)> {
+    ZOO_SCALARS
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.len() >= 4 && f[0] == "3").then(|| {
+                let name = super::zoo::canonical_name(f[1]).to_owned();
+                let num = |s: &str| s.parse::<f64>().expect("shipped zoo scalars are numbers");
+                (name, (num(f[2]), num(f[3])))
+            })
+        })
+        .collect()
+}
+
 /// Parses a matrix from JSON-lines text (same rules as [`crate::matrix::load_matrix`]).
 pub fn parse_matrix_text(text: &str, origin: &Path) -> Result<Matrix, ReplayError> {
     let mut lines = text
@@ -202,11 +232,13 @@ impl ProfileSet {
             origin: "built-in Synergy model zoo (matrices/zoo)".into(),
             ..Default::default()
         };
+        let declared = zoo_declared_best();
         for (name, text) in BUILTIN_ZOO {
             let path = PathBuf::from(format!("matrices/zoo/{name}.matrix.jsonl"));
             let m = parse_matrix_text(text, &path).expect("shipped zoo matrix parses");
-            let p = Profile::from_matrix(&m, &path.display().to_string())
+            let mut p = Profile::from_matrix(&m, &path.display().to_string())
                 .expect("shipped zoo matrix is valid");
+            p.declared_best = declared.get(*name).copied();
             set.insert(p).expect("zoo names are unique");
         }
         set
@@ -275,6 +307,13 @@ impl ProfileSet {
             }
         }
         names.join(", ")
+    }
+
+    /// Sets every profile's placement penalty (throughput multiplier when spread over servers).
+    pub fn set_placement_penalty(&mut self, penalty: f64) {
+        for p in &mut self.profiles {
+            p.placement_penalty = penalty;
+        }
     }
 
     pub fn get(&self, i: usize) -> &Profile {

@@ -242,12 +242,12 @@ fn duplicate_ids_name_both_lines() {
 }
 
 #[test]
-fn a_job_wider_than_every_server_names_file_and_line() {
+fn a_job_wider_than_the_cluster_names_file_and_line() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "wide.csv", "0,res18,0,100,1\n1,res18,0,100,16\n");
+    let p = write(d.path(), "wide.csv", "0,res18,0,100,1\n1,res18,0,100,129\n");
     let e = err_of(synergy(p));
     assert!(
-        e.contains("wide.csv:2:") && e.contains("job 1 asks for 16 GPUs"),
+        e.contains("wide.csv:2:") && e.contains("job 1 asks for 129 GPUs"),
         "{e}"
     );
 }
@@ -389,12 +389,12 @@ fn philly_json_errors_name_the_line_where_the_job_starts() {
             "  {{\n    \"submitted_time\": \"2017-10-09 07:00:00\",\n    \"attempts\": [{{\"start_time\": \"2017-10-09 07:00:00\", \"end_time\": \"2017-10-09 08:00:00\",\n      \"detail\": [{{\"gpus\": [{g}]}}]}}]\n  }}"
         )
     };
-    // Job 1 on lines 2-6, job 2 (16 GPUs, wider than every server) from line 7.
-    let text = format!("[\n{},\n{}\n]\n", job(1), job(16));
+    // Job 1 on lines 2-6, job 2 (160 GPUs, wider than the 128-GPU cluster) from line 7.
+    let text = format!("[\n{},\n{}\n]\n", job(1), job(160));
     let d = tempfile::tempdir().unwrap();
     let e = err_of(ReplayOptions {
         workload: WorkloadSpec::PhillyJson(write(d.path(), "log.json", &text)),
         ..Default::default()
     });
-    assert!(e.contains("log.json:7:") && e.contains("16 GPUs"), "{e}");
+    assert!(e.contains("log.json:7:") && e.contains("160 GPUs"), "{e}");
 }

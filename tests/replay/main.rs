@@ -221,6 +221,37 @@ fn deploy_dynamic_proportional_equals_independent_srtf_queue() {
     );
 }
 
+/// A job spread over servers runs at its model's placement penalty: with `--spread-penalty 0.5`
+/// a 16-GPU job on 8-GPU servers takes twice as long; a job on one server is not slowed.
+#[test]
+fn spread_penalty_slows_only_jobs_that_span_servers() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.csv");
+    std::fs::write(&trace, "0,res18,0,50000,16\n1,res18,0,50000,8\n").unwrap();
+    let jct = |penalty: Option<f64>| {
+        let opts = ReplayOptions {
+            cluster: ClusterSpec::synergy(3),
+            workload: WorkloadSpec::SynergyCsv(trace.clone()),
+            spread_penalty: penalty,
+            ..Default::default()
+        };
+        let r = run(&opts).unwrap();
+        let j = &r.runs[0].jobs;
+        (j[0].jct_s.unwrap(), j[1].jct_s.unwrap())
+    };
+    let (free16, free8) = jct(None);
+    let (slow16, slow8) = jct(Some(0.5));
+    assert!((slow16 / free16 - 2.0).abs() < 1e-9, "{free16} {slow16}");
+    assert_eq!(free8, slow8);
+    let e = run(&ReplayOptions {
+        spread_penalty: Some(1.5),
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("--spread-penalty 1.5"), "{e}");
+}
+
 fn synth_opts(seed: u64, jobs: u64) -> ReplayOptions {
     ReplayOptions {
         cluster: ClusterSpec::synergy(2),
@@ -368,22 +399,23 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         })
         .collect();
     let placements = std::sync::Mutex::new(0usize);
+    // A job spread over both servers gets its request split by GPUs: check each job's total.
     let audit = |_: f64, js: &[JobState], ps: &[Placement]| {
+        let mut totals = std::collections::BTreeMap::<usize, (f64, f64)>::new();
         for p in ps {
-            let job = &js[p.job].spec;
-            let srv = &cl.servers[p.server];
+            let t = totals.entry(p.job).or_default();
+            t.0 += p.cpus;
+            t.1 += p.mem_gb;
+        }
+        let srv = &cl.servers[0];
+        for (j, (cpus, mem_gb)) in totals {
+            let job = &js[j].spec;
             let g = job.gpus as f64;
             let asked = |r: Option<f64>| r.filter(|r| *r > 0.0);
             let want_c = asked(job.cpu_request).unwrap_or(srv.cpus / srv.gpus as f64 * g);
             let want_m = asked(job.mem_request_gb).unwrap_or(srv.mem_gb / srv.gpus as f64 * g);
-            assert!(
-                (p.cpus - want_c.min(srv.cpus)).abs() < 1e-9,
-                "{p:?} {job:?}"
-            );
-            assert!(
-                (p.mem_gb - want_m.min(srv.mem_gb)).abs() < 1e-9,
-                "{p:?} {job:?}"
-            );
+            assert!((cpus - want_c.min(srv.cpus)).abs() < 1e-9, "{cpus} {job:?}");
+            assert!((mem_gb - want_m.min(srv.mem_gb)).abs() < 1e-9, "{mem_gb} {job:?}");
             *placements.lock().unwrap() += 1;
         }
     };
@@ -479,21 +511,23 @@ fn bad_traces_give_clear_errors() {
             && e.contains("res18 (= resnet18)"),
         "{e}"
     );
-    let e = err_of(write(d.path(), "d.csv", "0,res18,0,100,16\n"));
+    let e = err_of(write(d.path(), "d.csv", "0,res18,0,100,256\n"));
     assert!(
-        e.contains("job 0 asks for 16 GPUs") && e.contains("widest server has 8"),
+        e.contains("d.csv:1:")
+            && e.contains("job 0 asks for 256 GPUs")
+            && e.contains("cluster has 128 in all"),
         "{e}"
     );
     let e = err_of(write(d.path(), "e.csv", "0,res18,0,-5,1\n"));
     assert!(e.contains("e.csv:1:") && e.contains("work"), "{e}");
     let e = err_of(d.path().join("missing.csv"));
     assert!(e.contains("missing.csv"), "{e}");
-    // Skipping wide jobs instead.
+    // Skipping jobs wider than the cluster instead; a job wider than a server spans servers.
     let opts = ReplayOptions {
         workload: WorkloadSpec::SynergyCsv(write(
             d.path(),
             "f.csv",
-            "0,res18,0,100,16\n1,gnmt,0,100,1\n",
+            "0,res18,0,100,256\n1,gnmt,0,100,1\n2,res18,0,100,16\n",
         )),
         wide_jobs: profiler::replay::workload::WideJobs::Skip,
         ..Default::default()
@@ -501,7 +535,7 @@ fn bad_traces_give_clear_errors() {
     let out = run(&opts).unwrap();
     assert_eq!(
         (out.skipped_wide_jobs, out.runs[0].summary.jobs_measured),
-        (1, 1)
+        (1, 2)
     );
     // Canonical trace with a wrong header.
     let opts = ReplayOptions {
@@ -666,7 +700,7 @@ mod props {
             ..Default::default()
         };
         let mut generator =
-            Synthetic::new(&w, &profiles, cl.reference_share(), cl.max_server_gpus, sem).unwrap();
+            Synthetic::new(&w, &profiles, cl.reference_share(), cl.total_gpus, sem).unwrap();
         let out = simulate(&cfg, &mut generator, None).unwrap();
         (out.jobs, violations.into_inner().unwrap())
     }

@@ -1,10 +1,13 @@
-//! `--semantics synergy` against Synergy's own simulator: per-job finish times of the two
-//! deployment traces (`workloads/traces/synergy/golden/`, produced by Synergy's simulator run
-//! unmodified: 4 servers x 8 GPUs, 24 CPUs, 500 GB, 300 s rounds; `_fair` = proportional, no
-//! suffix = greedy, `_tune`, `_opt`).
+//! `--semantics synergy` against Synergy's own simulator: per-job finish times, produced by
+//! Synergy's simulator run unmodified (4 servers x 8 GPUs, 24 CPUs, 500 GB, 300 s rounds; `_fair`
+//! = proportional, no suffix = greedy, `_tune`, `_opt`): FIFO on the static deployment trace and
+//! SRTF on the dynamic one (`workloads/traces/synergy/golden/`); LAS, FTF, DRF and Tetris on both,
+//! and all six policies on a multi-GPU trace whose jobs span servers (`tests/data/synergy-golden/`,
+//! with how they were made).
 //!
 //! Finish times in the golden files are whole seconds (rounds start at 1 s for the static trace,
-//! at 300 s for the dynamic one, so every finish is an integer): we demand equality to 1e-6 s.
+//! at a multiple of 300 s for the others, so every finish is an integer): we demand equality to
+//! 1e-6 s.
 
 use super::repo;
 use profiler::replay::cluster::ClusterSpec;
@@ -13,7 +16,11 @@ use std::collections::BTreeMap;
 
 /// Golden per-job (model, arrival, finish) by job id.
 fn golden(file: &str) -> BTreeMap<u64, (String, f64, f64)> {
-    let path = repo(&format!("workloads/traces/synergy/golden/{file}"));
+    let path = [GOLDEN, "workloads/traces/synergy/golden"]
+        .iter()
+        .map(|dir| repo(&format!("{dir}/{file}")))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("no golden file {file}"));
     let text = std::fs::read_to_string(&path).unwrap();
     let mut out = BTreeMap::new();
     for line in text.lines().skip(1) {
@@ -36,7 +43,7 @@ fn golden(file: &str) -> BTreeMap<u64, (String, f64, f64)> {
 fn replay(trace: &str, policy: &str, mechanism: &str) -> BTreeMap<u64, f64> {
     let opts = ReplayOptions {
         cluster: ClusterSpec::synergy(4),
-        workload: WorkloadSpec::SynergyCsv(repo(&format!("workloads/traces/synergy/{trace}"))),
+        workload: WorkloadSpec::SynergyCsv(trace_path(trace)),
         schemes: vec![(policy.into(), mechanism.into())],
         semantics: Semantics::Synergy,
         // Synergy starts a static trace (`--static`) at 1 s, a replayed one at the first round
@@ -52,45 +59,47 @@ fn replay(trace: &str, policy: &str, mechanism: &str) -> BTreeMap<u64, f64> {
         .collect()
 }
 
+/// Golden files made for this project (the others ship with the deployment traces).
+const GOLDEN: &str = "tests/data/synergy-golden";
+
+fn trace_path(trace: &str) -> std::path::PathBuf {
+    if trace.starts_with("multigpu") {
+        repo(&format!("{GOLDEN}/{trace}"))
+    } else {
+        repo(&format!("workloads/traces/synergy/{trace}"))
+    }
+}
+
 /// The cases: (trace, policy, golden file, mechanism).
-const CASES: &[(&str, &str, &str, &str)] = &[
-    (
-        "deploy_static_100job.csv",
-        "fifo",
-        "static100_FIFO_fair.csv",
-        "proportional",
-    ),
-    (
-        "deploy_static_100job.csv",
-        "fifo",
-        "static100_FIFO.csv",
-        "greedy",
-    ),
-    (
-        "deploy_static_100job.csv",
-        "fifo",
-        "static100_FIFO_tune.csv",
-        "tune",
-    ),
-    (
-        "deploy_dynamic_100job.csv",
-        "srtf",
-        "dynamic100_SRTF_fair.csv",
-        "proportional",
-    ),
-    (
-        "deploy_dynamic_100job.csv",
-        "srtf",
-        "dynamic100_SRTF.csv",
-        "greedy",
-    ),
-    (
-        "deploy_dynamic_100job.csv",
-        "srtf",
-        "dynamic100_SRTF_tune.csv",
-        "tune",
-    ),
-];
+fn cases() -> Vec<(&'static str, &'static str, String, &'static str)> {
+    let traces: [(&str, &str, &[&str]); 3] = [
+        (
+            "deploy_static_100job.csv",
+            "static100",
+            &["fifo", "las", "ftf", "drf", "tetris"],
+        ),
+        (
+            "deploy_dynamic_100job.csv",
+            "dynamic100",
+            &["srtf", "las", "ftf", "drf", "tetris"],
+        ),
+        (
+            "multigpu100.csv",
+            "multigpu100",
+            &["fifo", "srtf", "las", "ftf", "drf", "tetris"],
+        ),
+    ];
+    let mut out = Vec::new();
+    for (trace, prefix, policies) in traces {
+        for &policy in policies {
+            for (suffix, mech) in [("_fair", "proportional"), ("", "greedy"), ("_tune", "tune")] {
+                let file = format!("{prefix}_{}{suffix}.csv", policy.to_uppercase());
+                out.push((trace, policy, file, mech));
+            }
+        }
+    }
+    out
+}
 
 /// Jobs whose finish time equals the golden one, and the first (by golden finish) that differs.
 fn compare(
@@ -120,8 +129,8 @@ fn compare(
 #[test]
 #[ignore]
 fn synergy_golden_report() {
-    for (trace, policy, file, mech) in CASES {
-        let (n, first) = compare(&golden(file), &replay(trace, policy, mech));
+    for (trace, policy, file, mech) in cases() {
+        let (n, first) = compare(&golden(&file), &replay(trace, policy, mech));
         eprintln!("{file} ({policy}+{mech}): {n}/100 match; first difference: {first:?}");
     }
 }
@@ -129,8 +138,8 @@ fn synergy_golden_report() {
 #[test]
 fn synergy_semantics_matches_synergy_simulator_job_for_job() {
     let mut failures = Vec::new();
-    for (trace, policy, file, mech) in CASES {
-        let (n, first) = compare(&golden(file), &replay(trace, policy, mech));
+    for (trace, policy, file, mech) in cases() {
+        let (n, first) = compare(&golden(&file), &replay(trace, policy, mech));
         eprintln!("{file} ({policy}+{mech}): {n}/100 jobs finish at Synergy's time");
         if n != 100 {
             failures.push(format!(

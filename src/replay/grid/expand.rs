@@ -99,6 +99,7 @@ pub fn options(grid: &GridSpec, s: &Scenario) -> ReplayOptions {
         split: s.split,
         seed: s.seed,
         wide_jobs: st.wide_jobs,
+        spread_penalty: None,
         record: None,
         max_rounds: ReplayOptions::default().max_rounds,
         horizon_s: st.horizon_s,

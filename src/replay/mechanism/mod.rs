@@ -1,13 +1,16 @@
 //! Allocation mechanisms: given the jobs of a round in policy order, decide which run where
-//! with how many CPUs and how much memory. Every placement is on one server and must fit that
-//! server in every dimension (the engine re-checks). One file per mechanism, registered in
-//! [`ALL`].
+//! with how many CPUs and how much memory. A job's allocation is one [`Placement`] per server
+//! it runs on (several when it spans servers, [`spread`]), each fitting that server in every
+//! dimension (the engine re-checks). One file per mechanism, registered in [`ALL`].
 
 mod greedy;
 mod opt;
 mod proportional;
 mod request;
+mod spread;
 mod tune;
+
+pub use spread::Part;
 
 use super::cluster::{Cluster, Resources};
 use super::job::JobState;
@@ -16,6 +19,7 @@ use super::profile::{ProfileSet, Semantics};
 /// Slack for floating-point sums of CPUs and GB.
 pub use super::cluster::EPS;
 
+/// A job's GPUs on one server with their CPUs and memory (one of several when it spans servers).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Placement {
     /// Index into the round's job slice.
@@ -40,6 +44,27 @@ impl MechCtx<'_> {
         self.profiles
             .get(job.profile)
             .rate(job.spec.gpus, cpus, mem_gb, self.semantics)
+    }
+
+    /// Samples/s of job `j` given its whole allocation, `cpus` and `mem_gb` over `servers`
+    /// servers: times its model's placement penalty when it spans more than one. Under
+    /// Synergy's semantics a job given its best-case demand runs at its speed-up over the
+    /// proportional share, as Synergy's simulator has it (the speed-up interpolated when the
+    /// demand was capped at a server's size, and the demand Synergy's zoo declares).
+    pub fn rate_spread(&self, j: usize, cpus: f64, mem_gb: f64, servers: u32) -> f64 {
+        let job = &self.jobs[j];
+        let at_best = cpus + EPS >= job.best_cpu && mem_gb + EPS >= job.best_mem;
+        let rate = if self.semantics == Semantics::Synergy && at_best {
+            job.prop_rate * job.synergy.speedup_orig
+        } else {
+            self.rate(j, cpus, mem_gb)
+        };
+        let penalty = self.profiles.get(job.profile).placement_penalty;
+        if servers > 1 && penalty != 1.0 {
+            rate * penalty
+        } else {
+            rate
+        }
     }
 
     /// The proportional share of job `j` on server `s`: (cores, GB).
@@ -71,6 +96,10 @@ pub trait Mechanism: Send + Sync {
     );
     /// Whether Synergy runs this mechanism in its `+fair` mode (speed-ups ignored).
     fn synergy_fair(&self) -> bool {
+        false
+    }
+    /// Whether this is Synergy-Tune (Synergy's LAS then offers the largest jobs first).
+    fn synergy_tune(&self) -> bool {
         false
     }
 }
@@ -156,21 +185,6 @@ impl Free {
         best.map(|b| b.0)
     }
 
-    /// Synergy's first fit: the lowest-numbered server with `g` free GPUs and room for the
-    /// demand (Synergy walks free GPUs in id order, and GPU ids run server by server).
-    pub fn first_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
-        if g > self.max_free {
-            return None;
-        }
-        (0..self.servers.len()).find(|&s| {
-            if self.servers[s].gpus < g {
-                return false;
-            }
-            let (c, m) = demand(s);
-            self.fits(s, g, c, m)
-        })
-    }
-
     /// Worst fit on CPU and memory: the fitting server with the most (CPU + memory) left,
     /// relative to its capacity; spreads jobs so every server's CPUs and memory get used.
     pub fn most_room(&self, c_: &Cluster, g: u32, c: f64, m: f64) -> Option<usize> {
@@ -206,18 +220,23 @@ impl Free {
     }
 }
 
-/// Best-case demand of job `j` (cores, GB), capped at server `s`'s capacity.
+/// Best-case demand of job `j` (cores, GB), capped at server `s`'s capacity when the job fits
+/// on one server (a wider job's demand was capped per GPU when it was bound).
 pub fn best_on(ctx: &MechCtx, j: usize, s: usize) -> (f64, f64) {
     let job = &ctx.jobs[j];
     let srv = &ctx.cluster.servers[s];
+    if job.spec.gpus > srv.gpus {
+        return (job.best_cpu, job.best_mem);
+    }
     (job.best_cpu.min(srv.cpus), job.best_mem.min(srv.mem_gb))
 }
 
-/// Places job `j` at its proportional share on a server with enough free GPUs, first taking
-/// back CPU and memory from jobs already placed there above their own proportional share
-/// (most recently placed, i.e. lowest priority, first; never below their share). Picks the
-/// server needing the least reclaiming, then the fewest free GPUs. Returns whether it placed.
-/// Because every job then holds at most its share, a job whose GPUs fit always fits.
+/// Places job `j` at its proportional share on a server with enough free GPUs (or, when no
+/// server has that many, on the fewest servers that do together), first taking back CPU and
+/// memory from jobs already placed there above their own proportional share (most recently
+/// placed, i.e. lowest priority, first; never below their share). Picks the server needing the
+/// least reclaiming, then the fewest free GPUs. Returns whether it placed. Because every job
+/// then holds at most its share, a job whose GPUs fit always fits.
 pub fn reclaim_and_place(
     ctx: &MechCtx,
     free: &mut Free,
@@ -226,30 +245,77 @@ pub fn reclaim_and_place(
     j: usize,
 ) -> bool {
     let g = ctx.jobs[j].spec.gpus;
-    if g > free.max_free {
+    if g > free.total_gpus {
         return false;
     }
-    let mut best: Option<(usize, f64, u32)> = None;
-    for s in 0..free.servers.len() {
-        if free.servers[s].gpus < g {
-            continue;
+    let parts: Vec<Part> = if g <= free.max_free {
+        let mut best: Option<(usize, f64, u32)> = None;
+        for s in 0..free.servers.len() {
+            if free.servers[s].gpus < g {
+                continue;
+            }
+            let (c, m) = ctx.proportional(j, s);
+            let need = (c - free.servers[s].cpus).max(0.0) / ctx.cluster.servers[s].cpus
+                + (m - free.servers[s].mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
+            let key = (need, free.servers[s].gpus - g);
+            if best.is_none_or(|b| key < (b.1, b.2)) {
+                best = Some((s, key.0, key.1));
+            }
         }
-        let (c, m) = ctx.proportional(j, s);
-        let need = (c - free.servers[s].cpus).max(0.0) / ctx.cluster.servers[s].cpus
-            + (m - free.servers[s].mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
-        let key = (need, free.servers[s].gpus - g);
-        if best.is_none_or(|b| key < (b.1, b.2)) {
-            best = Some((s, key.0, key.1));
+        match best {
+            Some((s, _, _)) => vec![(s, g)],
+            None => return false,
+        }
+    } else {
+        match free.fewest_servers(g, |_| (0.0, 0.0)) {
+            Some(parts) => parts,
+            None => return false,
+        }
+    };
+    let share = |s: usize, k: u32| {
+        let (c, m) = ctx.cluster.servers[s].share_per_gpu();
+        (c * k as f64, m * k as f64)
+    };
+    for &(s, k) in &parts {
+        let (c, m) = share(s, k);
+        reclaim(ctx, free, &on_server[s], out, s, c, m);
+        // Always true by the argument above; kept as a guard.
+        if !free.fits(s, k, c, m) {
+            return false;
         }
     }
-    let Some((s, _, _)) = best else { return false };
-    let (c, m) = ctx.proportional(j, s);
-    for &k in on_server[s].iter().rev() {
+    for &(s, k) in &parts {
+        let (c, m) = share(s, k);
+        let p = Placement {
+            job: j,
+            server: s,
+            gpus: k,
+            cpus: c.min(free.servers[s].cpus),
+            mem_gb: m.min(free.servers[s].mem_gb),
+        };
+        on_server[s].push(free.place(out, p));
+    }
+    true
+}
+
+/// Takes CPU and memory back on server `s` from the placements `placed` there (latest first)
+/// that hold more than their proportional share, until `c` cores and `m` GB are free.
+fn reclaim(
+    ctx: &MechCtx,
+    free: &mut Free,
+    placed: &[usize],
+    out: &mut [Placement],
+    s: usize,
+    c: f64,
+    m: f64,
+) {
+    let (sc, sm) = ctx.cluster.servers[s].share_per_gpu();
+    for &k in placed.iter().rev() {
         if free.servers[s].cpus + EPS >= c && free.servers[s].mem_gb + EPS >= m {
             break;
         }
-        let (pc, pm) = ctx.proportional(out[k].job, s);
         let p = &mut out[k];
+        let (pc, pm) = (sc * p.gpus as f64, sm * p.gpus as f64);
         if free.servers[s].cpus + EPS < c && p.cpus > pc {
             let back = (p.cpus - pc).min(c - free.servers[s].cpus);
             p.cpus -= back;
@@ -261,24 +327,11 @@ pub fn reclaim_and_place(
             free.servers[s].mem_gb += back;
         }
     }
-    // Always true by the argument above; kept as a guard.
-    if !free.fits(s, g, c, m) {
-        return false;
-    }
-    let p = Placement {
-        job: j,
-        server: s,
-        gpus: g,
-        cpus: c.min(free.servers[s].cpus),
-        mem_gb: m.min(free.servers[s].mem_gb),
-    };
-    on_server[s].push(free.place(out, p));
-    true
 }
 
-/// Places jobs in policy order, each at `demand(job, server)` (cores, GB) on the best-fitting
-/// server where it fits (under `--semantics synergy`: the first that fits, as Synergy's
-/// allocator does), or not at all this round.
+/// Places jobs in policy order, each at `demand(job, server)` (cores, GB) where [`Free::find`]
+/// puts it (one best-fitting server, else the fewest servers; under `--semantics synergy`
+/// Synergy's GPU walk), or not at all this round.
 pub fn place_in_order(
     ctx: &MechCtx,
     order: &[usize],
@@ -291,20 +344,8 @@ pub fn place_in_order(
             break;
         }
         let g = ctx.jobs[j].spec.gpus;
-        let found = match ctx.semantics {
-            Semantics::Synergy => free.first_fit(g, |s| demand(j, s)),
-            Semantics::Exact => free.best_fit(g, |s| demand(j, s)),
-        };
-        if let Some(s) = found {
-            let (cpus, mem_gb) = demand(j, s);
-            let p = Placement {
-                job: j,
-                server: s,
-                gpus: g,
-                cpus,
-                mem_gb,
-            };
-            free.place(out, p);
+        if let Some(parts) = free.find(ctx.semantics, g, |s| demand(j, s)) {
+            free.place_parts(out, j, g, &parts, |s| demand(j, s));
         }
     }
 }

@@ -8,7 +8,12 @@ impl Policy for Las {
     fn name(&self) -> &'static str {
         "las"
     }
+    /// Under `--semantics synergy` too: Synergy's `attained_service_time x gpu_demand` counts
+    /// whole rounds run, as `attained_gpu_s` does there.
     fn key(&self, job: &JobState, _: &PolicyCtx) -> f64 {
         job.attained_gpu_s
+    }
+    fn synergy_selected_only(&self) -> bool {
+        true
     }
 }

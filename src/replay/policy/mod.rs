@@ -36,6 +36,12 @@ pub trait Policy: Send + Sync {
     fn uses_priority(&self) -> bool {
         true
     }
+    /// Whether, under `--semantics synergy`, the mechanism sees only the jobs the round selects
+    /// (in order, while their GPUs fit the cluster's free count), largest GPU demand first under
+    /// Tune, as Synergy's LAS does; its other schedulers offer every job (backfilling).
+    fn synergy_selected_only(&self) -> bool {
+        false
+    }
 }
 
 type Ctor = fn() -> Box<dyn Policy>;

@@ -1,5 +1,6 @@
 use super::{Policy, PolicyCtx};
 use crate::replay::job::JobState;
+use crate::replay::profile::Semantics;
 
 /// Tetris (SIGCOMM'14) as a cluster-level priority: alignment = dot product of the job's
 /// best-case demand (as fractions of the cluster) with the fractions left free in the previous
@@ -11,8 +12,16 @@ impl Policy for Tetris {
     fn name(&self) -> &'static str {
         "tetris"
     }
+    /// Under `--semantics synergy`: Synergy's Tetris, the remaining time weighted by the job's
+    /// demand as fractions of the cluster (GPUs + CPUs + memory), smallest first.
     fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64 {
         let c = ctx.cluster;
+        if ctx.semantics == Semantics::Synergy {
+            let dur = job.synergy.remaining_s(ctx.fair);
+            return job.spec.gpus as f64 / c.total_gpus as f64 * dur
+                + job.best_cpu / c.total_cpus * dur
+                + job.best_mem / c.total_mem_gb * dur;
+        }
         let d = [
             job.spec.gpus as f64 / c.total_gpus as f64,
             job.best_cpu / c.total_cpus,

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
-/// What to do with a job wider than every server.
+/// What to do with a job wider than the whole cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum WideJobs {
     /// Stop with an error naming the job.
@@ -32,6 +32,7 @@ pub enum WideJobs {
 /// them, and remembers the line each job came from (for duplicate ids and later errors).
 pub struct Binder<'a> {
     pub profiles: &'a ProfileSet,
+    /// GPUs of the whole cluster (a job may span servers, not clusters).
     pub max_gpus: u32,
     pub path: PathBuf,
     pub wide: WideJobs,

@@ -164,7 +164,7 @@ impl<'a> Synthetic<'a> {
         spec: &SyntheticSpec,
         profiles: &'a ProfileSet,
         share: (f64, f64),
-        max_server_gpus: u32,
+        cluster_gpus: u32,
         semantics: Semantics,
     ) -> Result<Self, ReplayError> {
         bounds::in_range(
@@ -200,11 +200,11 @@ impl<'a> Synthetic<'a> {
         if let Some((g, _)) = spec
             .gpu_demand
             .iter()
-            .find(|(g, w)| *g > max_server_gpus && *w > 0.0)
+            .find(|(g, w)| *g > cluster_gpus && *w > 0.0)
         {
             return Err(ReplayError::Options(format!(
-                "GPU demand distribution has {g}-GPU jobs but the widest server has \
-                 {max_server_gpus} GPUs"
+                "GPU demand distribution has {g}-GPU jobs but the cluster has \
+                 {cluster_gpus} GPUs in all"
             )));
         }
         Ok(Synthetic {
