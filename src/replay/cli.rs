@@ -216,6 +216,11 @@ pub struct ReplayArgs {
     /// summary_by_policy.csv and jct_cdf.{png,svg}.
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
+    /// Write each job's row to --out as it finishes instead of keeping every job in memory:
+    /// memory then holds only the jobs still active, for workloads of millions of jobs (the
+    /// per-job tables are in finishing order, not by id).
+    #[arg(long, requires = "out")]
+    pub stream: bool,
     /// Safety stop.
     #[arg(long, default_value_t = 50_000_000)]
     pub max_rounds: u64,
@@ -255,6 +260,7 @@ impl ReplayArgs {
             (self.first_round_s.is_some(), "--first-round-s"),
             (self.semantics != Semantics::Exact, "--semantics"),
             (self.spread_penalty.is_some(), "--spread-penalty"),
+            (self.stream, "--stream"),
         ] {
             if set {
                 return opt(format!("{name} does not apply to an elastic replay"));
@@ -395,6 +401,7 @@ impl ReplayArgs {
             max_rounds: self.max_rounds,
             horizon_s: parse_horizon(&self.horizon)?,
             out_dir: self.out.clone(),
+            stream: self.stream,
         })
     }
 }

@@ -27,7 +27,7 @@ pub use error::ReplayError;
 pub use profile::Semantics;
 
 use cluster::{Cluster, ClusterSpec};
-use engine::{EngineConfig, RoundRow, simulate};
+use engine::{EngineConfig, RoundRow, simulate, simulate_into};
 use job::JobSpec;
 use metrics::{JobRecord, Summary};
 use profile::ProfileSet;
@@ -78,6 +78,9 @@ pub struct ReplayOptions {
     pub horizon_s: f64,
     /// Write per-job and per-round CSVs and PNG + SVG plots here.
     pub out_dir: Option<PathBuf>,
+    /// Write each job's row to `out_dir` as it finishes and keep only the active jobs in
+    /// memory (for millions of jobs); the per-job table is then in finishing order.
+    pub stream: bool,
 }
 
 impl Default for ReplayOptions {
@@ -99,6 +102,7 @@ impl Default for ReplayOptions {
             max_rounds: 50_000_000,
             horizon_s: bounds::DEFAULT_HORIZON_S,
             out_dir: None,
+            stream: false,
         }
     }
 }
@@ -107,8 +111,13 @@ impl Default for ReplayOptions {
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub summary: Summary,
+    /// Every job's record, by id; empty when they were streamed to the output directory.
     pub jobs: Vec<JobRecord>,
     pub rounds: Vec<RoundRow>,
+    /// JCTs of every finished job, ascending (the JCT CDF).
+    pub finished_jct_s: Vec<f64>,
+    /// Whether the per-job table was written as jobs finished ([`ReplayOptions::stream`]).
+    pub streamed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -145,12 +154,7 @@ fn load_workload(
         | WorkloadSpec::Alibaba(p)
         | WorkloadSpec::Canonical(p) => p.clone(),
     };
-    let mut binder = Binder::new(
-        profiles,
-        cluster.total_gpus,
-        path.clone(),
-        opts.wide_jobs,
-    );
+    let mut binder = Binder::new(profiles, cluster.total_gpus, path.clone(), opts.wide_jobs);
     let assigner = || {
         Assigner::new(
             profiles,
@@ -373,15 +377,46 @@ pub fn run_observed(
             first_round_s: opts.first_round_s,
             audit: None,
             progress: Some(&progress),
+            fast: true,
         };
         let mut recorder = match (&opts.record, k) {
             (Some(p), 0) => Some(workload::canonical::Recorder::create(p)?),
             _ => None,
         };
+        let stream_to = match (&opts.out_dir, opts.stream) {
+            (Some(dir), true) => Some(tables::JobTableWriter::create(
+                dir,
+                &format!("{}-{}.jobs", policy.name(), mech.name()),
+            )?),
+            (None, true) => {
+                return Err(ReplayError::Options(
+                    "--stream writes each job's row to the output directory: give --out DIR".into(),
+                ));
+            }
+            _ => None,
+        };
         let started = std::time::Instant::now();
+        let mut tally = metrics::JobTally::new(opts.window);
+        let mut writer = stream_to;
+        let mut sink = |job: engine::JobState| -> Result<(), ReplayError> {
+            let record = metrics::job_record(&job);
+            tally.add(&record);
+            match &mut writer {
+                Some(w) => w.push(record),
+                None => Ok(()),
+            }
+        };
+        let mut simulate_with = |arrivals: &mut dyn Iterator<Item = JobSpec>| {
+            if opts.stream {
+                simulate_into(&cfg, arrivals, recorder.as_mut(), &mut sink)
+            } else {
+                simulate(&cfg, arrivals, recorder.as_mut())
+            }
+        };
         let out = match &loaded {
-            Loaded::Jobs(jobs) => simulate(&cfg, &mut jobs.iter().cloned(), recorder.as_mut())
-                .map_err(|e| with_origins(e, &origins))?,
+            Loaded::Jobs(jobs) => {
+                simulate_with(&mut jobs.iter().cloned()).map_err(|e| with_origins(e, &origins))?
+            }
             Loaded::Synthetic(s) => {
                 let mut generator = Synthetic::new(
                     s,
@@ -390,7 +425,7 @@ pub fn run_observed(
                     cluster.total_gpus,
                     opts.semantics,
                 )?;
-                simulate(&cfg, &mut generator, recorder.as_mut())?
+                simulate_with(&mut generator)?
             }
         };
         let wall_s = started.elapsed().as_secs_f64();
@@ -398,21 +433,30 @@ pub fn run_observed(
         if let Some(r) = recorder {
             r.finish()?;
         }
-        let jobs = metrics::job_records(&out, &profiles);
-        let mut summary = metrics::summarize(
-            policy.name(),
-            mech.name(),
-            &jobs,
-            &out.rounds,
-            opts.window,
-            &cluster,
-        );
+        // What the sink did not take: every job, or those still active at the end.
+        let jobs = metrics::job_records(&out);
+        for r in &jobs {
+            tally.add(r);
+        }
+        let (jobs, streamed) = match writer {
+            Some(mut w) => {
+                for r in jobs {
+                    w.push(r)?;
+                }
+                w.finish()?;
+                (Vec::new(), true)
+            }
+            None => (jobs, false),
+        };
+        let mut summary = tally.summary(policy.name(), mech.name(), &out.rounds, &cluster);
         summary.lp_failures = out.lp_failures;
         summary.wall_s = wall_s;
         Ok(RunResult {
             summary,
             jobs,
             rounds: out.rounds,
+            finished_jct_s: tally.finished_jcts(),
+            streamed,
         })
     };
     let runs: Vec<RunResult> = if schemes.len() == 1 {

@@ -36,14 +36,11 @@ pub fn jct_cdf(s: &ReplaySummary) -> Chart {
         .runs
         .iter()
         .map(|r| {
-            let mut v: Vec<f64> = r
-                .jobs
+            r.finished_jct_s
                 .iter()
-                .filter_map(|j| j.jct_s.map(|x| x / 3600.0))
+                .map(|x| x / 3600.0)
                 .filter(|x| x.is_finite() && *x > 0.0)
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v
+                .collect()
         })
         .collect();
     let lo = jcts

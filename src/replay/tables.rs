@@ -189,13 +189,94 @@ pub fn write_table(df: &mut DataFrame, dir: &Path, stem: &str) -> Result<(), Rep
     std::io::Write::flush(&mut w).map_err(ReplayError::io(&pq))
 }
 
-/// Per run `<dir>/<policy>-<mechanism>.jobs.{csv,parquet}` and `.rounds.{csv,parquet}`, and
-/// `<dir>/summary.{csv,parquet}` with one row per run.
+/// Jobs per batch a [`JobTableWriter`] writes.
+const BATCH: usize = 8192;
+
+type File = std::io::BufWriter<std::fs::File>;
+
+/// `<dir>/<stem>.{csv,parquet}` written a batch of jobs at a time as they come (the same
+/// columns as [`jobs_frame`]), so a replay of millions of jobs never holds their rows.
+pub struct JobTableWriter {
+    csv_path: std::path::PathBuf,
+    pq_path: std::path::PathBuf,
+    csv: polars::io::csv::write::BatchedWriter<File>,
+    parquet: Option<polars::io::parquet::write::BatchedWriter<File>>,
+    pending: Vec<JobRecord>,
+    /// Rows written so far.
+    pub rows: u64,
+}
+
+impl JobTableWriter {
+    pub fn create(dir: &Path, stem: &str) -> Result<JobTableWriter, ReplayError> {
+        std::fs::create_dir_all(dir).map_err(ReplayError::io(dir))?;
+        let csv_path = dir.join(format!("{stem}.csv"));
+        let pq_path = dir.join(format!("{stem}.parquet"));
+        let open = |p: &Path| -> Result<File, ReplayError> {
+            let f = std::fs::File::create(p).map_err(ReplayError::io(p))?;
+            Ok(std::io::BufWriter::new(f))
+        };
+        let schema = jobs_frame(&[])?.schema().as_ref().clone();
+        let csv = CsvWriter::new(open(&csv_path)?)
+            .include_header(true)
+            .batched(&schema)
+            .map_err(table_err(&csv_path))?;
+        let parquet = ParquetWriter::new(open(&pq_path)?)
+            .with_compression(ParquetCompression::Zstd(None))
+            .batched(&schema)
+            .map_err(table_err(&pq_path))?;
+        Ok(JobTableWriter {
+            csv_path,
+            pq_path,
+            csv,
+            parquet: Some(parquet),
+            pending: Vec::with_capacity(BATCH),
+            rows: 0,
+        })
+    }
+
+    pub fn push(&mut self, job: JobRecord) -> Result<(), ReplayError> {
+        self.pending.push(job);
+        if self.pending.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ReplayError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let df = jobs_frame(&self.pending)?;
+        self.csv
+            .write_batch(&df)
+            .map_err(table_err(&self.csv_path))?;
+        if let Some(pq) = &mut self.parquet {
+            pq.write_batch(&df).map_err(table_err(&self.pq_path))?;
+        }
+        self.rows += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Writes what is pending and closes both files.
+    pub fn finish(mut self) -> Result<u64, ReplayError> {
+        self.flush()?;
+        if let Some(pq) = self.parquet.take() {
+            pq.finish().map_err(table_err(&self.pq_path))?;
+        }
+        Ok(self.rows)
+    }
+}
+
+/// Per run `<dir>/<policy>-<mechanism>.jobs.{csv,parquet}` (unless the run streamed them there
+/// already) and `.rounds.{csv,parquet}`, and `<dir>/summary.{csv,parquet}` with one row per run.
 pub fn write_tables(runs: &[RunResult], dir: &Path) -> Result<(), ReplayError> {
     std::fs::create_dir_all(dir).map_err(ReplayError::io(dir))?;
     for r in runs {
         let stem = format!("{}-{}", r.summary.policy, r.summary.mechanism);
-        write_table(&mut jobs_frame(&r.jobs)?, dir, &format!("{stem}.jobs"))?;
+        if !r.streamed {
+            write_table(&mut jobs_frame(&r.jobs)?, dir, &format!("{stem}.jobs"))?;
+        }
         write_table(
             &mut rounds_frame(&r.rounds)?,
             dir,

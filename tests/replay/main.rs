@@ -1,7 +1,7 @@
 //! Integration tests of `profiler replay` (one test binary).
 
 use profiler::replay::cluster::ClusterSpec;
-use profiler::replay::engine::{EngineConfig, JobState, simulate};
+use profiler::replay::engine::{EngineConfig, EngineOutput, JobState, RoundRow, simulate};
 use profiler::replay::mechanism::{self, Placement};
 use profiler::replay::profile::{ProfileSet, Semantics};
 use profiler::replay::workload::synthetic::{DurationDist, Synthetic, SyntheticSpec};
@@ -415,7 +415,10 @@ fn request_mechanism_allocates_what_the_trace_requested() {
             let want_c = asked(job.cpu_request).unwrap_or(srv.cpus / srv.gpus as f64 * g);
             let want_m = asked(job.mem_request_gb).unwrap_or(srv.mem_gb / srv.gpus as f64 * g);
             assert!((cpus - want_c.min(srv.cpus)).abs() < 1e-9, "{cpus} {job:?}");
-            assert!((mem_gb - want_m.min(srv.mem_gb)).abs() < 1e-9, "{mem_gb} {job:?}");
+            assert!(
+                (mem_gb - want_m.min(srv.mem_gb)).abs() < 1e-9,
+                "{mem_gb} {job:?}"
+            );
             *placements.lock().unwrap() += 1;
         }
     };
@@ -434,6 +437,7 @@ fn request_mechanism_allocates_what_the_trace_requested() {
         first_round_s: None,
         audit: Some(&audit),
         progress: None,
+        fast: true,
     };
     let out = simulate(&cfg, &mut jobs.clone().into_iter(), None).unwrap();
     assert_eq!(out.jobs.len(), jobs.len());
@@ -654,6 +658,22 @@ mod props {
         sem: Semantics,
         jobs: u64,
     ) -> (Vec<JobState>, Vec<String>) {
+        let (out, violations) = replayed(seed, kind, pol, mech, sem, jobs, 8.0, true);
+        (out.jobs, violations)
+    }
+
+    /// One synthetic replay (`fast`: the engine's fast path), every round audited.
+    #[allow(clippy::too_many_arguments)]
+    fn replayed(
+        seed: u64,
+        kind: u8,
+        pol: usize,
+        mech: usize,
+        sem: Semantics,
+        jobs: u64,
+        jobs_per_hour: f64,
+        fast: bool,
+    ) -> (EngineOutput, Vec<String>) {
         let spec = cluster(kind);
         let cl = spec.build().unwrap();
         let profiles = ProfileSet::builtin_zoo();
@@ -690,11 +710,12 @@ mod props {
             first_round_s: None,
             audit: Some(&audit),
             progress: None,
+            fast,
         };
         let w = SyntheticSpec {
-            jobs_per_hour: 8.0,
+            jobs_per_hour,
             duration: DurationDist::Exponential(60.0),
-            gpu_demand: vec![(1, 0.6), (2, 0.2), (4, 0.2)],
+            gpu_demand: vec![(1, 0.6), (2, 0.2), (4, 0.15), (8, 0.05)],
             seed,
             max_jobs: Some(jobs),
             ..Default::default()
@@ -702,11 +723,49 @@ mod props {
         let mut generator =
             Synthetic::new(&w, &profiles, cl.reference_share(), cl.total_gpus, sem).unwrap();
         let out = simulate(&cfg, &mut generator, None).unwrap();
-        (out.jobs, violations.into_inner().unwrap())
+        (out, violations.into_inner().unwrap())
+    }
+
+    /// Everything a replay reports of a job, floats as bits (equal means identical).
+    fn job_bits(j: &JobState) -> Vec<u64> {
+        let f = |x: f64| x.to_bits();
+        let o = |x: Option<f64>| x.map_or(u64::MAX, f64::to_bits);
+        vec![
+            j.spec.id,
+            o(j.finish),
+            o(j.first_start),
+            f(j.remaining),
+            f(j.attained_gpu_s),
+            f(j.attained_dominant_s),
+            f(j.contention_sum),
+            u64::from(j.rounds_active),
+            u64::from(j.rounds_run),
+            j.synergy.done_iters,
+            f(j.synergy.speedup),
+            u64::from(j.synergy.priority),
+        ]
+    }
+
+    /// A round's row without its wall time.
+    fn row_bits(r: &RoundRow) -> Vec<u64> {
+        let f = |x: f64| x.to_bits();
+        vec![
+            f(r.t),
+            r.active as u64,
+            r.running as u64,
+            u64::from(r.gpus),
+            f(r.cpus),
+            f(r.mem_gb),
+            f(r.gpu_use),
+            f(r.cpu_use),
+            f(r.mem_use),
+            r.lp_bound.map_or(0, f),
+            r.lp_rounded.map_or(0, f),
+        ]
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
         #[test]
         fn invariants(seed in 0u64..1000, kind in 0u8..3, pol in 0usize..policy::ALL.len(), mech in 0usize..mechanism::ALL.len(), synergy in any::<bool>(), jobs in 5u64..40) {
@@ -730,6 +789,24 @@ mod props {
             let (again, _) = audited(seed, kind, pol, mech, sem, jobs);
             let a: Vec<_> = out.iter().map(|j| (j.spec.id, j.finish, j.first_start)).collect();
             let b: Vec<_> = again.iter().map(|j| (j.spec.id, j.finish, j.first_start)).collect();
+            prop_assert_eq!(a, b);
+        }
+
+        /// The fast path (order kept across rounds, decisions reused while nothing the
+        /// mechanism saw changed) gives exactly what re-keying, re-sorting and re-deciding
+        /// every round gives: every job's every counter and every round's row, bit for bit,
+        /// from light load to queues many times the cluster.
+        #[test]
+        fn fast_path_equals_round_by_round(seed in 0u64..1000, kind in 0u8..3, pol in 0usize..policy::ALL.len(), mech in 0usize..mechanism::ALL.len(), synergy in any::<bool>(), jobs in 5u64..80, jobs_per_hour in 2.0f64..60.0) {
+            let sem = if synergy { Semantics::Synergy } else { Semantics::Exact };
+            let (fast, _) = replayed(seed, kind, pol, mech, sem, jobs, jobs_per_hour, true);
+            let (slow, _) = replayed(seed, kind, pol, mech, sem, jobs, jobs_per_hour, false);
+            prop_assert_eq!(fast.jobs.len() as u64, jobs);
+            let a: Vec<_> = fast.jobs.iter().map(job_bits).collect();
+            let b: Vec<_> = slow.jobs.iter().map(job_bits).collect();
+            prop_assert_eq!(a, b);
+            let a: Vec<_> = fast.rounds.iter().map(row_bits).collect();
+            let b: Vec<_> = slow.rounds.iter().map(row_bits).collect();
             prop_assert_eq!(a, b);
         }
     }

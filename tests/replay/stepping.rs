@@ -73,6 +73,7 @@ fn step_rounds_of(
         first_round_s: None,
         audit: None,
         progress: None,
+        fast: true,
     };
     let mut arrivals = jobs.iter().cloned();
     let mut replay = Replay::new(&cfg, &mut arrivals, None).unwrap();
@@ -185,7 +186,11 @@ fn greedy_gives_the_best_case_or_nothing() {
         // alexnet takes server 0's 12 CPUs; resnet18 (9 CPUs) and gnmt (1) go to server 1;
         // the second alexnet fits nowhere and waits, though 5 GPUs are free. gnmt asks the
         // least memory of its profile, or the 20 GB Synergy's zoo declares.
-        let gnmt_gb = if sem == Semantics::Synergy { 20.0 } else { 20.83 };
+        let gnmt_gb = if sem == Semantics::Synergy {
+            20.0
+        } else {
+            20.83
+        };
         assert_eq!(
             r[0],
             vec![(0, 0, 12.0, 125.0), (1, 1, 9.0, 62.5), (2, 1, 1.0, gnmt_gb),],

@@ -104,6 +104,7 @@ pub fn options(grid: &GridSpec, s: &Scenario) -> ReplayOptions {
         max_rounds: ReplayOptions::default().max_rounds,
         horizon_s: st.horizon_s,
         out_dir: None,
+        stream: false,
     }
 }
 

@@ -1,4 +1,4 @@
-use super::{MechCtx, MechStats, Mechanism, Placement, best_on, place_in_order};
+use super::{MechCtx, MechStats, Mechanism, Order, Placement, best_on, place_in_order};
 
 /// Greedy: each job in policy order gets its best-case CPU and memory (capped at one server's
 /// capacity) on the best-fitting server, or waits this round.
@@ -11,7 +11,7 @@ impl Mechanism for Greedy {
     fn allocate(
         &self,
         ctx: &MechCtx,
-        order: &[usize],
+        order: &mut Order,
         out: &mut Vec<Placement>,
         _: &mut MechStats,
     ) {

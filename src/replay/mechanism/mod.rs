@@ -3,6 +3,7 @@
 //! it runs on (several when it spans servers, [`spread`]), each fitting that server in every
 //! dimension (the engine re-checks). One file per mechanism, registered in [`ALL`].
 
+mod free;
 mod greedy;
 mod opt;
 mod proportional;
@@ -10,9 +11,10 @@ mod request;
 mod spread;
 mod tune;
 
+pub use free::Free;
 pub use spread::Part;
 
-use super::cluster::{Cluster, Resources};
+use super::cluster::Cluster;
 use super::job::JobState;
 use super::profile::{ProfileSet, Semantics};
 
@@ -85,12 +87,20 @@ pub struct MechStats {
     pub lp_failed: bool,
 }
 
+/// The round's jobs in policy order, as indices into [`MechCtx::jobs`], pulled one at a time:
+/// a mechanism pulls only as many as it needs (the engine reuses a round's decision when the
+/// jobs pulled are unchanged, so a mechanism must depend on nothing else about the order).
+pub type Order<'a> = dyn Iterator<Item = usize> + 'a;
+
 pub trait Mechanism: Send + Sync {
     fn name(&self) -> &'static str;
+    /// Places jobs pulled from `order` into `out`. Must depend only on the jobs pulled (their
+    /// static fields: GPUs, profile, best case, prop rate, requests), the cluster and the
+    /// profiles, and on whether `order` ran out.
     fn allocate(
         &self,
         ctx: &MechCtx,
-        order: &[usize],
+        order: &mut Order,
         out: &mut Vec<Placement>,
         stats: &mut MechStats,
     );
@@ -140,86 +150,6 @@ pub fn names() -> String {
     ALL.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
 }
 
-/// Free resources per server during one round's allocation.
-#[derive(Debug, Clone)]
-pub struct Free {
-    /// What is left on each server.
-    pub servers: Vec<Resources>,
-    pub total_gpus: u32,
-    /// Most free GPUs on any one server (a wider job cannot fit anywhere: skipped in O(1)).
-    pub max_free: u32,
-}
-
-impl Free {
-    pub fn new(c: &Cluster) -> Free {
-        Free {
-            servers: c.servers.iter().map(|s| s.capacity()).collect(),
-            total_gpus: c.total_gpus,
-            max_free: c.max_server_gpus,
-        }
-    }
-
-    pub fn fits(&self, s: usize, g: u32, c: f64, m: f64) -> bool {
-        self.servers[s].fits(&Resources::new(g, c, m))
-    }
-
-    /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs.
-    pub fn best_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
-        if g > self.max_free {
-            return None;
-        }
-        let mut best: Option<(usize, u32, f64)> = None;
-        for s in 0..self.servers.len() {
-            if self.servers[s].gpus < g {
-                continue;
-            }
-            let (c, m) = demand(s);
-            if !self.fits(s, g, c, m) {
-                continue;
-            }
-            let key = (self.servers[s].gpus - g, self.servers[s].cpus - c);
-            if best.is_none_or(|b| (key.0, key.1) < (b.1, b.2)) {
-                best = Some((s, key.0, key.1));
-            }
-        }
-        best.map(|b| b.0)
-    }
-
-    /// Worst fit on CPU and memory: the fitting server with the most (CPU + memory) left,
-    /// relative to its capacity; spreads jobs so every server's CPUs and memory get used.
-    pub fn most_room(&self, c_: &Cluster, g: u32, c: f64, m: f64) -> Option<usize> {
-        let mut best: Option<(usize, f64)> = None;
-        for s in 0..self.servers.len() {
-            if !self.fits(s, g, c, m) {
-                continue;
-            }
-            let room = (self.servers[s].cpus - c) / c_.servers[s].cpus
-                + (self.servers[s].mem_gb - m) / c_.servers[s].mem_gb;
-            if best.is_none_or(|b| room > b.1) {
-                best = Some((s, room));
-            }
-        }
-        best.map(|b| b.0)
-    }
-
-    /// Takes `p`'s resources, appends it to `out` and returns its index there.
-    pub fn place(&mut self, out: &mut Vec<Placement>, p: Placement) -> usize {
-        self.take(&p);
-        out.push(p);
-        out.len() - 1
-    }
-
-    pub fn take(&mut self, p: &Placement) {
-        self.servers[p.server].gpus -= p.gpus;
-        self.servers[p.server].cpus = (self.servers[p.server].cpus - p.cpus).max(0.0);
-        self.servers[p.server].mem_gb = (self.servers[p.server].mem_gb - p.mem_gb).max(0.0);
-        self.total_gpus -= p.gpus;
-        if self.servers[p.server].gpus + p.gpus == self.max_free {
-            self.max_free = self.servers.iter().map(|r| r.gpus).max().unwrap_or(0);
-        }
-    }
-}
-
 /// Best-case demand of job `j` (cores, GB), capped at server `s`'s capacity when the job fits
 /// on one server (a wider job's demand was capped per GPU when it was bound).
 pub fn best_on(ctx: &MechCtx, j: usize, s: usize) -> (f64, f64) {
@@ -249,21 +179,19 @@ pub fn reclaim_and_place(
         return false;
     }
     let parts: Vec<Part> = if g <= free.max_free {
-        let mut best: Option<(usize, f64, u32)> = None;
-        for s in 0..free.servers.len() {
-            if free.servers[s].gpus < g {
-                continue;
-            }
+        // Least reclaiming, then fewest GPUs left, then lowest id.
+        let mut best: Option<(f64, u32, usize)> = None;
+        for s in free.with_gpus(g) {
             let (c, m) = ctx.proportional(j, s);
             let need = (c - free.servers[s].cpus).max(0.0) / ctx.cluster.servers[s].cpus
                 + (m - free.servers[s].mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
-            let key = (need, free.servers[s].gpus - g);
-            if best.is_none_or(|b| key < (b.1, b.2)) {
-                best = Some((s, key.0, key.1));
+            let key = (need, free.servers[s].gpus - g, s);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
             }
         }
         match best {
-            Some((s, _, _)) => vec![(s, g)],
+            Some((_, _, s)) => vec![(s, g)],
             None => return false,
         }
     } else {
@@ -334,15 +262,13 @@ fn reclaim(
 /// Synergy's GPU walk), or not at all this round.
 pub fn place_in_order(
     ctx: &MechCtx,
-    order: &[usize],
+    order: &mut Order,
     out: &mut Vec<Placement>,
     demand: impl Fn(usize, usize) -> (f64, f64),
 ) {
     let mut free = Free::new(ctx.cluster);
-    for &j in order {
-        if free.total_gpus == 0 {
-            break;
-        }
+    while free.total_gpus > 0 {
+        let Some(j) = order.next() else { break };
         let g = ctx.jobs[j].spec.gpus;
         if let Some(parts) = free.find(ctx.semantics, g, |s| demand(j, s)) {
             free.place_parts(out, j, g, &parts, |s| demand(j, s));

@@ -1,4 +1,6 @@
-use super::{EPS, Free, MechCtx, MechStats, Mechanism, Placement, best_on, reclaim_and_place};
+use super::{
+    EPS, Free, MechCtx, MechStats, Mechanism, Order, Placement, best_on, reclaim_and_place,
+};
 use good_lp::{Expression, ProblemVariables, Solution, SolverModel, constraint, microlp, variable};
 use std::collections::BTreeMap;
 
@@ -30,7 +32,7 @@ impl Mechanism for Opt {
     fn allocate(
         &self,
         ctx: &MechCtx,
-        order: &[usize],
+        order: &mut Order,
         out: &mut Vec<Placement>,
         stats: &mut MechStats,
     ) {
@@ -38,10 +40,11 @@ impl Mechanism for Opt {
         // Runnable set.
         let mut budget = cl.total_gpus;
         let mut runnable = Vec::new();
-        for &j in order {
-            if budget == 0 {
-                break;
-            }
+        // Every job pulled, for the fallback below.
+        let mut pulled = Vec::new();
+        while budget > 0 {
+            let Some(j) = order.next() else { break };
+            pulled.push(j);
             let g = ctx.jobs[j].spec.gpus;
             if g <= budget {
                 budget -= g;
@@ -130,7 +133,8 @@ impl Mechanism for Opt {
             Err(_) => {
                 stats.lp_failed = true;
                 // Fall back to Synergy-Tune for this round.
-                super::tune::Tune.allocate(ctx, order, out, stats);
+                let mut again = pulled.into_iter().chain(order);
+                super::tune::Tune.allocate(ctx, &mut again, out, stats);
                 return;
             }
         };

@@ -1,4 +1,4 @@
-use super::{MechCtx, MechStats, Mechanism, Placement, place_in_order};
+use super::{MechCtx, MechStats, Mechanism, Order, Placement, place_in_order};
 
 /// GPU-proportional: each job gets CPUs and memory in proportion to its GPUs on its server.
 /// Jobs go in policy order to the best-fitting server; a job that does not fit waits and later
@@ -12,7 +12,7 @@ impl Mechanism for Proportional {
     fn allocate(
         &self,
         ctx: &MechCtx,
-        order: &[usize],
+        order: &mut Order,
         out: &mut Vec<Placement>,
         _: &mut MechStats,
     ) {

@@ -1,4 +1,4 @@
-use super::{MechCtx, MechStats, Mechanism, Placement, place_in_order};
+use super::{MechCtx, MechStats, Mechanism, Order, Placement, place_in_order};
 
 /// As requested: each job gets the CPUs and memory its trace asked for (Alibaba pods carry
 /// requests), capped at one server's capacity; a job without requests gets its proportional
@@ -14,7 +14,7 @@ impl Mechanism for Request {
     fn allocate(
         &self,
         ctx: &MechCtx,
-        order: &[usize],
+        order: &mut Order,
         out: &mut Vec<Placement>,
         _: &mut MechStats,
     ) {

@@ -1,4 +1,6 @@
-use super::{Free, MechCtx, MechStats, Mechanism, Part, Placement, best_on, reclaim_and_place};
+use super::{
+    Free, MechCtx, MechStats, Mechanism, Order, Part, Placement, best_on, reclaim_and_place,
+};
 use crate::replay::profile::Semantics;
 use std::collections::HashMap;
 
@@ -21,7 +23,7 @@ impl Mechanism for Tune {
     fn allocate(
         &self,
         ctx: &MechCtx,
-        order: &[usize],
+        order: &mut Order,
         out: &mut Vec<Placement>,
         _: &mut MechStats,
     ) {
@@ -31,10 +33,8 @@ impl Mechanism for Tune {
         }
         let mut free = Free::new(ctx.cluster);
         let mut on_server: Vec<Vec<usize>> = vec![Vec::new(); ctx.cluster.servers.len()];
-        for &j in order {
-            if free.total_gpus == 0 {
-                break;
-            }
+        while free.total_gpus > 0 {
+            let Some(j) = order.next() else { break };
             let g = ctx.jobs[j].spec.gpus;
             let best = |s| best_on(ctx, j, s);
             if let Some(parts) = free.find(Semantics::Exact, g, best) {
@@ -77,7 +77,12 @@ impl TuneState {
     fn alloc(&self, out: &[Placement], j: usize) -> (u32, f64, f64, usize) {
         let parts = &self.parts_of[&j];
         parts.iter().fold((0, 0.0, 0.0, parts.len()), |a, &k| {
-            (a.0 + out[k].gpus, a.1 + out[k].cpus, a.2 + out[k].mem_gb, a.3)
+            (
+                a.0 + out[k].gpus,
+                a.1 + out[k].cpus,
+                a.2 + out[k].mem_gb,
+                a.3,
+            )
         })
     }
 }
@@ -97,14 +102,15 @@ impl TuneState {
 ///    servers;
 /// 4. then one more walk with the tuned-down demand (Synergy exits if it fails; here the job
 ///    waits).
-fn synergy_tune(ctx: &MechCtx, order: &[usize], out: &mut Vec<Placement>) {
+fn synergy_tune(ctx: &MechCtx, order: &mut Order, out: &mut Vec<Placement>) {
     let cl = ctx.cluster;
     let mut st = TuneState {
         free: Free::new(cl),
         on_server: vec![Vec::new(); cl.servers.len()],
         parts_of: HashMap::new(),
     };
-    for &j in order {
+    while st.free.total_gpus > 0 {
+        let Some(j) = order.next() else { break };
         let g = ctx.jobs[j].spec.gpus;
         if g == 0 || g > st.free.total_gpus {
             continue;
@@ -191,7 +197,10 @@ fn adjust_peers(
         let on_s = out[p].gpus as f64;
         let (g, c, m, _) = st.alloc(out, out[p].job);
         let share = on_s / g as f64;
-        let excess = ((c * share - sc * on_s).max(0.0), (m * share - sm * on_s).max(0.0));
+        let excess = (
+            (c * share - sc * on_s).max(0.0),
+            (m * share - sm * on_s).max(0.0),
+        );
         let diff = ((need.0 - excess.0).max(0.0), (need.1 - excess.1).max(0.0));
         victims.push(out[p].job);
         if diff == (0.0, 0.0) {

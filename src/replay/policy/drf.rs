@@ -1,4 +1,4 @@
-use super::{Policy, PolicyCtx};
+use super::{KeyUpdate, Policy, PolicyCtx};
 use crate::replay::job::JobState;
 use crate::replay::profile::Semantics;
 
@@ -10,6 +10,12 @@ pub struct Drf;
 impl Policy for Drf {
     fn name(&self) -> &'static str {
         "drf"
+    }
+    fn key_update(&self, semantics: Semantics) -> KeyUpdate {
+        match semantics {
+            Semantics::Exact => KeyUpdate::WhenRun,
+            Semantics::Synergy => KeyUpdate::Static,
+        }
     }
     /// Under `--semantics synergy`: Synergy's DRF, a static sort by the job's dominant share of
     /// the cluster's GPUs, CPUs and memory in its best-case demand.

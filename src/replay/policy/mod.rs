@@ -27,10 +27,28 @@ pub struct PolicyCtx<'a> {
     pub fair: bool,
 }
 
+/// When a policy's key of a job can change, which decides how much of the queue the engine
+/// re-keys each round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUpdate {
+    /// Never: the key depends on the job as it arrived (and the cluster) only.
+    Static,
+    /// Only in a round the job runs, or the round after it last ran (its progress, attained
+    /// service or carried speed-up changed). The key must not read [`PolicyCtx::now`],
+    /// [`PolicyCtx::contention`] or [`PolicyCtx::free_frac`].
+    WhenRun,
+    /// Any round: every active job is re-keyed and the queue re-sorted.
+    EveryRound,
+}
+
 pub trait Policy: Send + Sync {
     fn name(&self) -> &'static str;
     /// Priority key: lower runs first.
     fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64;
+    /// When [`Policy::key`] of a job can change under `semantics`.
+    fn key_update(&self, _semantics: Semantics) -> KeyUpdate {
+        KeyUpdate::EveryRound
+    }
     /// Whether Synergy's starvation priority comes before the key (under `--semantics
     /// synergy`; every Synergy scheduler but FIFO sorts by `-priority` first).
     fn uses_priority(&self) -> bool {

@@ -1,4 +1,4 @@
-use super::{Policy, PolicyCtx};
+use super::{KeyUpdate, Policy, PolicyCtx};
 use crate::replay::job::JobState;
 use crate::replay::profile::Semantics;
 
@@ -11,6 +11,11 @@ pub struct Srtf;
 impl Policy for Srtf {
     fn name(&self) -> &'static str {
         "srtf"
+    }
+    /// Remaining work (and, under Synergy's semantics, the carried speed-up) changes only
+    /// when the job runs, or the round after.
+    fn key_update(&self, _: Semantics) -> KeyUpdate {
+        KeyUpdate::WhenRun
     }
     fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64 {
         if ctx.semantics == Semantics::Synergy {

@@ -1,4 +1,4 @@
-use super::{Policy, PolicyCtx};
+use super::{KeyUpdate, Policy, PolicyCtx};
 use crate::replay::job::JobState;
 use crate::replay::profile::Semantics;
 
@@ -11,6 +11,14 @@ pub struct Tetris;
 impl Policy for Tetris {
     fn name(&self) -> &'static str {
         "tetris"
+    }
+    /// Exact: the alignment reads the last round's free fractions, so every round. Synergy's:
+    /// the remaining time changes only when the job runs, or the round after.
+    fn key_update(&self, semantics: Semantics) -> KeyUpdate {
+        match semantics {
+            Semantics::Exact => KeyUpdate::EveryRound,
+            Semantics::Synergy => KeyUpdate::WhenRun,
+        }
     }
     /// Under `--semantics synergy`: Synergy's Tetris, the remaining time weighted by the job's
     /// demand as fractions of the cluster (GPUs + CPUs + memory), smallest first.

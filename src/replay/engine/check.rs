@@ -1,0 +1,101 @@
+//! The engine's check of a mechanism's placements: every job placed whole (its parts on distinct
+//! servers, their GPUs its demand) and no server over-allocated in any dimension. What passes
+//! is summed into one [`Alloc`] per job.
+
+use super::super::cluster::Cluster;
+use super::super::error::ReplayError;
+use super::super::job::JobState;
+use super::super::mechanism::{EPS, Placement};
+
+/// A job's allocation in one round, summed over the servers it spans.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Alloc {
+    /// The job's slot in the active list.
+    pub slot: usize,
+    pub gpus: u32,
+    pub cpus: f64,
+    pub mem_gb: f64,
+    pub servers: u32,
+    /// Samples/s it runs at (the engine fills it in).
+    pub rate: f64,
+}
+
+/// Checks `placements` of the round at `t` (`by` names the mechanism in errors) and returns
+/// the allocations, ordered by slot.
+pub fn allocations(
+    placements: &[Placement],
+    active: &[JobState],
+    cluster: &Cluster,
+    by: &str,
+    t: f64,
+) -> Result<Vec<Alloc>, ReplayError> {
+    let internal = |m: String| Err(ReplayError::Internal(m));
+    let ns = cluster.servers.len();
+    let mut used = vec![(0u32, 0.0f64, 0.0f64); ns];
+    for p in placements {
+        let Some(job) = active.get(p.job) else {
+            return internal(format!("placement of unknown job index {}", p.job));
+        };
+        if p.gpus == 0 || p.server >= ns || !(p.cpus >= 0.0 && p.mem_gb >= 0.0) {
+            return internal(format!("bad placement {p:?} of job {}", job.spec.id));
+        }
+        let u = &mut used[p.server];
+        u.0 += p.gpus;
+        u.1 += p.cpus;
+        u.2 += p.mem_gb;
+    }
+    for (s, u) in used.iter().enumerate() {
+        let srv = &cluster.servers[s];
+        if u.0 > srv.gpus
+            || u.1 > srv.cpus * (1.0 + 1e-9) + EPS
+            || u.2 > srv.mem_gb * (1.0 + 1e-9) + EPS
+        {
+            return internal(format!(
+                "{by} over-allocated server {s} at t={t}: {} GPUs, {} cores, {} GB of {}, {}, {}",
+                u.0, u.1, u.2, srv.gpus, srv.cpus, srv.mem_gb
+            ));
+        }
+    }
+    // Grouped by job, each job's parts in the order they were placed (the order they are summed).
+    let mut by_job: Vec<&Placement> = placements.iter().collect();
+    by_job.sort_by_key(|p| p.job);
+    let mut allocs: Vec<Alloc> = Vec::new();
+    let mut first = 0;
+    for (k, p) in by_job.iter().enumerate() {
+        match allocs.last_mut() {
+            Some(a) if a.slot == p.job => {
+                if by_job[first..k].iter().any(|q| q.server == p.server) {
+                    return internal(format!(
+                        "job {} placed twice on server {} in one round",
+                        active[p.job].spec.id, p.server
+                    ));
+                }
+                a.gpus += p.gpus;
+                a.cpus += p.cpus;
+                a.mem_gb += p.mem_gb;
+                a.servers += 1;
+            }
+            _ => {
+                first = k;
+                allocs.push(Alloc {
+                    slot: p.job,
+                    gpus: p.gpus,
+                    cpus: p.cpus,
+                    mem_gb: p.mem_gb,
+                    servers: 1,
+                    rate: 0.0,
+                });
+            }
+        }
+    }
+    for a in &allocs {
+        let want = active[a.slot].spec.gpus;
+        if a.gpus != want {
+            return internal(format!(
+                "job {} placed on {} GPUs, wants {want}",
+                active[a.slot].spec.id, a.gpus
+            ));
+        }
+    }
+    Ok(allocs)
+}

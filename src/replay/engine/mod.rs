@@ -1,0 +1,692 @@
+//! The replay engine: scheduling rounds with one-round leases, plus exact events within a round.
+//!
+//! At each round boundary `t` (multiples of the round length from 0): jobs that arrived by `t`
+//! join; the policy orders the active jobs; the mechanism places some of them (each on one
+//! server, every dimension checked); the engine re-checks that no server is over-allocated;
+//! each placed job progresses for the round at the throughput of the allocation it got. Under
+//! [`Semantics::Exact`] a job finishes at the exact instant its work runs out (its resources
+//! stay idle until the round ends: leases are per round); under [`Semantics::Synergy`] it
+//! finishes at the end of that round, as in Synergy's simulator. When no job is active the
+//! engine jumps to the first round boundary at or after the next arrival.
+
+mod bind;
+mod check;
+mod progress;
+mod queue;
+
+pub use super::job::JobState;
+pub use bind::bind;
+
+use super::cluster::Cluster;
+use super::error::ReplayError;
+use super::job::JobSpec;
+use super::mechanism::{MechCtx, MechStats, Mechanism, Placement};
+use super::policy::{Policy, PolicyCtx};
+use super::profile::{ProfileSet, Semantics};
+use super::workload::canonical::Recorder;
+use check::Alloc;
+use progress::{exact_progress, synergy_progress};
+use queue::{Queue, Rank};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// One scheduling round of the time series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRow {
+    pub t: f64,
+    pub active: usize,
+    pub running: usize,
+    /// Allocated GPUs, cores, GB.
+    pub gpus: u32,
+    pub cpus: f64,
+    pub mem_gb: f64,
+    /// Used: GPUs weighted by throughput / best-case throughput; cores and GB up to best case.
+    pub gpu_use: f64,
+    pub cpu_use: f64,
+    pub mem_use: f64,
+    /// Wall seconds the policy and mechanism took.
+    pub decision_s: f64,
+    pub lp_bound: Option<f64>,
+    pub lp_rounded: Option<f64>,
+}
+
+/// Audit hook: (round start, active jobs, placements).
+pub type AuditFn<'a> = dyn Fn(f64, &[JobState], &[Placement]) + Sync + 'a;
+
+/// Progress hook: jobs finished so far (of the window, when there is one), after each round in
+/// which some finished.
+pub type ProgressFn<'a> = dyn Fn(u64) + Sync + 'a;
+
+pub struct EngineConfig<'a> {
+    pub cluster: &'a Cluster,
+    pub profiles: &'a ProfileSet,
+    pub policy: &'a dyn Policy,
+    pub mechanism: &'a dyn Mechanism,
+    pub semantics: Semantics,
+    pub round_s: f64,
+    /// Stop once every job with an id in this inclusive range has finished.
+    pub window: Option<(u64, u64)>,
+    /// Simulated time limit, seconds: jobs still active when a round would start at or after it
+    /// are an error ([`ReplayError::Horizon`]) naming them.
+    pub horizon_s: f64,
+    pub max_rounds: u64,
+    /// Time of the first round; `None`: rounds fall on multiples of the round length from 0.
+    /// Synergy's simulator starts a static trace (`--static`) at 1 s, so its rounds fall on
+    /// 1 + k x round; later rounds keep the phase of the first.
+    pub first_round_s: Option<f64>,
+    /// Called after every round with the placements (tests use it to audit invariants).
+    pub audit: Option<&'a AuditFn<'a>>,
+    /// Called with the number of jobs finished when it changes (progress bars).
+    pub progress: Option<&'a ProgressFn<'a>>,
+    /// The fast path: keep the policy order across rounds where the policy's keys allow it
+    /// ([`super::policy::KeyUpdate`]) and reuse the last round's decision when the jobs the
+    /// mechanism looked at are unchanged, in order (nothing it could see has changed). `false`:
+    /// re-key, re-sort and re-decide every round, the reference the fast path is tested against.
+    pub fast: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineOutput {
+    /// Every job admitted, finished or not, ordered by id (without the finished ones when they
+    /// went to a sink, [`simulate_into`]).
+    pub jobs: Vec<JobState>,
+    pub rounds: Vec<RoundRow>,
+    pub end_s: f64,
+    pub lp_failures: u64,
+}
+
+/// Starvation guard of Synergy's schedulers: a job that has not run for this long sorts before
+/// all others from then on (priority 1).
+pub const SYNERGY_STARVATION_S: f64 = 1000.0 * 3600.0;
+
+/// Where finished jobs go instead of the output, as they finish (a replay too large to keep).
+pub type SinkFn<'a> = dyn FnMut(JobState) -> Result<(), ReplayError> + 'a;
+
+/// The error for jobs still active at the horizon (the first few named).
+fn horizon_reached(horizon_s: f64, active: &[JobState]) -> ReplayError {
+    ReplayError::Horizon {
+        horizon_s,
+        count: active.len(),
+        jobs: active
+            .iter()
+            .take(5)
+            .map(|j| super::error::UnfinishedJob {
+                job_id: j.spec.id,
+                remaining_samples: j.remaining,
+                origin: None,
+            })
+            .collect(),
+    }
+}
+
+/// Runs the replay over `arrivals` (sorted by arrival time).
+pub fn simulate(
+    cfg: &EngineConfig,
+    arrivals: &mut dyn Iterator<Item = JobSpec>,
+    recorder: Option<&mut Recorder>,
+) -> Result<EngineOutput, ReplayError> {
+    let mut replay = Replay::new(cfg, arrivals, recorder)?;
+    replay.run_to_end()?;
+    Ok(replay.finish())
+}
+
+/// [`simulate`], handing each job to `sink` as it finishes instead of keeping it: memory then
+/// holds only the active jobs (and one row per round).
+pub fn simulate_into(
+    cfg: &EngineConfig,
+    arrivals: &mut dyn Iterator<Item = JobSpec>,
+    recorder: Option<&mut Recorder>,
+    sink: &mut SinkFn,
+) -> Result<EngineOutput, ReplayError> {
+    let mut replay = Replay::new(cfg, arrivals, recorder)?;
+    replay.sink = Some(sink);
+    replay.run_to_end()?;
+    Ok(replay.finish())
+}
+
+/// The last decision, reused while the jobs it pulled are the first in the order again.
+struct Decision {
+    /// Slots the mechanism pulled from the order, in order.
+    pulled: Vec<usize>,
+    /// Whether it pulled the whole order (then a longer order changes what it sees).
+    exhausted: bool,
+    stats: MechStats,
+}
+
+impl Decision {
+    /// Whether a mechanism given `order` (of `len` jobs) would pull exactly the same jobs.
+    fn holds(&self, mut order: impl Iterator<Item = usize>, len: usize) -> bool {
+        (!self.exhausted || len == self.pulled.len())
+            && self.pulled.iter().all(|&s| order.next() == Some(s))
+    }
+}
+
+/// The order as the mechanism pulls it, recording what it pulled.
+struct Pull<'o, 'p> {
+    order: &'o mut dyn Iterator<Item = usize>,
+    pulled: &'p mut Vec<usize>,
+    exhausted: bool,
+}
+
+impl Iterator for Pull<'_, '_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        let next = self.order.next();
+        match next {
+            Some(s) => self.pulled.push(s),
+            None => self.exhausted = true,
+        }
+        next
+    }
+}
+
+/// A replay in progress: [`Replay::step_round`] runs one scheduling round, so tests can look at
+/// the jobs and placements between rounds; [`simulate`] runs it to the end.
+pub struct Replay<'c, 'a> {
+    cfg: &'c EngineConfig<'a>,
+    arrivals: std::iter::Peekable<&'c mut dyn Iterator<Item = JobSpec>>,
+    recorder: Option<&'c mut Recorder>,
+    sink: Option<&'c mut SinkFn<'c>>,
+    /// Active jobs by slot (a finished job's slot takes the last job).
+    active: Vec<JobState>,
+    /// Per slot: (rounds, contention sum) of the replay when the job was admitted; a job's
+    /// own counts are the differences when it leaves, so a round costs nothing per idle job.
+    since: Vec<(u64, f64)>,
+    queue: Queue,
+    /// The order after Synergy's per-round selection, when the policy has one.
+    selected: Vec<usize>,
+    done: Vec<JobState>,
+    rounds: Vec<RoundRow>,
+    placements: Vec<Placement>,
+    allocs: Vec<Alloc>,
+    /// Slots that ran in the last round, ascending.
+    running: Vec<usize>,
+    last: Option<Decision>,
+    free_frac: [f64; 3],
+    last_arrival: f64,
+    window_done: u64,
+    lp_failures: u64,
+    idle_rounds: u32,
+    t: f64,
+    t0: f64,
+    n_rounds: u64,
+    contention_sum: f64,
+    /// GPUs the active jobs ask for.
+    active_gpus: u64,
+    n_finished: u64,
+    ended: bool,
+}
+
+impl<'c, 'a> Replay<'c, 'a> {
+    pub fn new(
+        cfg: &'c EngineConfig<'a>,
+        arrivals: &'c mut dyn Iterator<Item = JobSpec>,
+        recorder: Option<&'c mut Recorder>,
+    ) -> Result<Self, ReplayError> {
+        let r = cfg.round_s;
+        if !(r.is_finite() && r > 0.0) {
+            return Err(ReplayError::Options("round length must be positive".into()));
+        }
+        let t0 = cfg.first_round_s.unwrap_or(0.0);
+        if !t0.is_finite() {
+            return Err(ReplayError::Options(
+                "first round time must be finite".into(),
+            ));
+        }
+        let prioritized = cfg.semantics == Semantics::Synergy && cfg.policy.uses_priority();
+        let kept = cfg.fast && !prioritized;
+        Ok(Replay {
+            cfg,
+            arrivals: arrivals.peekable(),
+            recorder,
+            sink: None,
+            active: Vec::new(),
+            since: Vec::new(),
+            queue: Queue::new(cfg.policy.key_update(cfg.semantics), kept),
+            selected: Vec::new(),
+            done: Vec::new(),
+            rounds: Vec::new(),
+            placements: Vec::new(),
+            allocs: Vec::new(),
+            running: Vec::new(),
+            last: None,
+            free_frac: [1.0; 3],
+            last_arrival: f64::NEG_INFINITY,
+            window_done: 0,
+            lp_failures: 0,
+            idle_rounds: 0,
+            t: t0,
+            t0,
+            n_rounds: 0,
+            contention_sum: 0.0,
+            active_gpus: 0,
+            n_finished: 0,
+            ended: false,
+        })
+    }
+
+    /// Start of the next round (after [`Replay::step_round`]: of the round after the one run).
+    pub fn now(&self) -> f64 {
+        self.t
+    }
+
+    /// Jobs admitted and not finished (in slot order: a finished job's slot takes the last
+    /// job). Their `rounds_active` and `contention_sum` are filled in when they leave.
+    pub fn active(&self) -> &[JobState] {
+        &self.active
+    }
+
+    /// Finished jobs, in finishing order (by id within a round); empty with a sink.
+    pub fn finished(&self) -> &[JobState] {
+        &self.done
+    }
+
+    /// The placements of the last round run; their `job` indexes the active jobs as they were
+    /// in that round (finished jobs have since left [`Replay::active`]).
+    pub fn last_placements(&self) -> &[Placement] {
+        &self.placements
+    }
+
+    pub fn rounds(&self) -> &[RoundRow] {
+        &self.rounds
+    }
+
+    /// Runs rounds until every job has finished (or the window has).
+    pub fn run_to_end(&mut self) -> Result<(), ReplayError> {
+        while self.step_round()? {}
+        Ok(())
+    }
+
+    /// The output: every job admitted (but those handed to a sink), ordered by id.
+    pub fn finish(mut self) -> EngineOutput {
+        for slot in 0..self.active.len() {
+            self.settle(slot);
+        }
+        let end_s = self
+            .done
+            .iter()
+            .filter_map(|j| j.finish)
+            .fold(0.0, f64::max);
+        let mut jobs = self.done;
+        jobs.extend(self.active);
+        jobs.sort_by_key(|j| j.spec.id);
+        EngineOutput {
+            jobs,
+            rounds: self.rounds,
+            end_s,
+            lp_failures: self.lp_failures,
+        }
+    }
+
+    /// Fills in the per-job counters kept for all jobs at once.
+    fn settle(&mut self, slot: usize) {
+        let (rounds, contention) = self.since[slot];
+        let j = &mut self.active[slot];
+        j.rounds_active = (self.n_rounds - rounds) as u32;
+        j.contention_sum = self.contention_sum - contention;
+    }
+
+    fn pctx(&self, contention: f64) -> PolicyCtx<'a> {
+        let cfg = self.cfg;
+        PolicyCtx {
+            now: self.t,
+            cluster: cfg.cluster,
+            contention,
+            free_frac: self.free_frac,
+            semantics: cfg.semantics,
+            fair: cfg.mechanism.synergy_fair(),
+        }
+    }
+
+    fn prioritized(&self) -> bool {
+        self.cfg.semantics == Semantics::Synergy && self.cfg.policy.uses_priority()
+    }
+
+    /// Admits the jobs that arrived by the current time.
+    fn admit(&mut self) -> Result<(), ReplayError> {
+        let cfg = self.cfg;
+        let prioritized = self.prioritized();
+        while let Some(next) = self.arrivals.peek() {
+            if next.arrival_s > self.t {
+                break;
+            }
+            let job = self.arrivals.next().expect("peeked");
+            if job.arrival_s < self.last_arrival {
+                return Err(ReplayError::Options(format!(
+                    "workload is not sorted by arrival: job {} arrives at {} after a job at {}",
+                    job.id, job.arrival_s, self.last_arrival
+                )));
+            }
+            self.last_arrival = job.arrival_s;
+            if let Some(rec) = self.recorder.as_deref_mut() {
+                rec.write(&job)?;
+            }
+            let state = bind(job, cfg.cluster, cfg.profiles, cfg.semantics)?;
+            self.active_gpus += u64::from(state.spec.gpus);
+            if self.queue.is_kept() {
+                // Kept keys read nothing that changes between rounds (KeyUpdate's contract).
+                let rank = Rank::of(cfg.policy, &state, &self.pctx(1.0), prioritized);
+                self.queue.admit(self.active.len(), rank);
+            }
+            self.since.push((self.n_rounds, self.contention_sum));
+            self.active.push(state);
+        }
+        Ok(())
+    }
+
+    /// Runs the next round that has work (admitting arrivals first, skipping empty rounds).
+    /// Returns `false`, running nothing, once the replay is over.
+    pub fn step_round(&mut self) -> Result<bool, ReplayError> {
+        if self.ended {
+            return Ok(false);
+        }
+        let cfg = self.cfg;
+        let r = cfg.round_s;
+        let window_len = cfg.window.map_or(0, |(a, b)| b - a + 1);
+        loop {
+            self.admit()?;
+            if cfg.window.is_some() && self.window_done == window_len {
+                self.ended = true;
+                return Ok(false);
+            }
+            if !self.active.is_empty() {
+                break;
+            }
+            match self.arrivals.peek() {
+                None => {
+                    self.ended = true;
+                    return Ok(false);
+                }
+                Some(next) => {
+                    let k = ((next.arrival_s - self.t0) / r).ceil();
+                    self.t = self.t.max(self.t0 + k * r);
+                }
+            }
+        }
+        if self.t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
+            return Err(horizon_reached(cfg.horizon_s, &self.active));
+        }
+        self.round()?;
+        Ok(true)
+    }
+
+    /// Orders the jobs and decides the round: reuses the last decision when it still holds,
+    /// else runs the mechanism and checks its placements. Returns whether it reused.
+    fn decide(&mut self, contention: f64) -> Result<bool, ReplayError> {
+        let cfg = self.cfg;
+        let cl = cfg.cluster;
+        let synergy = cfg.semantics == Semantics::Synergy;
+        let pctx = self.pctx(contention);
+        let prioritized = self.prioritized();
+        self.queue.resort(&self.active, |j| {
+            Rank::of(cfg.policy, j, &pctx, prioritized)
+        });
+        let select = synergy && cfg.policy.synergy_selected_only();
+        if select {
+            self.selected.clear();
+            self.selected.extend(self.queue.slots());
+            select_round_jobs(&mut self.selected, &self.active, cl.total_gpus);
+            if cfg.mechanism.synergy_tune() {
+                let active = &self.active;
+                self.selected
+                    .sort_by_key(|&i| std::cmp::Reverse(active[i].spec.gpus));
+            }
+        }
+        if prioritized {
+            // After the sort, as Synergy's schedulers do: the bump counts from the next round.
+            let t = self.t;
+            for j in self.active.iter_mut() {
+                let since = t - j.synergy.last_run_end.unwrap_or(j.spec.arrival_s);
+                if since > SYNERGY_STARVATION_S {
+                    j.synergy.priority = 1;
+                }
+            }
+        }
+        let len = if select {
+            self.selected.len()
+        } else {
+            self.queue.len()
+        };
+        let order = || -> Box<dyn Iterator<Item = usize> + '_> {
+            if select {
+                Box::new(self.selected.iter().copied())
+            } else {
+                self.queue.slots()
+            }
+        };
+        if cfg.fast && self.last.as_ref().is_some_and(|d| d.holds(order(), len)) {
+            return Ok(true);
+        }
+        let mctx = MechCtx {
+            cluster: cl,
+            profiles: cfg.profiles,
+            semantics: cfg.semantics,
+            jobs: &self.active,
+        };
+        let mut stats = MechStats::default();
+        let mut pulled = Vec::new();
+        let mut source = order();
+        let mut pull = Pull {
+            order: &mut source,
+            pulled: &mut pulled,
+            exhausted: false,
+        };
+        self.placements.clear();
+        cfg.mechanism
+            .allocate(&mctx, &mut pull, &mut self.placements, &mut stats);
+        let exhausted = pull.exhausted;
+        drop(source);
+        if stats.lp_failed {
+            self.lp_failures += 1;
+        }
+        let mut allocs = check::allocations(
+            &self.placements,
+            &self.active,
+            cl,
+            cfg.mechanism.name(),
+            self.t,
+        )?;
+        for a in &mut allocs {
+            a.rate = mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers);
+        }
+        self.allocs = allocs;
+        self.last = Some(Decision {
+            pulled,
+            exhausted,
+            stats,
+        });
+        Ok(false)
+    }
+
+    /// One round at `self.t` over the (non-empty) active jobs.
+    fn round(&mut self) -> Result<(), ReplayError> {
+        let cfg = self.cfg;
+        let cl = cfg.cluster;
+        let r = cfg.round_s;
+        let t = self.t;
+        let synergy = cfg.semantics == Semantics::Synergy;
+        self.n_rounds += 1;
+        if self.n_rounds > cfg.max_rounds {
+            return Err(ReplayError::NoProgress(format!(
+                "more than {} rounds (raise --max-rounds if the workload is really this long)",
+                cfg.max_rounds
+            )));
+        }
+        let started = Instant::now();
+        let contention = (self.active_gpus as f64 / cl.total_gpus as f64).max(1.0);
+        self.decide(contention)?;
+        let decision_s = started.elapsed().as_secs_f64();
+        if let Some(audit) = cfg.audit {
+            audit(t, &self.active, &self.placements);
+        }
+
+        let stats = &self.last.as_ref().expect("decided").stats;
+        let mut row = RoundRow {
+            t,
+            active: self.active.len(),
+            running: self.placements.len(),
+            gpus: 0,
+            cpus: 0.0,
+            mem_gb: 0.0,
+            gpu_use: 0.0,
+            cpu_use: 0.0,
+            mem_use: 0.0,
+            decision_s,
+            lp_bound: stats.lp_bound,
+            lp_rounded: stats.rounded,
+        };
+        let mut progressed = false;
+        for a in &self.allocs {
+            let j = &self.active[a.slot];
+            row.gpus += a.gpus;
+            row.cpus += a.cpus;
+            row.mem_gb += a.mem_gb;
+            row.gpu_use += a.gpus as f64 * (a.rate / j.best_rate).min(1.0);
+            row.cpu_use += a.cpus.min(j.best_cpu);
+            row.mem_use += a.mem_gb.min(j.best_mem);
+            progressed |= a.rate > 0.0;
+        }
+        self.free_frac = [
+            1.0 - row.gpus as f64 / cl.total_gpus as f64,
+            1.0 - row.cpus / cl.total_cpus,
+            1.0 - row.mem_gb / cl.total_mem_gb,
+        ];
+        self.rounds.push(row);
+        if !progressed && self.arrivals.peek().is_none() {
+            self.idle_rounds += 1;
+            if self.idle_rounds > 3 {
+                return Err(ReplayError::NoProgress(format!(
+                    "{} jobs wait at t={t} s and no placement makes progress",
+                    self.active.len()
+                )));
+            }
+        } else {
+            self.idle_rounds = 0;
+        }
+
+        // Progress of the jobs placed; every active job counts the round (settled on leaving).
+        self.contention_sum += contention;
+        let mut finished = Vec::new();
+        for a in &self.allocs {
+            let j = &mut self.active[a.slot];
+            j.rounds_run += 1;
+            j.first_start.get_or_insert(t);
+            let dom = (a.gpus as f64 / cl.total_gpus as f64)
+                .max(a.cpus / cl.total_cpus)
+                .max(a.mem_gb / cl.total_mem_gb);
+            let ran = if synergy {
+                synergy_progress(j, a.rate, t, r)
+            } else {
+                exact_progress(j, a.rate, t, r)
+            };
+            j.attained_gpu_s += a.gpus as f64 * ran;
+            j.attained_dominant_s += dom * ran;
+            if j.finish.is_some() {
+                finished.push(a.slot);
+            }
+        }
+        self.rekey_runners();
+        self.retire(finished)?;
+        self.t += r;
+        Ok(())
+    }
+
+    /// Jobs that ran this round, or stopped running: under Synergy's semantics a job that did
+    /// not run carries its best-case speed-up again; both may have moved in the order.
+    fn rekey_runners(&mut self) {
+        let cfg = self.cfg;
+        let synergy = cfg.semantics == Semantics::Synergy;
+        let pctx = self.pctx(1.0);
+        let prioritized = self.prioritized();
+        let mut now = self.allocs.iter().map(|a| a.slot).peekable();
+        for &s in &self.running {
+            while now.next_if(|&n| n < s).is_some() {}
+            if now.peek() == Some(&s) {
+                continue;
+            }
+            let j = &mut self.active[s];
+            if synergy {
+                j.synergy.speedup = j.synergy.speedup_orig;
+            }
+            let j = &self.active[s];
+            self.queue
+                .rerank(s, || Rank::of(cfg.policy, j, &pctx, prioritized));
+        }
+        for a in &self.allocs {
+            let j = &self.active[a.slot];
+            self.queue
+                .rerank(a.slot, || Rank::of(cfg.policy, j, &pctx, prioritized));
+        }
+    }
+
+    /// Finished jobs (slots, ascending) leave the active list, to the sink or `done`; the
+    /// jobs that ran and did not finish are the next round's runners.
+    fn retire(&mut self, finished: Vec<usize>) -> Result<(), ReplayError> {
+        let cfg = self.cfg;
+        self.running.clear();
+        self.running.extend(self.allocs.iter().map(|a| a.slot));
+        if finished.is_empty() {
+            return Ok(());
+        }
+        // Slots move: the decision no longer describes the order's jobs.
+        self.last = None;
+        let mut left = Vec::with_capacity(finished.len());
+        // Where moved jobs went: slot before this round -> slot now, and back.
+        let mut moved_to: HashMap<usize, usize> = HashMap::new();
+        let mut moved_from: HashMap<usize, usize> = HashMap::new();
+        // Highest first, so the last slot, which moves, never is one still to leave.
+        for &s in finished.iter().rev() {
+            self.settle(s);
+            let from = self.active.len() - 1;
+            self.queue.swap_remove(s);
+            self.since.swap_remove(s);
+            let job = self.active.swap_remove(s);
+            self.active_gpus -= u64::from(job.spec.gpus);
+            self.n_finished += 1;
+            if from != s {
+                let before = moved_from.remove(&from).unwrap_or(from);
+                moved_from.insert(s, before);
+                moved_to.insert(before, s);
+            }
+            left.push(job);
+        }
+        self.running.retain(|s| finished.binary_search(s).is_err());
+        for s in &mut self.running {
+            *s = moved_to.get(s).copied().unwrap_or(*s);
+        }
+        self.running.sort_unstable();
+        left.sort_by_key(|j| j.spec.id);
+        for j in left {
+            if let Some((a, b)) = cfg.window
+                && (a..=b).contains(&j.spec.id)
+            {
+                self.window_done += 1;
+            }
+            match self.sink.as_deref_mut() {
+                Some(sink) => sink(j)?,
+                None => self.done.push(j),
+            }
+        }
+        if let Some(progress) = cfg.progress {
+            progress(if cfg.window.is_some() {
+                self.window_done
+            } else {
+                self.n_finished
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Synergy's `jobs_this_round`: the jobs, in order, whose GPUs still fit the cluster's count.
+fn select_round_jobs(order: &mut Vec<usize>, jobs: &[JobState], total_gpus: u32) {
+    let mut free = total_gpus;
+    order.retain(|&i| {
+        let g = jobs[i].spec.gpus;
+        let take = g <= free;
+        if take {
+            free -= g;
+        }
+        take
+    });
+}
