@@ -4,6 +4,12 @@
 //!   split 20/70/10, replayed until jobs 4000..4999 finish; FIFO with proportional, tune, opt.
 //! * A 100,000-job synthetic trace on 1,024 GPUs (128 servers), load scaled with the cluster
 //!   (72 jobs/hour), FIFO with proportional and tune.
+//! * The full Philly job list (`../shared/reference/philly/philly_jobs.csv`, 82,248 jobs, wide
+//!   jobs spanning servers) on 128 and on 2,560 GPUs, FIFO + tune (skipped with a message where
+//!   the file is absent).
+//! * With `REPLAY_BENCH_MILLION=1` only (a run takes a minute or two): 1,000,000 synthetic jobs on
+//!   10,240 GPUs (1,280 servers, 720 jobs/hour), FIFO + tune, jobs streamed to a temporary
+//!   directory as they finish.
 //!
 //! Before the timed runs, each scenario is replayed once and its decision time per round
 //! (policy + mechanism) printed.
@@ -37,6 +43,39 @@ fn big_trace(mech: &str) -> ReplayOptions {
             ..Default::default()
         }),
         schemes: vec![("fifo".into(), mech.into())],
+        ..Default::default()
+    }
+}
+
+fn philly(servers: u32) -> Option<ReplayOptions> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/reference/philly/philly_jobs.csv");
+    if !path.exists() {
+        eprintln!(
+            "skipping the Philly benchmarks: {} is absent",
+            path.display()
+        );
+        return None;
+    }
+    Some(ReplayOptions {
+        cluster: ClusterSpec::synergy(servers),
+        workload: WorkloadSpec::PhillyCsv(path),
+        schemes: vec![("fifo".into(), "tune".into())],
+        ..Default::default()
+    })
+}
+
+fn million(out: &std::path::Path) -> ReplayOptions {
+    ReplayOptions {
+        cluster: ClusterSpec::synergy(1280),
+        workload: WorkloadSpec::Synthetic(SyntheticSpec {
+            jobs_per_hour: 720.0,
+            max_jobs: Some(1_000_000),
+            ..Default::default()
+        }),
+        schemes: vec![("fifo".into(), "tune".into())],
+        out_dir: Some(out.to_owned()),
+        stream: true,
         ..Default::default()
     }
 }
@@ -83,6 +122,36 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(run(&opts).expect("replay runs")))
         });
     }
+    g.finish();
+
+    let mut g = c.benchmark_group("philly_full_list_fifo_tune");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(10));
+    for (gpus, servers) in [(128, 16), (2560, 320)] {
+        if let Some(opts) = philly(servers) {
+            describe(&format!("philly/{gpus}gpu"), &opts);
+            g.bench_function(format!("{gpus}gpu"), |b| {
+                b.iter(|| black_box(run(&opts).expect("replay runs")))
+            });
+        }
+    }
+    g.finish();
+
+    if std::env::var_os("REPLAY_BENCH_MILLION").is_none() {
+        eprintln!("skipping 1,000,000 jobs on 10,240 GPUs: set REPLAY_BENCH_MILLION=1 to run it");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let opts = million(dir.path());
+    describe("1M/tune", &opts);
+    let mut g = c.benchmark_group("synthetic_1m_jobs_10240gpu");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(60));
+    g.bench_function("tune", |b| {
+        b.iter(|| black_box(run(&opts).expect("replay runs")))
+    });
     g.finish();
 }
 

@@ -210,6 +210,8 @@ fn empty_summary() -> ReplaySummary {
                 summary,
                 jobs: vec![],
                 rounds: vec![],
+                finished_jct_s: vec![],
+                streamed: false,
             })
             .collect(),
     }

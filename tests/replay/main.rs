@@ -1016,6 +1016,61 @@ fn out_dir_tables_csv_and_parquet_match_the_summary() {
     }
 }
 
+/// `--stream`: jobs written as they finish (more than one batch of rows here) give the same
+/// tables, row for row once sorted by id, and the same summary as a replay that keeps them all;
+/// the run keeps no job records.
+#[test]
+fn streamed_jobs_give_the_same_tables_and_summary() {
+    use polars::prelude::{DataFrame, ParquetReader, SerReader, SortMultipleOptions};
+    let mut opts = synth_opts(5, 9000);
+    opts.cluster = ClusterSpec::synergy(8);
+    if let WorkloadSpec::Synthetic(w) = &mut opts.workload {
+        w.jobs_per_hour = 30.0;
+    }
+    opts.schemes = vec![("fifo".into(), "tune".into())];
+    let (kept, streamed) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    opts.out_dir = Some(kept.path().to_owned());
+    let a = run(&opts).unwrap();
+    opts.out_dir = Some(streamed.path().to_owned());
+    opts.stream = true;
+    let b = run(&opts).unwrap();
+    assert!(b.runs[0].streamed && b.runs[0].jobs.is_empty());
+    assert_eq!(a.runs[0].finished_jct_s, b.runs[0].finished_jct_s);
+    let (mut sa, mut sb) = (a.runs[0].summary.clone(), b.runs[0].summary.clone());
+    for s in [&mut sa, &mut sb] {
+        (s.wall_s, s.mean_decision_ms, s.max_decision_ms) = (0.0, 0.0, 0.0);
+    }
+    // Sums over jobs taken in finishing order rather than by id: equal to rounding.
+    for (x, y) in [
+        (&mut sa.mean_queue_s, sb.mean_queue_s),
+        (&mut sa.mean_ftf_rho, sb.mean_ftf_rho),
+    ] {
+        assert!((*x - y).abs() <= 1e-12 * y.abs(), "{x} {y}");
+        *x = y;
+    }
+    assert_eq!(sa, sb);
+    let read = |dir: &std::path::Path| -> (String, DataFrame) {
+        let csv = std::fs::read_to_string(dir.join("fifo-tune.jobs.csv")).unwrap();
+        let mut lines: Vec<&str> = csv.lines().collect();
+        lines[1..].sort_by_key(|l| l.split(',').next().unwrap().parse::<u64>().unwrap());
+        let pq =
+            ParquetReader::new(std::fs::File::open(dir.join("fifo-tune.jobs.parquet")).unwrap())
+                .finish()
+                .unwrap()
+                .sort(["job_id"], SortMultipleOptions::default())
+                .unwrap();
+        (lines.join("\n"), pq)
+    };
+    let ((csv_a, pq_a), (csv_b, pq_b)) = (read(kept.path()), read(streamed.path()));
+    assert_eq!(pq_b.height(), 9000);
+    assert_eq!(csv_a, csv_b);
+    assert!(pq_a.equals_missing(&pq_b));
+    // Without an output directory there is nowhere to stream to.
+    opts.out_dir = None;
+    let e = run(&opts).unwrap_err().to_string();
+    assert!(e.contains("--stream") && e.contains("--out"), "{e}");
+}
+
 // Input bounds (regression tests) and fuzzing of every entry point.
 mod bounds;
 mod elastic_model;

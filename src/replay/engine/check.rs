@@ -21,13 +21,15 @@ pub struct Alloc {
 }
 
 /// Checks `placements` of the round at `t` (`by` names the mechanism in errors) and returns
-/// the allocations, ordered by slot.
+/// the allocations, in the order the jobs were first placed. `scratch`: per slot, zero on entry
+/// and on return.
 pub fn allocations(
     placements: &[Placement],
     active: &[JobState],
     cluster: &Cluster,
     by: &str,
     t: f64,
+    scratch: &mut Vec<u32>,
 ) -> Result<Vec<Alloc>, ReplayError> {
     let internal = |m: String| Err(ReplayError::Internal(m));
     let ns = cluster.servers.len();
@@ -56,27 +58,13 @@ pub fn allocations(
             ));
         }
     }
-    // Grouped by job, each job's parts in the order they were placed (the order they are summed).
-    let mut by_job: Vec<&Placement> = placements.iter().collect();
-    by_job.sort_by_key(|p| p.job);
-    let mut allocs: Vec<Alloc> = Vec::new();
-    let mut first = 0;
-    for (k, p) in by_job.iter().enumerate() {
-        match allocs.last_mut() {
-            Some(a) if a.slot == p.job => {
-                if by_job[first..k].iter().any(|q| q.server == p.server) {
-                    return internal(format!(
-                        "job {} placed twice on server {} in one round",
-                        active[p.job].spec.id, p.server
-                    ));
-                }
-                a.gpus += p.gpus;
-                a.cpus += p.cpus;
-                a.mem_gb += p.mem_gb;
-                a.servers += 1;
-            }
-            _ => {
-                first = k;
+    // One allocation per job, its parts summed in the order they were placed; `scratch[slot]`
+    // is 1 + its index meanwhile.
+    scratch.resize(scratch.len().max(active.len()), 0);
+    let mut allocs: Vec<Alloc> = Vec::with_capacity(placements.len());
+    for p in placements {
+        match scratch[p.job] {
+            0 => {
                 allocs.push(Alloc {
                     slot: p.job,
                     gpus: p.gpus,
@@ -85,8 +73,32 @@ pub fn allocations(
                     servers: 1,
                     rate: 0.0,
                 });
+                scratch[p.job] = allocs.len() as u32;
+            }
+            k => {
+                let a = &mut allocs[k as usize - 1];
+                a.gpus += p.gpus;
+                a.cpus += p.cpus;
+                a.mem_gb += p.mem_gb;
+                a.servers += 1;
             }
         }
+    }
+    // A job spanning servers holds each once.
+    let mut parts: Vec<(usize, usize)> = placements
+        .iter()
+        .filter(|p| allocs[scratch[p.job] as usize - 1].servers > 1)
+        .map(|p| (p.job, p.server))
+        .collect();
+    for a in &allocs {
+        scratch[a.slot] = 0;
+    }
+    parts.sort_unstable();
+    if let Some(w) = parts.windows(2).find(|w| w[0] == w[1]) {
+        return internal(format!(
+            "job {} placed twice on server {} in one round",
+            active[w[0].0].spec.id, w[0].1
+        ));
     }
     for a in &allocs {
         let want = active[a.slot].spec.gpus;

@@ -27,7 +27,6 @@ use super::workload::canonical::Recorder;
 use check::Alloc;
 use progress::{exact_progress, synergy_progress};
 use queue::{Queue, Rank};
-use std::collections::HashMap;
 use std::time::Instant;
 
 /// One scheduling round of the time series.
@@ -144,6 +143,18 @@ pub fn simulate_into(
     Ok(replay.finish())
 }
 
+/// What the engine keeps per active job besides its state (moves with it).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// The replay's (rounds, contention sum) when the job was admitted: its own counts are the
+    /// differences when it leaves, so a round costs nothing per waiting job.
+    since: (u64, f64),
+    /// The round it last ran in (0: none yet).
+    ran_round: u64,
+    /// Its last allocation (cores, GB, servers) and the rate that gave.
+    memo: Option<(f64, f64, u32, f64)>,
+}
+
 /// The last decision, reused while the jobs it pulled are the first in the order again.
 struct Decision {
     /// Slots the mechanism pulled from the order, in order.
@@ -189,9 +200,10 @@ pub struct Replay<'c, 'a> {
     sink: Option<&'c mut SinkFn<'c>>,
     /// Active jobs by slot (a finished job's slot takes the last job).
     active: Vec<JobState>,
-    /// Per slot: (rounds, contention sum) of the replay when the job was admitted; a job's
-    /// own counts are the differences when it leaves, so a round costs nothing per idle job.
-    since: Vec<(u64, f64)>,
+    /// Per slot, what the engine keeps besides the job's state.
+    slots: Vec<Slot>,
+    /// Scratch for the placement check (per slot).
+    scratch: Vec<u32>,
     queue: Queue,
     /// The order after Synergy's per-round selection, when the policy has one.
     selected: Vec<usize>,
@@ -199,7 +211,7 @@ pub struct Replay<'c, 'a> {
     rounds: Vec<RoundRow>,
     placements: Vec<Placement>,
     allocs: Vec<Alloc>,
-    /// Slots that ran in the last round, ascending.
+    /// Slots that ran in the last round.
     running: Vec<usize>,
     last: Option<Decision>,
     free_frac: [f64; 3],
@@ -241,7 +253,8 @@ impl<'c, 'a> Replay<'c, 'a> {
             recorder,
             sink: None,
             active: Vec::new(),
-            since: Vec::new(),
+            slots: Vec::new(),
+            scratch: Vec::new(),
             queue: Queue::new(cfg.policy.key_update(cfg.semantics), kept),
             selected: Vec::new(),
             done: Vec::new(),
@@ -320,7 +333,7 @@ impl<'c, 'a> Replay<'c, 'a> {
 
     /// Fills in the per-job counters kept for all jobs at once.
     fn settle(&mut self, slot: usize) {
-        let (rounds, contention) = self.since[slot];
+        let (rounds, contention) = self.slots[slot].since;
         let j = &mut self.active[slot];
         j.rounds_active = (self.n_rounds - rounds) as u32;
         j.contention_sum = self.contention_sum - contention;
@@ -368,7 +381,11 @@ impl<'c, 'a> Replay<'c, 'a> {
                 let rank = Rank::of(cfg.policy, &state, &self.pctx(1.0), prioritized);
                 self.queue.admit(self.active.len(), rank);
             }
-            self.since.push((self.n_rounds, self.contention_sum));
+            self.slots.push(Slot {
+                since: (self.n_rounds, self.contention_sum),
+                ran_round: 0,
+                memo: None,
+            });
             self.active.push(state);
         }
         Ok(())
@@ -464,7 +481,8 @@ impl<'c, 'a> Replay<'c, 'a> {
             jobs: &self.active,
         };
         let mut stats = MechStats::default();
-        let mut pulled = Vec::new();
+        let mut pulled = self.last.take().map(|d| d.pulled).unwrap_or_default();
+        pulled.clear();
         let mut source = order();
         let mut pull = Pull {
             order: &mut source,
@@ -485,9 +503,20 @@ impl<'c, 'a> Replay<'c, 'a> {
             cl,
             cfg.mechanism.name(),
             self.t,
+            &mut self.scratch,
         )?;
         for a in &mut allocs {
-            a.rate = mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers);
+            // A job given what it had last time runs at the rate it had (the rate is a pure
+            // function of the allocation; looking it up in the profile is what costs).
+            let memo = &mut self.slots[a.slot].memo;
+            a.rate = match *memo {
+                Some((c, m, n, rate)) if c == a.cpus && m == a.mem_gb && n == a.servers => rate,
+                _ => {
+                    let rate = mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers);
+                    *memo = Some((a.cpus, a.mem_gb, a.servers, rate));
+                    rate
+                }
+            };
         }
         self.allocs = allocs;
         self.last = Some(Decision {
@@ -568,6 +597,7 @@ impl<'c, 'a> Replay<'c, 'a> {
         self.contention_sum += contention;
         let mut finished = Vec::new();
         for a in &self.allocs {
+            self.slots[a.slot].ran_round = self.n_rounds;
             let j = &mut self.active[a.slot];
             j.rounds_run += 1;
             j.first_start.get_or_insert(t);
@@ -598,10 +628,8 @@ impl<'c, 'a> Replay<'c, 'a> {
         let synergy = cfg.semantics == Semantics::Synergy;
         let pctx = self.pctx(1.0);
         let prioritized = self.prioritized();
-        let mut now = self.allocs.iter().map(|a| a.slot).peekable();
         for &s in &self.running {
-            while now.next_if(|&n| n < s).is_some() {}
-            if now.peek() == Some(&s) {
+            if self.slots[s].ran_round == self.n_rounds {
                 continue;
             }
             let j = &mut self.active[s];
@@ -621,7 +649,7 @@ impl<'c, 'a> Replay<'c, 'a> {
 
     /// Finished jobs (slots, ascending) leave the active list, to the sink or `done`; the
     /// jobs that ran and did not finish are the next round's runners.
-    fn retire(&mut self, finished: Vec<usize>) -> Result<(), ReplayError> {
+    fn retire(&mut self, mut finished: Vec<usize>) -> Result<(), ReplayError> {
         let cfg = self.cfg;
         self.running.clear();
         self.running.extend(self.allocs.iter().map(|a| a.slot));
@@ -630,31 +658,35 @@ impl<'c, 'a> Replay<'c, 'a> {
         }
         // Slots move: the decision no longer describes the order's jobs.
         self.last = None;
+        finished.sort_unstable();
         let mut left = Vec::with_capacity(finished.len());
-        // Where moved jobs went: slot before this round -> slot now, and back.
-        let mut moved_to: HashMap<usize, usize> = HashMap::new();
-        let mut moved_from: HashMap<usize, usize> = HashMap::new();
+        // Jobs moved out of the last slots: (slot now, slot before this round).
+        let mut moved: Vec<(usize, usize)> = Vec::new();
         // Highest first, so the last slot, which moves, never is one still to leave.
         for &s in finished.iter().rev() {
             self.settle(s);
             let from = self.active.len() - 1;
             self.queue.swap_remove(s);
-            self.since.swap_remove(s);
+            self.slots.swap_remove(s);
             let job = self.active.swap_remove(s);
             self.active_gpus -= u64::from(job.spec.gpus);
             self.n_finished += 1;
             if from != s {
-                let before = moved_from.remove(&from).unwrap_or(from);
-                moved_from.insert(s, before);
-                moved_to.insert(before, s);
+                match moved.iter_mut().find(|m| m.0 == from) {
+                    Some(m) => m.0 = s,
+                    None => moved.push((s, from)),
+                }
             }
             left.push(job);
         }
+        // Only jobs from the slots past the new end moved.
+        let end = self.active.len();
         self.running.retain(|s| finished.binary_search(s).is_err());
         for s in &mut self.running {
-            *s = moved_to.get(s).copied().unwrap_or(*s);
+            if *s >= end {
+                *s = moved.iter().find(|m| m.1 == *s).expect("moved").0;
+            }
         }
-        self.running.sort_unstable();
         left.sort_by_key(|j| j.spec.id);
         for j in left {
             if let Some((a, b)) = cfg.window

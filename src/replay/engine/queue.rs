@@ -130,7 +130,7 @@ impl Queue {
         if let Queue::Sorted(keyed) = self {
             keyed.clear();
             keyed.extend(active.iter().enumerate().map(|(i, j)| (rank(j), i)));
-            keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            keyed.sort_unstable_by_key(|a| a.0);
         }
     }
 

@@ -183,9 +183,9 @@ pub fn reclaim_and_place(
         let mut best: Option<(f64, u32, usize)> = None;
         for s in free.with_gpus(g) {
             let (c, m) = ctx.proportional(j, s);
-            let need = (c - free.servers[s].cpus).max(0.0) / ctx.cluster.servers[s].cpus
-                + (m - free.servers[s].mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
-            let key = (need, free.servers[s].gpus - g, s);
+            let need = (c - free.server(s).cpus).max(0.0) / ctx.cluster.servers[s].cpus
+                + (m - free.server(s).mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
+            let key = (need, free.server(s).gpus - g, s);
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
@@ -218,8 +218,8 @@ pub fn reclaim_and_place(
             job: j,
             server: s,
             gpus: k,
-            cpus: c.min(free.servers[s].cpus),
-            mem_gb: m.min(free.servers[s].mem_gb),
+            cpus: c.min(free.server(s).cpus),
+            mem_gb: m.min(free.server(s).mem_gb),
         };
         on_server[s].push(free.place(out, p));
     }
@@ -239,20 +239,20 @@ fn reclaim(
 ) {
     let (sc, sm) = ctx.cluster.servers[s].share_per_gpu();
     for &k in placed.iter().rev() {
-        if free.servers[s].cpus + EPS >= c && free.servers[s].mem_gb + EPS >= m {
+        if free.server(s).cpus + EPS >= c && free.server(s).mem_gb + EPS >= m {
             break;
         }
         let p = &mut out[k];
         let (pc, pm) = (sc * p.gpus as f64, sm * p.gpus as f64);
-        if free.servers[s].cpus + EPS < c && p.cpus > pc {
-            let back = (p.cpus - pc).min(c - free.servers[s].cpus);
+        if free.server(s).cpus + EPS < c && p.cpus > pc {
+            let back = (p.cpus - pc).min(c - free.server(s).cpus);
             p.cpus -= back;
-            free.servers[s].cpus += back;
+            free.add_cpus(s, back);
         }
-        if free.servers[s].mem_gb + EPS < m && p.mem_gb > pm {
-            let back = (p.mem_gb - pm).min(m - free.servers[s].mem_gb);
+        if free.server(s).mem_gb + EPS < m && p.mem_gb > pm {
+            let back = (p.mem_gb - pm).min(m - free.server(s).mem_gb);
             p.mem_gb -= back;
-            free.servers[s].mem_gb += back;
+            free.add_mem(s, back);
         }
     }
 }

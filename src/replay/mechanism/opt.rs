@@ -216,14 +216,14 @@ impl Mechanism for Opt {
             let (bc, bm) = best_on(ctx, p.job, p.server);
             let s = p.server;
             if bc > p.cpus {
-                let add = (bc - p.cpus).min(free.servers[s].cpus);
+                let add = (bc - p.cpus).min(free.server(s).cpus);
                 p.cpus += add;
-                free.servers[s].cpus -= add;
+                free.add_cpus(s, -add);
             }
             if bm > p.mem_gb {
-                let add = (bm - p.mem_gb).min(free.servers[s].mem_gb);
+                let add = (bm - p.mem_gb).min(free.server(s).mem_gb);
                 p.mem_gb += add;
-                free.servers[s].mem_gb -= add;
+                free.add_mem(s, -add);
             }
         }
         let mut prop_of: BTreeMap<usize, f64> = BTreeMap::new();

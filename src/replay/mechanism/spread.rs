@@ -11,7 +11,7 @@ pub type Part = (usize, u32);
 
 /// How many GPUs of a job needing `per_gpu` (cores, GB) per GPU server `s` can still take.
 fn room(free: &Free, s: usize, (c, m): (f64, f64)) -> u32 {
-    let r = &free.servers[s];
+    let r = &free.server(s);
     let by = |left: f64, need: f64| {
         if need <= 0.0 {
             u32::MAX
@@ -32,8 +32,8 @@ impl Free {
         }
         let mut parts = Vec::new();
         let mut left = g;
-        for s in 0..self.servers.len() {
-            if self.servers[s].gpus == 0 {
+        for s in 0..self.server_count() {
+            if self.server(s).gpus == 0 {
                 continue;
             }
             let k = room(self, s, per_gpu(s)).min(left);
@@ -58,8 +58,8 @@ impl Free {
         if g == 0 || g > self.total_gpus {
             return None;
         }
-        let mut rooms: Vec<(u32, usize)> = (0..self.servers.len())
-            .filter(|&s| self.servers[s].gpus > 0)
+        let mut rooms: Vec<(u32, usize)> = (0..self.server_count())
+            .filter(|&s| self.server(s).gpus > 0)
             .map(|s| (room(self, s, per_gpu(s)), s))
             .filter(|r| r.0 > 0)
             .collect();

@@ -140,13 +140,13 @@ fn synergy_tune(ctx: &MechCtx, order: &mut Order, out: &mut Vec<Placement>) {
 /// covered, the last giving only what is still missing.
 fn peer_servers(free: &Free, g: u32) -> Vec<Part> {
     if g > 1
-        && let Some(s) = (0..free.servers.len()).find(|&s| free.servers[s].gpus >= g)
+        && let Some(s) = (0..free.server_count()).find(|&s| free.server(s).gpus >= g)
     {
         return vec![(s, g)];
     }
-    let mut by_free: Vec<(u32, usize)> = (0..free.servers.len())
-        .filter(|&s| free.servers[s].gpus > 0)
-        .map(|s| (free.servers[s].gpus, s))
+    let mut by_free: Vec<(u32, usize)> = (0..free.server_count())
+        .filter(|&s| free.server(s).gpus > 0)
+        .map(|s| (free.server(s).gpus, s))
         .collect();
     by_free.sort_unstable();
     let mut parts = Vec::new();
@@ -172,8 +172,8 @@ fn adjust_peers(
     k: u32,
 ) {
     let mut need = (
-        (per_gpu.0 * k as f64 - st.free.servers[s].cpus).max(0.0),
-        (per_gpu.1 * k as f64 - st.free.servers[s].mem_gb).max(0.0),
+        (per_gpu.0 * k as f64 - st.free.server(s).cpus).max(0.0),
+        (per_gpu.1 * k as f64 - st.free.server(s).mem_gb).max(0.0),
     );
     if need == (0.0, 0.0) {
         return;
@@ -215,8 +215,8 @@ fn adjust_peers(
             let (fc, fm) = fair_share(ctx, v, srv);
             let f = out[p].gpus as f64 / g;
             let (vc, vm) = (fc * f, fm * f);
-            st.free.servers[srv].cpus += out[p].cpus - vc;
-            st.free.servers[srv].mem_gb += out[p].mem_gb - vm;
+            st.free.add_cpus(srv, out[p].cpus - vc);
+            st.free.add_mem(srv, out[p].mem_gb - vm);
             out[p].cpus = vc;
             out[p].mem_gb = vm;
         }
