@@ -19,7 +19,13 @@ pub struct Free {
     /// those short of CPUs, cost more to maintain on every placement than it saved.)
     by_free: Vec<Vec<usize>>,
     slot: Vec<usize>,
+    /// The placements made through [`Free::place`], per server as a list, latest first:
+    /// `last_on[s]` (`NONE`: none yet), then `prev_on[k]` for placement `k` in `out`.
+    last_on: Vec<usize>,
+    prev_on: Vec<usize>,
 }
+
+const NONE: usize = usize::MAX;
 
 impl Free {
     pub fn new(c: &Cluster) -> Free {
@@ -32,6 +38,8 @@ impl Free {
             bucket.push(s);
         }
         Free {
+            last_on: vec![NONE; servers.len()],
+            prev_on: Vec::new(),
             servers,
             total_gpus: c.total_gpus,
             max_free: c.max_server_gpus,
@@ -111,7 +119,23 @@ impl Free {
     pub fn place(&mut self, out: &mut Vec<Placement>, p: Placement) -> usize {
         self.take(&p);
         out.push(p);
-        out.len() - 1
+        let k = out.len() - 1;
+        if self.prev_on.len() <= k {
+            self.prev_on.resize(k + 1, NONE);
+        }
+        self.prev_on[k] = self.last_on[p.server];
+        self.last_on[p.server] = k;
+        k
+    }
+
+    /// The latest placement made on server `s` before placement `before` (`None`: the latest
+    /// of all), through [`Free::place`]; walk a server's placements latest first with it.
+    pub fn placed_before(&self, s: usize, before: Option<usize>) -> Option<usize> {
+        let k = match before {
+            None => self.last_on[s],
+            Some(k) => self.prev_on[k],
+        };
+        (k != NONE).then_some(k)
     }
 
     pub fn take(&mut self, p: &Placement) {

@@ -12,7 +12,7 @@ mod spread;
 mod tune;
 
 pub use free::Free;
-pub use spread::Part;
+pub use spread::{Home, Part};
 
 use super::cluster::Cluster;
 use super::job::JobState;
@@ -170,7 +170,6 @@ pub fn best_on(ctx: &MechCtx, j: usize, s: usize) -> (f64, f64) {
 pub fn reclaim_and_place(
     ctx: &MechCtx,
     free: &mut Free,
-    on_server: &mut [Vec<usize>],
     out: &mut Vec<Placement>,
     j: usize,
 ) -> bool {
@@ -178,7 +177,7 @@ pub fn reclaim_and_place(
     if g > free.total_gpus {
         return false;
     }
-    let parts: Vec<Part> = if g <= free.max_free {
+    let parts: Home = if g <= free.max_free {
         // Least reclaiming, then fewest GPUs left, then lowest id.
         let mut best: Option<(f64, u32, usize)> = None;
         for s in free.with_gpus(g) {
@@ -191,12 +190,12 @@ pub fn reclaim_and_place(
             }
         }
         match best {
-            Some((_, _, s)) => vec![(s, g)],
+            Some((_, _, s)) => Home::One((s, g)),
             None => return false,
         }
     } else {
         match free.fewest_servers(g, |_| (0.0, 0.0)) {
-            Some(parts) => parts,
+            Some(parts) => Home::Spread(parts),
             None => return false,
         }
     };
@@ -204,15 +203,15 @@ pub fn reclaim_and_place(
         let (c, m) = ctx.cluster.servers[s].share_per_gpu();
         (c * k as f64, m * k as f64)
     };
-    for &(s, k) in &parts {
+    for &(s, k) in parts.iter() {
         let (c, m) = share(s, k);
-        reclaim(ctx, free, &on_server[s], out, s, c, m);
+        reclaim(ctx, free, out, s, c, m);
         // Always true by the argument above; kept as a guard.
         if !free.fits(s, k, c, m) {
             return false;
         }
     }
-    for &(s, k) in &parts {
+    for &(s, k) in parts.iter() {
         let (c, m) = share(s, k);
         let p = Placement {
             job: j,
@@ -221,24 +220,18 @@ pub fn reclaim_and_place(
             cpus: c.min(free.server(s).cpus),
             mem_gb: m.min(free.server(s).mem_gb),
         };
-        on_server[s].push(free.place(out, p));
+        free.place(out, p);
     }
     true
 }
 
-/// Takes CPU and memory back on server `s` from the placements `placed` there (latest first)
-/// that hold more than their proportional share, until `c` cores and `m` GB are free.
-fn reclaim(
-    ctx: &MechCtx,
-    free: &mut Free,
-    placed: &[usize],
-    out: &mut [Placement],
-    s: usize,
-    c: f64,
-    m: f64,
-) {
+/// Takes CPU and memory back on server `s` from the placements there (latest first) that hold
+/// more than their proportional share, until `c` cores and `m` GB are free.
+fn reclaim(ctx: &MechCtx, free: &mut Free, out: &mut [Placement], s: usize, c: f64, m: f64) {
     let (sc, sm) = ctx.cluster.servers[s].share_per_gpu();
-    for &k in placed.iter().rev() {
+    let mut next = free.placed_before(s, None);
+    while let Some(k) = next {
+        next = free.placed_before(s, Some(k));
         if free.server(s).cpus + EPS >= c && free.server(s).mem_gb + EPS >= m {
             break;
         }

@@ -188,7 +188,6 @@ impl Mechanism for Opt {
         demands.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)).then(a.4.cmp(&b.4)));
         let mut free = Free::new(cl);
         let first = out.len();
-        let mut on_server: Vec<Vec<usize>> = vec![Vec::new(); cl.servers.len()];
         let mut misfits = Vec::new();
         for &(j, g, c, m, rank) in &demands {
             match free.most_room(cl, g, c, m) {
@@ -200,7 +199,7 @@ impl Mechanism for Opt {
                         cpus: c,
                         mem_gb: m,
                     };
-                    on_server[s].push(free.place(out, p));
+                    free.place(out, p);
                 }
                 None => misfits.push((rank, j)),
             }
@@ -208,7 +207,7 @@ impl Mechanism for Opt {
         // Jobs whose LP point fits nowhere: proportional share, reclaiming as Tune does.
         misfits.sort_unstable();
         for (_, j) in misfits {
-            reclaim_and_place(ctx, &mut free, &mut on_server, out, j);
+            reclaim_and_place(ctx, &mut free, out, j);
         }
         // Top up: leftovers on each server to its jobs, in priority order, up to best case.
         out[first..].sort_by_key(|p| rank_of[&p.job]);

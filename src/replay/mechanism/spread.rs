@@ -9,6 +9,23 @@ use crate::replay::profile::Semantics;
 /// One server's part of a job: (server, GPUs).
 pub type Part = (usize, u32);
 
+/// Where a job goes: one server (no allocation, the common case) or several.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Home {
+    One(Part),
+    Spread(Vec<Part>),
+}
+
+impl std::ops::Deref for Home {
+    type Target = [Part];
+    fn deref(&self) -> &[Part] {
+        match self {
+            Home::One(p) => std::slice::from_ref(p),
+            Home::Spread(v) => v,
+        }
+    }
+}
+
 /// How many GPUs of a job needing `per_gpu` (cores, GB) per GPU server `s` can still take.
 fn room(free: &Free, s: usize, (c, m): (f64, f64)) -> u32 {
     let r = &free.server(s);
@@ -85,16 +102,16 @@ impl Free {
         sem: Semantics,
         g: u32,
         demand: impl Fn(usize) -> (f64, f64),
-    ) -> Option<Vec<Part>> {
+    ) -> Option<Home> {
         let per_gpu = |s: usize| {
             let (c, m) = demand(s);
             (c / g as f64, m / g as f64)
         };
         match sem {
-            Semantics::Synergy => self.synergy_walk(g, per_gpu),
+            Semantics::Synergy => self.synergy_walk(g, per_gpu).map(Home::Spread),
             Semantics::Exact => match self.best_fit(g, &demand) {
-                Some(s) => Some(vec![(s, g)]),
-                None => self.fewest_servers(g, per_gpu),
+                Some(s) => Some(Home::One((s, g))),
+                None => self.fewest_servers(g, per_gpu).map(Home::Spread),
             },
         }
     }
@@ -108,28 +125,27 @@ impl Free {
         g: u32,
         parts: &[Part],
         demand: impl Fn(usize) -> (f64, f64),
-    ) -> Vec<usize> {
-        parts
-            .iter()
-            .map(|&(s, k)| {
-                let (c, m) = demand(s);
-                let (cpus, mem_gb) = if k == g {
-                    (c, m)
-                } else {
-                    let f = k as f64 / g as f64;
-                    (c * f, m * f)
-                };
-                self.place(
-                    out,
-                    Placement {
-                        job: j,
-                        server: s,
-                        gpus: k,
-                        cpus,
-                        mem_gb,
-                    },
-                )
-            })
-            .collect()
+    ) -> std::ops::Range<usize> {
+        let first = out.len();
+        for &(s, k) in parts {
+            let (c, m) = demand(s);
+            let (cpus, mem_gb) = if k == g {
+                (c, m)
+            } else {
+                let f = k as f64 / g as f64;
+                (c * f, m * f)
+            };
+            self.place(
+                out,
+                Placement {
+                    job: j,
+                    server: s,
+                    gpus: k,
+                    cpus,
+                    mem_gb,
+                },
+            );
+        }
+        first..out.len()
     }
 }

@@ -32,18 +32,15 @@ impl Mechanism for Tune {
             return;
         }
         let mut free = Free::new(ctx.cluster);
-        let mut on_server: Vec<Vec<usize>> = vec![Vec::new(); ctx.cluster.servers.len()];
         while free.total_gpus > 0 {
             let Some(j) = order.next() else { break };
             let g = ctx.jobs[j].spec.gpus;
             let best = |s| best_on(ctx, j, s);
             if let Some(parts) = free.find(Semantics::Exact, g, best) {
-                for k in free.place_parts(out, j, g, &parts, best) {
-                    on_server[out[k].server].push(k);
-                }
+                free.place_parts(out, j, g, &parts, best);
                 continue;
             }
-            reclaim_and_place(ctx, &mut free, &mut on_server, out, j);
+            reclaim_and_place(ctx, &mut free, out, j);
         }
     }
 }
