@@ -202,3 +202,115 @@ fn synergy_opt_stays_close_to_synergy_opt() {
         );
     }
 }
+
+/// What Synergy's simulator recorded of each job's placements on the multi-GPU trace
+/// (`*.spread.csv`, read after every scheduling call) against what our engine places, job for
+/// job: the demand after Synergy's capping at a server, the first round's GPUs per server, the
+/// rounds run, the rounds spread over more than one server and the most servers at once.
+#[test]
+fn synergy_spreads_jobs_across_servers_as_its_simulator_does() {
+    use profiler::replay::engine::{EngineConfig, JobState, simulate};
+    use profiler::replay::mechanism::{self, Placement};
+    use profiler::replay::policy;
+    use profiler::replay::profile::ProfileSet;
+    use profiler::replay::workload::{Binder, WideJobs, synergy_csv};
+    use std::sync::Mutex;
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Seen {
+        demand: (f64, f64, f64),
+        first_round_s: Option<f64>,
+        first_split: Vec<(usize, u32)>,
+        rounds_run: u32,
+        rounds_spread: u32,
+        max_servers: usize,
+    }
+    let cluster = ClusterSpec::synergy(4).build().unwrap();
+    let profiles = ProfileSet::builtin_zoo();
+    let path = trace_path("multigpu100.csv");
+    let mut binder = Binder::new(&profiles, cluster.total_gpus, path.clone(), WideJobs::Error);
+    let jobs = synergy_csv::read(&path, &mut binder).unwrap();
+    let mut failures = Vec::new();
+    for pol in ["fifo", "srtf", "las", "ftf", "drf", "tetris"] {
+        for (mech, name) in [
+            ("proportional", "fair"),
+            ("greedy", "greedy"),
+            ("tune", "tune"),
+        ] {
+            let seen: Mutex<BTreeMap<u64, Seen>> = Mutex::new(BTreeMap::new());
+            let audit = |t: f64, active: &[JobState], ps: &[Placement]| {
+                let mut split: BTreeMap<usize, Vec<(usize, u32)>> = BTreeMap::new();
+                for p in ps {
+                    split.entry(p.job).or_default().push((p.server, p.gpus));
+                }
+                let mut seen = seen.lock().unwrap();
+                for (j, mut parts) in split {
+                    parts.sort_unstable();
+                    let job = &active[j];
+                    let s = seen.entry(job.spec.id).or_default();
+                    if s.first_round_s.is_none() {
+                        s.first_round_s = Some(t);
+                        s.first_split = parts.clone();
+                        s.demand = (job.best_cpu, job.best_mem, job.synergy.speedup_orig);
+                    }
+                    s.rounds_run += 1;
+                    s.rounds_spread += u32::from(parts.len() > 1);
+                    s.max_servers = s.max_servers.max(parts.len());
+                }
+            };
+            let (p, m) = (
+                policy::by_name(pol).unwrap(),
+                mechanism::by_name(mech).unwrap(),
+            );
+            let cfg = EngineConfig {
+                cluster: &cluster,
+                profiles: &profiles,
+                policy: p.as_ref(),
+                mechanism: m.as_ref(),
+                semantics: Semantics::Synergy,
+                round_s: 300.0,
+                window: None,
+                horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
+                max_rounds: 1_000_000,
+                first_round_s: None,
+                audit: Some(&audit),
+                progress: None,
+                fast: true,
+            };
+            simulate(&cfg, &mut jobs.iter().cloned(), None).unwrap();
+            let seen = seen.into_inner().unwrap();
+            let file = format!("multigpu100_{}_{name}.spread.csv", pol.to_uppercase());
+            let text = std::fs::read_to_string(repo(&format!("{GOLDEN}/{file}"))).unwrap();
+            let mut matched = 0;
+            for line in text.lines().skip(1) {
+                let f: Vec<&str> = line.split(',').collect();
+                let num = |i: usize| f[i].parse::<f64>().unwrap();
+                let split: Vec<(usize, u32)> = f[6]
+                    .split(';')
+                    .map(|p| {
+                        let (s, g) = p.trim_start_matches('s').split_once(':').unwrap();
+                        (s.parse().unwrap(), g.parse().unwrap())
+                    })
+                    .collect();
+                let id: u64 = f[0].parse().unwrap();
+                let ours = &seen[&id];
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+                let same = close(ours.demand.0, num(2))
+                    && close(ours.demand.1, num(3))
+                    && close(ours.demand.2, num(4))
+                    && ours.first_round_s == Some(num(5))
+                    && ours.first_split == split
+                    && ours.rounds_run == f[7].parse::<u32>().unwrap()
+                    && ours.rounds_spread == f[8].parse::<u32>().unwrap()
+                    && ours.max_servers == f[9].parse::<usize>().unwrap();
+                if same {
+                    matched += 1;
+                } else if failures.len() < 5 {
+                    failures.push(format!("{file} job {id}: golden {line}, ours {ours:?}"));
+                }
+            }
+            eprintln!("{file}: {matched}/100 jobs placed as Synergy's simulator placed them");
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
