@@ -118,22 +118,18 @@ impl Demand {
         let g = gpus as f64;
         let wide = gpus > server.gpus;
         let per_gpu = |whole: f64| g * (whole / server.gpus as f64);
+        // A demand above the server's `whole`: the server, or the proportional share when wide.
+        let cap = |want: f64, whole: f64| {
+            (want > whole).then(|| if wide { per_gpu(whole) } else { whole })
+        };
         let mut d = self;
         let mut interpolate = false;
-        if d.cpus > server.cpus {
-            d.cpus = if wide {
-                per_gpu(server.cpus)
-            } else {
-                server.cpus
-            };
+        if let Some(c) = cap(d.cpus, server.cpus) {
+            d.cpus = c;
             interpolate = !wide;
         }
-        if d.mem_gb > server.mem_gb {
-            d.mem_gb = if wide {
-                per_gpu(server.mem_gb)
-            } else {
-                server.mem_gb
-            };
+        if let Some(m) = cap(d.mem_gb, server.mem_gb) {
+            d.mem_gb = m;
             interpolate = !wide;
         }
         if wide {
