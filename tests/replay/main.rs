@@ -808,6 +808,8 @@ mod props {
             let a: Vec<_> = fast.rounds.iter().map(row_bits).collect();
             let b: Vec<_> = slow.rounds.iter().map(row_bits).collect();
             prop_assert_eq!(a, b);
+            prop_assert_eq!(fast.lp_failures, slow.lp_failures);
+            prop_assert_eq!(fast.end_s.to_bits(), slow.end_s.to_bits());
         }
     }
 }

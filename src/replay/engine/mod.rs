@@ -1,9 +1,11 @@
 //! The replay engine: scheduling rounds with one-round leases, plus exact events within a round.
 //!
 //! At each round boundary `t` (multiples of the round length from 0): jobs that arrived by `t`
-//! join; the policy orders the active jobs; the mechanism places some of them (each on one
-//! server, every dimension checked); the engine re-checks that no server is over-allocated;
-//! each placed job progresses for the round at the throughput of the allocation it got. Under
+//! join; the policy orders the active jobs; the mechanism places some of them (a part per
+//! server a job spans, every dimension checked); the engine re-checks that no server is
+//! over-allocated; each placed job progresses for the round at the throughput of the
+//! allocation it got. A round whose decision nothing could change reuses the last one
+//! ([`EngineConfig::fast`]). Under
 //! [`Semantics::Exact`] a job finishes at the exact instant its work runs out (its resources
 //! stay idle until the round ends: leases are per round); under [`Semantics::Synergy`] it
 //! finishes at the end of that round, as in Synergy's simulator. When no job is active the
@@ -471,7 +473,12 @@ impl<'c, 'a> Replay<'c, 'a> {
                 self.queue.slots()
             }
         };
-        if cfg.fast && self.last.as_ref().is_some_and(|d| d.holds(order(), len)) {
+        if cfg.fast
+            && let Some(d) = &self.last
+            && d.holds(order(), len)
+        {
+            // The same decision, so the same outcome of its LP, counted per round.
+            self.lp_failures += u64::from(d.stats.lp_failed);
             return Ok(true);
         }
         let mctx = MechCtx {
