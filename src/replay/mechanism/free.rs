@@ -14,11 +14,13 @@ pub struct Free {
     pub total_gpus: u32,
     /// Most free GPUs on any one server (a wider job cannot fit anywhere: skipped in O(1)).
     pub max_free: u32,
-    /// `by_free[k]`: the servers with `k` free GPUs, in no order; `slot[s]`: where server `s`
-    /// is in its bucket. (Plain vectors: also ordering the servers by free CPUs, so as to skip
-    /// those short of CPUs, cost more to maintain on every placement than it saved.)
-    by_free: Vec<Vec<usize>>,
-    slot: Vec<usize>,
+    /// The servers with `k` free GPUs as a list from `head[k]` through `next`, linked back by
+    /// `prev` (`NONE` ends): moving a server between buckets is O(1) and a round's buckets cost
+    /// no allocation each. (Also ordering the servers by free CPUs, so as to skip those short
+    /// of CPUs, cost more to maintain on every placement than it saved.)
+    head: Vec<usize>,
+    next: Vec<usize>,
+    prev: Vec<usize>,
     /// The placements made through [`Free::place`], per server as a list, latest first:
     /// `last_on[s]` (`NONE`: none yet), then `prev_on[k]` for placement `k` in `out`.
     last_on: Vec<usize>,
@@ -30,22 +32,53 @@ const NONE: usize = usize::MAX;
 impl Free {
     pub fn new(c: &Cluster) -> Free {
         let servers: Vec<Resources> = c.servers.iter().map(|s| s.capacity()).collect();
-        let mut by_free = vec![Vec::new(); c.max_server_gpus as usize + 1];
-        let mut slot = Vec::with_capacity(servers.len());
-        for (s, r) in servers.iter().enumerate() {
-            let bucket = &mut by_free[r.gpus as usize];
-            slot.push(bucket.len());
-            bucket.push(s);
-        }
-        Free {
-            last_on: vec![NONE; servers.len()],
-            prev_on: Vec::new(),
+        let n = servers.len();
+        let mut free = Free {
+            head: vec![NONE; c.max_server_gpus as usize + 1],
+            next: vec![NONE; n],
+            prev: vec![NONE; n],
+            last_on: vec![NONE; n],
+            prev_on: Vec::with_capacity(c.total_gpus as usize),
             servers,
             total_gpus: c.total_gpus,
             max_free: c.max_server_gpus,
-            by_free,
-            slot,
+        };
+        // Highest id first, so each bucket lists its servers by ascending id.
+        for s in (0..n).rev() {
+            free.link(s);
         }
+        free
+    }
+
+    /// Puts server `s` at the head of the bucket of its free GPUs.
+    fn link(&mut self, s: usize) {
+        let k = self.servers[s].gpus as usize;
+        let first = self.head[k];
+        self.next[s] = first;
+        self.prev[s] = NONE;
+        if first != NONE {
+            self.prev[first] = s;
+        }
+        self.head[k] = s;
+    }
+
+    /// Takes server `s` out of the bucket of its free GPUs.
+    fn unlink(&mut self, s: usize) {
+        let (p, n) = (self.prev[s], self.next[s]);
+        match p {
+            NONE => self.head[self.servers[s].gpus as usize] = n,
+            p => self.next[p] = n,
+        }
+        if n != NONE {
+            self.prev[n] = p;
+        }
+    }
+
+    /// The servers of bucket `k`.
+    fn bucket(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(Some(self.head[k]).filter(|&s| s != NONE), |&s| {
+            Some(self.next[s]).filter(|&n| n != NONE)
+        })
     }
 
     /// What is left on server `s`.
@@ -64,13 +97,7 @@ impl Free {
 
     /// The servers with at least `g` free GPUs, those with fewest first.
     pub fn with_gpus(&self, g: u32) -> impl Iterator<Item = usize> + '_ {
-        let top = self.max_free as usize;
-        self.by_free
-            .get(g as usize..=top)
-            .unwrap_or_default()
-            .iter()
-            .flatten()
-            .copied()
+        (g as usize..=self.max_free as usize).flat_map(|k| self.bucket(k))
     }
 
     /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs, then
@@ -79,9 +106,9 @@ impl Free {
         if g > self.max_free {
             return None;
         }
-        for bucket in &self.by_free[g as usize..=self.max_free as usize] {
+        for k in g as usize..=self.max_free as usize {
             let mut best: Option<(f64, usize)> = None;
-            for &s in bucket {
+            for s in self.bucket(k) {
                 let (c, m) = demand(s);
                 if !self.fits(s, g, c, m) {
                     continue;
@@ -150,7 +177,7 @@ impl Free {
             },
         );
         self.total_gpus -= p.gpus;
-        while self.max_free > 0 && self.by_free[self.max_free as usize].is_empty() {
+        while self.max_free > 0 && self.head[self.max_free as usize] == NONE {
             self.max_free -= 1;
         }
     }
@@ -166,17 +193,13 @@ impl Free {
     }
 
     fn set(&mut self, s: usize, r: Resources) {
-        let (before, after) = (self.servers[s].gpus as usize, r.gpus as usize);
-        if after != before {
-            let k = self.slot[s];
-            self.by_free[before].swap_remove(k);
-            if let Some(&moved) = self.by_free[before].get(k) {
-                self.slot[moved] = k;
-            }
-            self.slot[s] = self.by_free[after].len();
-            self.by_free[after].push(s);
+        if r.gpus != self.servers[s].gpus {
+            self.unlink(s);
+            self.servers[s] = r;
+            self.link(s);
+        } else {
+            self.servers[s] = r;
         }
-        self.servers[s] = r;
     }
 }
 
