@@ -21,8 +21,8 @@ pub struct Alloc {
 }
 
 /// Checks `placements` of the round at `t` (`by` names the mechanism in errors) and returns
-/// the allocations, in the order the jobs were first placed. `scratch`: per slot, zero on entry
-/// and on return.
+/// the allocations, in the order the jobs were first placed, in `allocs` (emptied first; passed
+/// in to reuse its memory). `scratch`: per slot, zero on entry and on return.
 pub fn allocations(
     placements: &[Placement],
     active: &[JobState],
@@ -30,6 +30,7 @@ pub fn allocations(
     by: &str,
     t: f64,
     scratch: &mut Vec<u32>,
+    mut allocs: Vec<Alloc>,
 ) -> Result<Vec<Alloc>, ReplayError> {
     let internal = |m: String| Err(ReplayError::Internal(m));
     let ns = cluster.servers.len();
@@ -61,7 +62,7 @@ pub fn allocations(
     // One allocation per job, its parts summed in the order they were placed; `scratch[slot]`
     // is 1 + its index meanwhile.
     scratch.resize(scratch.len().max(active.len()), 0);
-    let mut allocs: Vec<Alloc> = Vec::with_capacity(placements.len());
+    allocs.clear();
     for p in placements {
         match scratch[p.job] {
             0 => {

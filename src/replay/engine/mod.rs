@@ -28,7 +28,7 @@ use super::profile::{ProfileSet, Semantics};
 use super::workload::canonical::Recorder;
 use check::Alloc;
 use progress::{exact_progress, synergy_progress};
-use queue::{Queue, Rank};
+use queue::{Queue, Rank, Slots};
 use std::time::Instant;
 
 /// One scheduling round of the time series.
@@ -466,9 +466,9 @@ impl<'c, 'a> Replay<'c, 'a> {
         } else {
             self.queue.len()
         };
-        let order = || -> Box<dyn Iterator<Item = usize> + '_> {
+        let order = || {
             if select {
-                Box::new(self.selected.iter().copied())
+                Slots::Selected(self.selected.iter())
             } else {
                 self.queue.slots()
             }
@@ -500,7 +500,6 @@ impl<'c, 'a> Replay<'c, 'a> {
         cfg.mechanism
             .allocate(&mctx, &mut pull, &mut self.placements, &mut stats);
         let exhausted = pull.exhausted;
-        drop(source);
         if stats.lp_failed {
             self.lp_failures += 1;
         }
@@ -511,6 +510,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             cfg.mechanism.name(),
             self.t,
             &mut self.scratch,
+            std::mem::take(&mut self.allocs),
         )?;
         for a in &mut allocs {
             // A job given what it had last time runs at the rate it had (the rate is a pure

@@ -135,10 +135,10 @@ impl Queue {
     }
 
     /// The slots in order.
-    pub fn slots(&self) -> Box<dyn Iterator<Item = usize> + '_> {
+    pub fn slots(&self) -> Slots<'_> {
         match self {
-            Queue::Kept { set, .. } => Box::new(set.values().copied()),
-            Queue::Sorted(keyed) => Box::new(keyed.iter().map(|k| k.1)),
+            Queue::Kept { set, .. } => Slots::Kept(set.values()),
+            Queue::Sorted(keyed) => Slots::Sorted(keyed.iter()),
         }
     }
 
@@ -146,6 +146,24 @@ impl Queue {
         match self {
             Queue::Kept { set, .. } => set.len(),
             Queue::Sorted(keyed) => keyed.len(),
+        }
+    }
+}
+
+/// The slots of a [`Queue`] in order, or of a selection from it.
+pub enum Slots<'a> {
+    Kept(std::collections::btree_map::Values<'a, Rank, usize>),
+    Sorted(std::slice::Iter<'a, (Rank, usize)>),
+    Selected(std::slice::Iter<'a, usize>),
+}
+
+impl Iterator for Slots<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Slots::Kept(it) => it.next().copied(),
+            Slots::Sorted(it) => it.next().map(|k| k.1),
+            Slots::Selected(it) => it.next().copied(),
         }
     }
 }
