@@ -242,19 +242,3 @@ impl JobTally {
         }
     }
 }
-
-/// The summary of `records` (all the jobs of a replay) over `rounds`.
-pub fn summarize(
-    policy: &str,
-    mechanism: &str,
-    records: &[JobRecord],
-    rounds: &[RoundRow],
-    window: Option<(u64, u64)>,
-    cluster: &super::cluster::Cluster,
-) -> Summary {
-    let mut tally = JobTally::new(window);
-    for r in records {
-        tally.add(r);
-    }
-    tally.summary(policy, mechanism, rounds, cluster)
-}

@@ -64,6 +64,33 @@ fn zoo_files_match_converter_and_best_cases() {
     assert_eq!((alex.best_cpu, alex.best_mem), (12.0, 125.0));
 }
 
+/// The engine settings the whole-replay tests share (300 s rounds, no window, the default
+/// horizon, the fast path), with every round shown to `audit`.
+fn audited_config<'a>(
+    cluster: &'a profiler::replay::cluster::Cluster,
+    profiles: &'a ProfileSet,
+    policy: &'a dyn profiler::replay::policy::Policy,
+    mechanism: &'a dyn profiler::replay::mechanism::Mechanism,
+    semantics: Semantics,
+    audit: &'a profiler::replay::engine::AuditFn<'a>,
+) -> EngineConfig<'a> {
+    EngineConfig {
+        cluster,
+        profiles,
+        policy,
+        mechanism,
+        semantics,
+        round_s: 300.0,
+        window: None,
+        horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
+        max_rounds: 1_000_000,
+        first_round_s: None,
+        audit: Some(audit),
+        progress: None,
+        fast: true,
+    }
+}
+
 fn deploy(trace: &str, pol: &str, sem: Semantics) -> Vec<profiler::replay::RunResult> {
     let path = repo(&format!("workloads/traces/synergy/{trace}"));
     let opts = ReplayOptions {
@@ -424,21 +451,14 @@ fn request_mechanism_allocates_what_the_trace_requested() {
     };
     let policy = policy::by_name("fifo").unwrap();
     let mechanism = mechanism::by_name("request").unwrap();
-    let cfg = EngineConfig {
-        cluster: &cl,
-        profiles: &profiles,
-        policy: policy.as_ref(),
-        mechanism: mechanism.as_ref(),
-        semantics: Semantics::Exact,
-        round_s: 300.0,
-        window: None,
-        horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
-        max_rounds: 1_000_000,
-        first_round_s: None,
-        audit: Some(&audit),
-        progress: None,
-        fast: true,
-    };
+    let cfg = audited_config(
+        &cl,
+        &profiles,
+        policy.as_ref(),
+        mechanism.as_ref(),
+        Semantics::Exact,
+        &audit,
+    );
     let out = simulate(&cfg, &mut jobs.clone().into_iter(), None).unwrap();
     assert_eq!(out.jobs.len(), jobs.len());
     assert!(*placements.lock().unwrap() >= jobs.len());

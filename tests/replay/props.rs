@@ -65,19 +65,15 @@ fn replayed(
         }
     };
     let cfg = EngineConfig {
-        cluster: &cl,
-        profiles: &profiles,
-        policy: policy.as_ref(),
-        mechanism: mechanism.as_ref(),
-        semantics: sem,
-        round_s: 300.0,
-        window: None,
-        horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
-        max_rounds: 1_000_000,
-        first_round_s: None,
-        audit: Some(&audit),
-        progress: None,
         fast,
+        ..audited_config(
+            &cl,
+            &profiles,
+            policy.as_ref(),
+            mechanism.as_ref(),
+            sem,
+            &audit,
+        )
     };
     let w = SyntheticSpec {
         jobs_per_hour,

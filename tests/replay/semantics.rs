@@ -209,7 +209,7 @@ fn synergy_opt_stays_close_to_synergy_opt() {
 /// rounds run, the rounds spread over more than one server and the most servers at once.
 #[test]
 fn synergy_spreads_jobs_across_servers_as_its_simulator_does() {
-    use profiler::replay::engine::{EngineConfig, JobState, simulate};
+    use profiler::replay::engine::{JobState, simulate};
     use profiler::replay::mechanism::{self, Placement};
     use profiler::replay::policy;
     use profiler::replay::profile::ProfileSet;
@@ -262,21 +262,14 @@ fn synergy_spreads_jobs_across_servers_as_its_simulator_does() {
                 policy::by_name(pol).unwrap(),
                 mechanism::by_name(mech).unwrap(),
             );
-            let cfg = EngineConfig {
-                cluster: &cluster,
-                profiles: &profiles,
-                policy: p.as_ref(),
-                mechanism: m.as_ref(),
-                semantics: Semantics::Synergy,
-                round_s: 300.0,
-                window: None,
-                horizon_s: profiler::replay::bounds::DEFAULT_HORIZON_S,
-                max_rounds: 1_000_000,
-                first_round_s: None,
-                audit: Some(&audit),
-                progress: None,
-                fast: true,
-            };
+            let cfg = super::audited_config(
+                &cluster,
+                &profiles,
+                p.as_ref(),
+                m.as_ref(),
+                Semantics::Synergy,
+                &audit,
+            );
             simulate(&cfg, &mut jobs.iter().cloned(), None).unwrap();
             let seen = seen.into_inner().unwrap();
             let file = format!("multigpu100_{}_{name}.spread.csv", pol.to_uppercase());

@@ -228,6 +228,8 @@ pub struct Replay<'c, 'a> {
     /// GPUs the active jobs ask for.
     active_gpus: u64,
     n_finished: u64,
+    /// Synergy's starvation priority sorts first (its semantics, a policy that uses it).
+    prioritized: bool,
     ended: bool,
 }
 
@@ -276,6 +278,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             contention_sum: 0.0,
             active_gpus: 0,
             n_finished: 0,
+            prioritized,
             ended: false,
         })
     }
@@ -353,14 +356,10 @@ impl<'c, 'a> Replay<'c, 'a> {
         }
     }
 
-    fn prioritized(&self) -> bool {
-        self.cfg.semantics == Semantics::Synergy && self.cfg.policy.uses_priority()
-    }
-
     /// Admits the jobs that arrived by the current time.
     fn admit(&mut self) -> Result<(), ReplayError> {
         let cfg = self.cfg;
-        let prioritized = self.prioritized();
+        let prioritized = self.prioritized;
         while let Some(next) = self.arrivals.peek() {
             if next.arrival_s > self.t {
                 break;
@@ -436,7 +435,7 @@ impl<'c, 'a> Replay<'c, 'a> {
         let cl = cfg.cluster;
         let synergy = cfg.semantics == Semantics::Synergy;
         let pctx = self.pctx(contention);
-        let prioritized = self.prioritized();
+        let prioritized = self.prioritized;
         self.queue.resort(&self.active, |j| {
             Rank::of(cfg.policy, j, &pctx, prioritized)
         });
@@ -634,7 +633,7 @@ impl<'c, 'a> Replay<'c, 'a> {
         let cfg = self.cfg;
         let synergy = cfg.semantics == Semantics::Synergy;
         let pctx = self.pctx(1.0);
-        let prioritized = self.prioritized();
+        let prioritized = self.prioritized;
         for &s in &self.running {
             if self.slots[s].ran_round == self.n_rounds {
                 continue;
