@@ -100,10 +100,19 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
     let i = cell.interference.clone().expect("interference is recorded");
     assert!(i.discarded_windows > 0, "the hog was not seen: {i:?}");
     assert!(!i.disturbed, "{i:?}");
+    // A window the hog shared would pull the rate down (the hog takes half the job's CPU), so
+    // the check is one-sided: a higher rate than a quiet launch's is launch-to-launch
+    // variation (10% seen on a shared 2-core machine), never the hog. Quiet launches before
+    // and after bracket that variation.
     let rate = cell.samples_per_s().expect("measured");
+    let quiet_after = measure_spin(dir.path(), "quiet-after", &mut Silent)
+        .samples_per_s()
+        .expect("measured");
+    let slowest_quiet = quiet_rate.min(quiet_after);
     assert!(
-        (rate / quiet_rate - 1.0).abs() < 0.1,
-        "re-measured {rate:.1} vs undisturbed {quiet_rate:.1} samples/s"
+        rate > 0.9 * slowest_quiet,
+        "re-measured {rate:.1} vs undisturbed {quiet_rate:.1} and {quiet_after:.1} samples/s: \
+         a disturbed window was kept"
     );
 
     // A hog that never leaves: the cell is kept, marked disturbed, and shown so.

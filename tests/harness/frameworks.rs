@@ -452,14 +452,18 @@ fn keras_progbar_reads_as_its_own_count() {
 }
 
 /// What this checks: a live sweep of a job that sizes its threads at start (PyTorch's default
-/// thread pool, two DataLoader workers) gives the curve a relaunched sweep gives, within 5% at
-/// every level. Re-capping such a job from 2 CPUs to 1 leaves it two spinning OpenMP threads on
-/// one core (far slower than a fresh start); the sweep's live check must catch that and
-/// relaunch. Both sweeps are also checked against the script's own count. A burst of unrelated
-/// load on the machine can move one sweep's rates: one retry absorbs it, a real difference
-/// fails both attempts. Where the second attempt still differs only at levels whose cells the
-/// sweep marked disturbed by other processes, the comparison proves nothing: outside CI that is
-/// said on stderr (`INCONCLUSIVE:`) and the test passes; under CI it fails.
+/// thread pool, two DataLoader workers) gives the curve a relaunched sweep gives. Re-capping
+/// such a job from 2 CPUs to 1 leaves it two spinning OpenMP threads on one core (far slower
+/// than a fresh start); the sweep's live check must catch that and relaunch, so the live
+/// sweep's 1-CPU cell is a fresh launch's and within 5% of the relaunched sweep's. At 2 CPUs
+/// both sweeps measure their first launch the same way, so the two cells differ only as two
+/// launches of the job do (up to 8% at the whole 2-core machine, where the job's four threads
+/// compete with everything else): there each is checked against the script's own count, as
+/// every cell is. A burst of unrelated load can move one sweep's rates: one retry absorbs it,
+/// a real difference fails both attempts. Where the second attempt still differs only at
+/// levels whose cells the sweep marked disturbed by other processes, the comparison proves
+/// nothing: outside CI that is said on stderr (`INCONCLUSIVE:`) and the test passes; under CI
+/// it fails.
 #[test]
 fn plain_torch_live_sweep_agrees_with_relaunch_within_5_percent() {
     require_caps!("plain_torch_live_sweep_agrees_with_relaunch_within_5_percent");
@@ -485,9 +489,18 @@ fn plain_torch_live_sweep_agrees_with_relaunch_within_5_percent() {
         assert_rows_match_truth(&rows);
         let mut report = String::new();
         let (mut agree, mut only_disturbed) = (true, true);
+        let check = outcome.matrix.header.live_check.clone();
+        let caught = check.as_ref().is_some_and(|c| {
+            c.outcome == "relaunch" && c.live_samples_per_s < 0.5 * c.relaunch_samples_per_s
+        });
+        assert!(
+            caught,
+            "the live check missed the re-capped slowdown: {check:?}"
+        );
+        let launch_level = live.iter().map(|r| r.cpu).fold(f64::MIN, f64::max);
         for (l, r) in live.iter().zip(&relaunched) {
             let ratio = l.matrix / r.matrix;
-            let close = (ratio - 1.0).abs() < 0.05;
+            let close = l.cpu == launch_level || (ratio - 1.0).abs() < 0.05;
             agree &= close;
             only_disturbed &= close || l.disturbed || r.disturbed;
             let _ = writeln!(
@@ -503,7 +516,6 @@ fn plain_torch_live_sweep_agrees_with_relaunch_within_5_percent() {
                 }
             );
         }
-        let check = outcome.matrix.header.live_check.clone();
         eprintln!("attempt {attempt}:\n{report}live check: {check:?}");
         if agree {
             break;

@@ -114,6 +114,7 @@ fn without_a_storage_measurement_no_lower_level_is_modelled() {
 
 #[test]
 fn no_caps_exits_non_zero_with_the_reason_when_the_run_fails() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     quick_spec(
         dir.path(),
@@ -160,6 +161,7 @@ fn no_caps_exits_non_zero_with_the_reason_when_the_run_fails() {
 #[test]
 fn a_memory_cap_also_caps_swap() {
     require_caps!("a_memory_cap_also_caps_swap");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let root = CgroupRoot::open("profiler-test-swap").unwrap();
     // Not a run name (no owner token): no other test's reaper touches it.
     let run = root.create_run("swap-check").unwrap();

@@ -115,43 +115,61 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
     assert_no_runs_under("profiler-test-live-check");
 }
 
+/// The rates at 0.5 and 0.25 CPUs must be a half and a quarter of the rate at 1 CPU. Two
+/// fresh launches of this job can differ by 10-20% on a shared 2-core machine (something else
+/// on the job's core takes from a full-core cap, not from a half-core one), so a ratio out of
+/// bounds is measured once more: a cap that is not applied fails both attempts.
 #[test]
 fn a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm() {
     require_caps!("a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    // One worker whatever the CPUs: re-capping is valid.
-    let spec = lockstep_spec(
-        dir.path(),
-        "single",
-        r#", "--workers", "1""#,
-        "cpu = [1, 0.5, 0.25]\nmode = \"live\"",
-    );
-    let out = dir.path().join("m.matrix.jsonl");
-    let outcome = run_sweep(
-        &options(spec, out.clone(), "profiler-test-live-ok"),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("sweep runs");
-    let m = load_matrix(&out).unwrap();
-    let check = m.header.live_check.expect("the live check is recorded");
-    eprintln!("live check: {check:?}");
-    assert_eq!(check.outcome, "live", "{check:?}");
-    assert_eq!(check.cpu, 0.25, "checked at the lowest level");
-    // 1 -> 0.25 re-capped, 0.25 fresh for the check, then 0.5 on a launch of its own.
-    assert_eq!(outcome.launches, 3);
-    let (r1, r05, r025) = (
-        rate(&m.cells, 1.0),
-        rate(&m.cells, 0.5),
-        rate(&m.cells, 0.25),
-    );
-    assert!(r05 / r1 > 0.4 && r05 / r1 < 0.6, "{r1} {r05}");
-    assert!(r025 / r1 > 0.18 && r025 / r1 < 0.32, "{r1} {r025}");
-    let stopped = std::fs::read_to_string(dir.path().join("stopped.txt")).unwrap_or_default();
-    assert_eq!(
-        stopped.lines().count(),
-        3,
-        "every launch is stopped with SIGTERM first: {stopped:?}"
-    );
+    for attempt in 1..=2 {
+        let dir = tempfile::tempdir().unwrap();
+        // One worker whatever the CPUs: re-capping is valid.
+        let spec = lockstep_spec(
+            dir.path(),
+            "single",
+            r#", "--workers", "1""#,
+            "cpu = [1, 0.5, 0.25]\nmode = \"live\"",
+        );
+        let out = dir.path().join("m.matrix.jsonl");
+        let outcome = run_sweep(
+            &options(spec, out.clone(), "profiler-test-live-ok"),
+            &mut Silent,
+            &AtomicBool::new(false),
+        )
+        .expect("sweep runs");
+        let m = load_matrix(&out).unwrap();
+        let check = m.header.live_check.expect("the live check is recorded");
+        eprintln!("attempt {attempt}: live check: {check:?}");
+        assert_eq!(check.outcome, "live", "{check:?}");
+        assert_eq!(check.cpu, 0.25, "checked at the lowest level");
+        // 1 -> 0.25 re-capped, 0.25 fresh for the check, then 0.5 on a launch of its own.
+        assert_eq!(outcome.launches, 3);
+        let stopped = std::fs::read_to_string(dir.path().join("stopped.txt")).unwrap_or_default();
+        assert_eq!(
+            stopped.lines().count(),
+            3,
+            "every launch is stopped with SIGTERM first: {stopped:?}"
+        );
+        let (r1, r05, r025) = (
+            rate(&m.cells, 1.0),
+            rate(&m.cells, 0.5),
+            rate(&m.cells, 0.25),
+        );
+        let (half, quarter) = (r05 / r1, r025 / r1);
+        let report = format!(
+            "1 CPU {r1:.1}, 0.5 CPU {r05:.1} ({half:.3}), 0.25 CPU {r025:.1} ({quarter:.3}) \
+             samples/s; interference {:?}",
+            m.cells
+                .iter()
+                .map(|c| (c.cpu, c.interference.clone()))
+                .collect::<Vec<_>>()
+        );
+        eprintln!("{report}");
+        if (0.4..0.6).contains(&half) && (0.18..0.32).contains(&quarter) {
+            return;
+        }
+        assert!(attempt < 2, "the rates do not follow the caps: {report}");
+    }
 }

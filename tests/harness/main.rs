@@ -647,6 +647,7 @@ fn uncapped(dir: &Path, command: &str, extra: &str) -> Cell {
 
 #[test]
 fn job_failures_become_failed_cells_with_reasons() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let crash = uncapped(
         dir.path(),

@@ -116,6 +116,7 @@ cpu = [1]
 
 #[test]
 fn python_output_is_unbuffered_unless_the_spec_says_otherwise() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // The profiler sets PYTHONUNBUFFERED=1: lines arrive as they are printed.
     let cell = piped_python(dir.path(), "");
@@ -142,6 +143,7 @@ impl profiler::harness::sweep::SweepObserver for Warnings {
 
 #[test]
 fn unusable_values_are_skipped_with_a_warning_and_never_reach_the_matrix() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // Good lines at 100 samples/s among a NaN, an infinity and a zero time per iteration.
     let text = r#"schema_version = 1
@@ -219,6 +221,7 @@ cpu = [1]
 
 #[test]
 fn a_job_whose_lines_match_no_preset_is_told_so_not_blamed_on_buffering() {
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // Lines arrive, in a shape the preset does not read.
     let cell = silent_cell(
