@@ -111,6 +111,8 @@ impl Free {
             Semantics::Synergy => self.synergy_walk(g, per_gpu).map(Home::Spread),
             Semantics::Exact => match self.best_fit(g, &demand) {
                 Some(s) => Some(Home::One((s, g))),
+                // One GPU cannot span servers: where no server fits it, no servers together do.
+                None if g == 1 => None,
                 None => self.fewest_servers(g, per_gpu).map(Home::Spread),
             },
         }
