@@ -20,21 +20,32 @@ pub struct Alloc {
     pub rate: f64,
 }
 
+/// Memory the check reuses from one round to the next.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// Per server, what the round's placements use.
+    used: Vec<(u32, f64, f64)>,
+    /// Per slot, 1 + the job's index in the allocations while they are summed, else 0.
+    index: Vec<u32>,
+}
+
 /// Checks `placements` of the round at `t` (`by` names the mechanism in errors) and returns
 /// the allocations, in the order the jobs were first placed, in `allocs` (emptied first; passed
-/// in to reuse its memory). `scratch`: per slot, zero on entry and on return.
+/// in to reuse its memory).
 pub fn allocations(
     placements: &[Placement],
     active: &[JobState],
     cluster: &Cluster,
     by: &str,
     t: f64,
-    scratch: &mut Vec<u32>,
+    scratch: &mut Scratch,
     mut allocs: Vec<Alloc>,
 ) -> Result<Vec<Alloc>, ReplayError> {
     let internal = |m: String| Err(ReplayError::Internal(m));
     let ns = cluster.servers.len();
-    let mut used = vec![(0u32, 0.0f64, 0.0f64); ns];
+    let used = &mut scratch.used;
+    used.clear();
+    used.resize(ns, (0, 0.0, 0.0));
     for p in placements {
         let Some(job) = active.get(p.job) else {
             return internal(format!("placement of unknown job index {}", p.job));
@@ -59,12 +70,13 @@ pub fn allocations(
             ));
         }
     }
-    // One allocation per job, its parts summed in the order they were placed; `scratch[slot]`
-    // is 1 + its index meanwhile.
-    scratch.resize(scratch.len().max(active.len()), 0);
+    // One allocation per job, its parts summed in the order they were placed.
+    let index = &mut scratch.index;
+    index.resize(index.len().max(active.len()), 0);
     allocs.clear();
+    let mut spread = false;
     for p in placements {
-        match scratch[p.job] {
+        match index[p.job] {
             0 => {
                 allocs.push(Alloc {
                     slot: p.job,
@@ -74,9 +86,10 @@ pub fn allocations(
                     servers: 1,
                     rate: 0.0,
                 });
-                scratch[p.job] = allocs.len() as u32;
+                index[p.job] = allocs.len() as u32;
             }
             k => {
+                spread = true;
                 let a = &mut allocs[k as usize - 1];
                 a.gpus += p.gpus;
                 a.cpus += p.cpus;
@@ -86,20 +99,26 @@ pub fn allocations(
         }
     }
     // A job spanning servers holds each once.
-    let mut parts: Vec<(usize, usize)> = placements
-        .iter()
-        .filter(|p| allocs[scratch[p.job] as usize - 1].servers > 1)
-        .map(|p| (p.job, p.server))
-        .collect();
-    for a in &allocs {
-        scratch[a.slot] = 0;
+    if spread {
+        let mut parts: Vec<(usize, usize)> = placements
+            .iter()
+            .filter(|p| allocs[index[p.job] as usize - 1].servers > 1)
+            .map(|p| (p.job, p.server))
+            .collect();
+        parts.sort_unstable();
+        if let Some(w) = parts.windows(2).find(|w| w[0] == w[1]) {
+            let job = active[w[0].0].spec.id;
+            for a in &allocs {
+                index[a.slot] = 0;
+            }
+            return internal(format!(
+                "job {job} placed twice on server {} in one round",
+                w[0].1
+            ));
+        }
     }
-    parts.sort_unstable();
-    if let Some(w) = parts.windows(2).find(|w| w[0] == w[1]) {
-        return internal(format!(
-            "job {} placed twice on server {} in one round",
-            active[w[0].0].spec.id, w[0].1
-        ));
+    for a in &allocs {
+        index[a.slot] = 0;
     }
     for a in &allocs {
         let want = active[a.slot].spec.gpus;

@@ -204,8 +204,8 @@ pub struct Replay<'c, 'a> {
     active: Vec<JobState>,
     /// Per slot, what the engine keeps besides the job's state.
     slots: Vec<Slot>,
-    /// Scratch for the placement check (per slot).
-    scratch: Vec<u32>,
+    /// Memory the placement check reuses.
+    scratch: check::Scratch,
     queue: Queue,
     /// The order after Synergy's per-round selection, when the policy has one.
     selected: Vec<usize>,
@@ -258,7 +258,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             sink: None,
             active: Vec::new(),
             slots: Vec::new(),
-            scratch: Vec::new(),
+            scratch: check::Scratch::default(),
             queue: Queue::new(cfg.policy.key_update(cfg.semantics), kept),
             selected: Vec::new(),
             done: Vec::new(),
@@ -632,6 +632,9 @@ impl<'c, 'a> Replay<'c, 'a> {
     fn rekey_runners(&mut self) {
         let cfg = self.cfg;
         let synergy = cfg.semantics == Semantics::Synergy;
+        if !synergy && !self.queue.reranks() {
+            return;
+        }
         let pctx = self.pctx(1.0);
         let prioritized = self.prioritized;
         for &s in &self.running {

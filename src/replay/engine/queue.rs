@@ -96,6 +96,17 @@ impl Queue {
         }
     }
 
+    /// Whether [`Queue::rerank`] can move a job (a kept order whose keys change as jobs run).
+    pub fn reranks(&self) -> bool {
+        matches!(
+            self,
+            Queue::Kept {
+                update: KeyUpdate::WhenRun,
+                ..
+            }
+        )
+    }
+
     /// Slot `slot` ran this round (or the round before): re-rank it if its key may have moved.
     pub fn rerank(&mut self, slot: usize, rank: impl FnOnce() -> Rank) {
         if let Queue::Kept {
