@@ -176,7 +176,7 @@ impl Decision {
 
 /// The order as the mechanism pulls it, recording what it pulled.
 struct Pull<'o, 'p> {
-    order: &'o mut dyn Iterator<Item = usize>,
+    order: Slots<'o>,
     pulled: &'p mut Vec<usize>,
     exhausted: bool,
 }
@@ -327,7 +327,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             .fold(0.0, f64::max);
         let mut jobs = self.done;
         jobs.extend(self.active);
-        jobs.sort_by_key(|j| j.spec.id);
+        jobs.sort_unstable_by_key(|j| j.spec.id); // ids are unique
         EngineOutput {
             jobs,
             rounds: self.rounds,
@@ -489,9 +489,8 @@ impl<'c, 'a> Replay<'c, 'a> {
         let mut stats = MechStats::default();
         let mut pulled = self.last.take().map(|d| d.pulled).unwrap_or_default();
         pulled.clear();
-        let mut source = order();
         let mut pull = Pull {
-            order: &mut source,
+            order: order(),
             pulled: &mut pulled,
             exhausted: false,
         };
