@@ -98,27 +98,25 @@ pub fn allocations(
             }
         }
     }
-    // A job spanning servers holds each once.
-    if spread {
-        let mut parts: Vec<(usize, usize)> = placements
+    // A job spanning servers holds each once (no allocation unless one spans).
+    let mut parts: Vec<(usize, usize)> = if spread {
+        placements
             .iter()
             .filter(|p| allocs[index[p.job] as usize - 1].servers > 1)
             .map(|p| (p.job, p.server))
-            .collect();
-        parts.sort_unstable();
-        if let Some(w) = parts.windows(2).find(|w| w[0] == w[1]) {
-            let job = active[w[0].0].spec.id;
-            for a in &allocs {
-                index[a.slot] = 0;
-            }
-            return internal(format!(
-                "job {job} placed twice on server {} in one round",
-                w[0].1
-            ));
-        }
-    }
+            .collect()
+    } else {
+        Vec::new()
+    };
     for a in &allocs {
         index[a.slot] = 0;
+    }
+    parts.sort_unstable();
+    if let Some(w) = parts.windows(2).find(|w| w[0] == w[1]) {
+        return internal(format!(
+            "job {} placed twice on server {} in one round",
+            active[w[0].0].spec.id, w[0].1
+        ));
     }
     for a in &allocs {
         let want = active[a.slot].spec.gpus;
@@ -130,4 +128,87 @@ pub fn allocations(
         }
     }
     Ok(allocs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::cluster::ClusterSpec;
+    use crate::replay::engine::bind::bind;
+    use crate::replay::job::JobSpec;
+    use crate::replay::profile::{ProfileSet, Semantics};
+    use std::path::Path;
+
+    fn setup(gpus: &[u32]) -> (Cluster, Vec<JobState>) {
+        let text = "[[group]]\ncount = 2\ngpus = 8\ncpus = 24\nmemory_gb = 500\n";
+        let cl = ClusterSpec::from_toml(text, Path::new("c.toml"))
+            .unwrap()
+            .build()
+            .unwrap();
+        let profiles = ProfileSet::builtin_zoo();
+        let jobs = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| {
+                let spec = JobSpec {
+                    id: i as u64,
+                    model: "alexnet".into(),
+                    arrival_s: 0.0,
+                    gpus: g,
+                    work_samples: 1e6,
+                    cpu_request: None,
+                    mem_request_gb: None,
+                };
+                bind(spec, &cl, &profiles, Semantics::Exact).unwrap()
+            })
+            .collect();
+        (cl, jobs)
+    }
+
+    fn part(job: usize, server: usize, gpus: u32, cpus: f64) -> Placement {
+        Placement {
+            job,
+            server,
+            gpus,
+            cpus,
+            mem_gb: 10.0,
+        }
+    }
+
+    fn check(cl: &Cluster, jobs: &[JobState], ps: &[Placement]) -> Result<Vec<Alloc>, String> {
+        let mut scratch = Scratch::default();
+        let out = allocations(ps, jobs, cl, "test", 0.0, &mut scratch, Vec::new())
+            .map_err(|e| e.to_string());
+        assert!(
+            scratch.index.iter().all(|&i| i == 0),
+            "the per-slot index is cleared on every return"
+        );
+        out
+    }
+
+    #[test]
+    fn parts_of_a_spread_job_are_summed_in_placement_order() {
+        let (cl, jobs) = setup(&[4, 1]);
+        let a = check(
+            &cl,
+            &jobs,
+            &[part(0, 0, 3, 6.0), part(1, 0, 1, 2.0), part(0, 1, 1, 2.0)],
+        )
+        .unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!((a[0].slot, a[0].gpus, a[0].servers), (0, 4, 2));
+        assert_eq!(a[0].cpus, 8.0);
+        assert_eq!((a[1].slot, a[1].gpus, a[1].servers), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_mechanism_that_breaks_the_rules_is_named_with_what_it_broke() {
+        let (cl, jobs) = setup(&[2, 1]);
+        let twice = check(&cl, &jobs, &[part(0, 1, 1, 1.0), part(0, 1, 1, 1.0)]).unwrap_err();
+        assert!(twice.contains("placed twice on server 1"), "{twice}");
+        let short = check(&cl, &jobs, &[part(0, 0, 1, 1.0)]).unwrap_err();
+        assert!(short.contains("wants 2"), "{short}");
+        let over = check(&cl, &jobs, &[part(0, 0, 2, 20.0), part(1, 0, 1, 5.0)]).unwrap_err();
+        assert!(over.contains("test over-allocated server 0"), "{over}");
+    }
 }
