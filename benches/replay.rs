@@ -34,17 +34,22 @@ fn default_scenario(mech: &str) -> ReplayOptions {
     }
 }
 
-fn big_trace(mech: &str) -> ReplayOptions {
+/// FIFO over `jobs` synthetic jobs arriving at `jobs_per_hour` on `servers` Synergy servers.
+fn synthetic(servers: u32, jobs_per_hour: f64, jobs: u64, mech: &str) -> ReplayOptions {
     ReplayOptions {
-        cluster: ClusterSpec::synergy(128),
+        cluster: ClusterSpec::synergy(servers),
         workload: WorkloadSpec::Synthetic(SyntheticSpec {
-            jobs_per_hour: 72.0,
-            max_jobs: Some(100_000),
+            jobs_per_hour,
+            max_jobs: Some(jobs),
             ..Default::default()
         }),
         schemes: vec![("fifo".into(), mech.into())],
         ..Default::default()
     }
+}
+
+fn big_trace(mech: &str) -> ReplayOptions {
+    synthetic(128, 72.0, 100_000, mech)
 }
 
 fn philly(servers: u32) -> Option<ReplayOptions> {
@@ -67,16 +72,9 @@ fn philly(servers: u32) -> Option<ReplayOptions> {
 
 fn million(out: &std::path::Path) -> ReplayOptions {
     ReplayOptions {
-        cluster: ClusterSpec::synergy(1280),
-        workload: WorkloadSpec::Synthetic(SyntheticSpec {
-            jobs_per_hour: 720.0,
-            max_jobs: Some(1_000_000),
-            ..Default::default()
-        }),
-        schemes: vec![("fifo".into(), "tune".into())],
         out_dir: Some(out.to_owned()),
         stream: true,
-        ..Default::default()
+        ..synthetic(1280, 720.0, 1_000_000, "tune")
     }
 }
 

@@ -16,20 +16,8 @@ fn cluster(kind: u8) -> ClusterSpec {
     ClusterSpec::from_toml(text, Path::new("p.toml")).unwrap()
 }
 
-/// Replays and audits every round independently of the engine's own check.
-fn audited(
-    seed: u64,
-    kind: u8,
-    pol: usize,
-    mech: usize,
-    sem: Semantics,
-    jobs: u64,
-) -> (Vec<JobState>, Vec<String>) {
-    let (out, violations) = replayed(seed, kind, pol, mech, sem, jobs, 8.0, true);
-    (out.jobs, violations)
-}
-
-/// One synthetic replay (`fast`: the engine's fast path), every round audited.
+/// One synthetic replay (`fast`: the engine's fast path), every round audited independently
+/// of the engine's own check.
 #[allow(clippy::too_many_arguments)]
 fn replayed(
     seed: u64,
@@ -133,7 +121,8 @@ proptest! {
     #[test]
     fn invariants(seed in 0u64..1000, kind in 0u8..3, pol in 0usize..policy::ALL.len(), mech in 0usize..mechanism::ALL.len(), synergy in any::<bool>(), jobs in 5u64..40) {
         let sem = if synergy { Semantics::Synergy } else { Semantics::Exact };
-        let (out, violations) = audited(seed, kind, pol, mech, sem, jobs);
+        let (out, violations) = replayed(seed, kind, pol, mech, sem, jobs, 8.0, true);
+        let out = out.jobs;
         // No server over-allocated in any dimension in any round.
         prop_assert!(violations.is_empty(), "{violations:?}");
         // Each job finishes exactly once.
@@ -154,7 +143,8 @@ proptest! {
             prop_assert!(finish - j.spec.arrival_s >= best * (1.0 - 1e-9), "job {} took {} < best {}", j.spec.id, finish - j.spec.arrival_s, best);
         }
         // Same seed, same output.
-        let (again, _) = audited(seed, kind, pol, mech, sem, jobs);
+        let (again, _) = replayed(seed, kind, pol, mech, sem, jobs, 8.0, true);
+        let again = again.jobs;
         let a: Vec<_> = out.iter().map(|j| (j.spec.id, j.finish, j.first_start)).collect();
         let b: Vec<_> = again.iter().map(|j| (j.spec.id, j.finish, j.first_start)).collect();
         prop_assert_eq!(a, b);

@@ -28,7 +28,7 @@ impl std::ops::Deref for Home {
 
 /// How many GPUs of a job needing `per_gpu` (cores, GB) per GPU server `s` can still take.
 fn room(free: &Free, s: usize, (c, m): (f64, f64)) -> u32 {
-    let r = &free.server(s);
+    let r = free.server(s);
     let by = |left: f64, need: f64| {
         if need <= 0.0 {
             u32::MAX
