@@ -100,17 +100,22 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
     let i = cell.interference.clone().expect("interference is recorded");
     assert!(i.discarded_windows > 0, "the hog was not seen: {i:?}");
     assert!(!i.disturbed, "{i:?}");
-    // A window the hog shared would pull the rate down (the hog takes half the job's CPU), so
-    // the check is one-sided: a higher rate than a quiet launch's is launch-to-launch
-    // variation (10% seen on a shared 2-core machine), never the hog. Quiet launches before
-    // and after bracket that variation.
+    // A window the hog shared would add half a core to the other load of the windows used (a
+    // quarter of them at least) and pull the rate down (the hog takes half the job's CPU). The
+    // rate check is one-sided: a higher rate than a quiet launch's is launch-to-launch
+    // variation (up to 20% on a busy 2-core VM), never the hog. Quiet launches before and
+    // after bracket that variation.
+    assert!(
+        i.other_cores < 0.1,
+        "a window the hog shared was used: {i:?}"
+    );
     let rate = cell.samples_per_s().expect("measured");
     let quiet_after = measure_spin(dir.path(), "quiet-after", &mut Silent)
         .samples_per_s()
         .expect("measured");
     let slowest_quiet = quiet_rate.min(quiet_after);
     assert!(
-        rate > 0.9 * slowest_quiet,
+        rate > 0.8 * slowest_quiet,
         "re-measured {rate:.1} vs undisturbed {quiet_rate:.1} and {quiet_after:.1} samples/s: \
          a disturbed window was kept"
     );

@@ -2,7 +2,7 @@
 //! what a fresh start at each level would only if the job does not size itself from the CPUs
 //! it saw at start (PyTorch, OpenMP, MKL and oneDNN size their thread pools once; DataLoader
 //! workers are started once). So the first point a launch reaches by re-capping its CPU is also
-//! measured on a fresh launch; where the two rates differ by more than their intervals plus 5%,
+//! measured on a fresh launch; where the two rates differ by more than their intervals plus 10%,
 //! the rest of the sweep relaunches the job at every point, and the header records the check.
 
 use super::measure::Outcome;
@@ -12,8 +12,11 @@ use crate::matrix::{Cell, LiveCheck, Throughput};
 use crate::spec::SweepMode;
 use std::time::Instant;
 
-/// Relative difference two rates may show beyond their intervals and still agree.
-pub const LIVE_CHECK_SLACK: f64 = 0.05;
+/// Relative difference two rates may show beyond their intervals and still agree. Two fresh
+/// launches of one job on a shared machine differ by up to about 10% (where the job lands and
+/// what else runs there change between launches, not within one), while a job that sizes itself
+/// from the CPUs it saw at start is off by 2x to 40x once re-capped (docs/JOB_SPEC.md).
+pub const LIVE_CHECK_SLACK: f64 = 0.10;
 
 /// Where a sweep stands with the live check.
 #[derive(Debug, Clone, PartialEq)]
@@ -158,14 +161,14 @@ mod tests {
             compare(1.0, &tp(103.0, 1.0), &tp(100.0, 1.0)).outcome,
             "live"
         );
-        // 8% apart: beyond 5% + 2% of intervals.
+        // 13% apart: beyond 10% + 2% of intervals.
         assert_eq!(
-            compare(1.0, &tp(108.0, 1.0), &tp(100.0, 1.0)).outcome,
+            compare(1.0, &tp(113.0, 1.0), &tp(100.0, 1.0)).outcome,
             "relaunch"
         );
-        // 8% apart but with wide intervals (±5% each): agree.
+        // 13% apart but with wide intervals (±5% each): agree.
         assert_eq!(
-            compare(1.0, &tp(108.0, 5.0), &tp(100.0, 5.0)).outcome,
+            compare(1.0, &tp(113.0, 5.0), &tp(100.0, 5.0)).outcome,
             "live"
         );
     }
