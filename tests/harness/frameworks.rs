@@ -11,7 +11,6 @@
 //! prints the table of docs/JOB_SPEC.md, "Real framework scripts".
 
 use super::*;
-use profiler::harness::sweep::SweepOutcome;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::OnceLock;
@@ -221,12 +220,7 @@ fn sweep_against_truth(python: &Path, job: &Job, mode: &str) -> (Vec<Row>, Sweep
     let spec = job_spec(dir.path(), python, job, mode, &truth);
     let out = dir.path().join("m.matrix.jsonl");
     let started = Instant::now();
-    let outcome = run_sweep(
-        &options(spec, out, &format!("profiler-test-fw-{}", job.name)),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("sweep runs");
+    let outcome = sweep(spec, out, &format!("profiler-test-fw-{}", job.name));
     let launches = read_truth(&truth);
     eprintln!(
         "{} {mode}: {} launches in {:.0} s{}",

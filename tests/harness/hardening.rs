@@ -90,12 +90,7 @@ fn without_a_storage_measurement_no_lower_level_is_modelled() {
         "cpu = [1]\nmemory_gib = [1, 0.5]",
     );
     let out = dir.path().join("m.matrix.jsonl");
-    let outcome = run_sweep(
-        &options(spec, out.clone(), "profiler-test-no-storage"),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("sweep runs");
+    let outcome = sweep(spec, out.clone(), "profiler-test-no-storage");
     let cells = load_matrix(&out).unwrap().cells;
     assert_eq!(cells, outcome.matrix.cells);
     assert!(

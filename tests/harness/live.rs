@@ -73,12 +73,7 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
     let dir = tempfile::tempdir().unwrap();
     let live = workers_spec(dir.path(), "lockstep", "", "cpu = [2, 1]\nmode = \"live\"");
     let out = dir.path().join("live.matrix.jsonl");
-    let outcome = run_sweep(
-        &options(live, out.clone(), "profiler-test-live-check"),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("live sweep runs");
+    let outcome = sweep(live, out.clone(), "profiler-test-live-check");
     let header = load_matrix(&out).unwrap().header;
     let check = header.live_check.expect("the live check is recorded");
     eprintln!("live check: {check:?}");
@@ -116,12 +111,7 @@ fn a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm() {
             "cpu = [2, 1]\nmode = \"live\"",
         );
         let out = dir.path().join("m.matrix.jsonl");
-        let outcome = run_sweep(
-            &options(spec, out.clone(), "profiler-test-live-ok"),
-            &mut Silent,
-            &AtomicBool::new(false),
-        )
-        .expect("sweep runs");
+        let outcome = sweep(spec, out.clone(), "profiler-test-live-ok");
         let m = load_matrix(&out).unwrap();
         let check = m.header.live_check.expect("the live check is recorded");
         eprintln!("attempt {attempt}: live check: {check:?}");

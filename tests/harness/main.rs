@@ -5,7 +5,7 @@
 //! so that two of them never compete for the machine's CPUs.
 
 use profiler::harness::cgroup::{CapsError, CgroupRoot};
-use profiler::harness::sweep::{Silent, SweepError, SweepOptions, run_sweep};
+use profiler::harness::sweep::{Silent, SweepError, SweepOptions, SweepOutcome, run_sweep};
 use profiler::harness::validate::{self, run_validate};
 use profiler::matrix::{CacheKind, Cell, CellSource, load_matrix};
 use profiler::spec::{LoadedSpec, SpecError, parse_spec};
@@ -110,6 +110,16 @@ fn options(spec: LoadedSpec, output: PathBuf, parent: &str) -> SweepOptions {
     }
 }
 
+/// Sweeps `spec` to its end into `output`, quietly, under the cgroup parent `parent`.
+fn sweep(spec: LoadedSpec, output: PathBuf, parent: &str) -> SweepOutcome {
+    run_sweep(
+        &options(spec, output, parent),
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("sweep runs")
+}
+
 fn cell(cells: &[Cell], cpu: f64) -> &Cell {
     cells
         .iter()
@@ -132,12 +142,7 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
             "cpu = [0.5, 1, 2]\nadapts_to_caps = true",
         );
         let out = dir.path().join(format!("m{attempt}.matrix.jsonl"));
-        let outcome = run_sweep(
-            &options(spec, out.clone(), "profiler-test-cpu"),
-            &mut Silent,
-            &AtomicBool::new(false),
-        )
-        .expect("sweep runs");
+        let outcome = sweep(spec, out.clone(), "profiler-test-cpu");
         (outcome, out)
     };
     // The 2-CPU point needs the machine's second core: a burst of unrelated load on it (another
@@ -190,12 +195,7 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
         "cpu = [2]\nmemory_pct_of_dataset = [150, 10]\nmemory = \"measure\"\nstorage_read_mb_s = 10",
     );
     let out = dir.path().join("m.matrix.jsonl");
-    let outcome = run_sweep(
-        &options(spec, out, "profiler-test-mem"),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("sweep runs");
+    let outcome = sweep(spec, out, "profiler-test-mem");
     let mut cells = outcome.matrix.cells.clone();
     cells.sort_by_key(|c| c.memory_bytes);
     let (small, big) = (&cells[0], &cells[1]);
@@ -415,14 +415,7 @@ fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
     let parent = "profiler-test-search";
     // A grid sweep first: its levels count as measured when a search resumes its file.
     let grid = pipeline_spec(dir.path(), "search", 2.0, "cpu = [2, 1]");
-    let grid = run_sweep(
-        &options(grid, out.clone(), parent),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("grid sweep runs")
-    .matrix
-    .cells;
+    let grid = sweep(grid, out.clone(), parent).matrix.cells;
     let spec = pipeline_spec(
         dir.path(),
         "search",
@@ -475,12 +468,7 @@ fn a_search_with_measured_memory_follows_each_chosen_level_down() {
         "cpu = { search = \"synergy\", min = 1, max = 2 }\nmemory_pct_of_dataset = [150, 50]\nmemory = \"measure\"\nadapts_to_caps = true",
     );
     let out = dir.path().join("m.matrix.jsonl");
-    let outcome = run_sweep(
-        &options(spec, out, "profiler-test-search-mem"),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("sweep runs");
+    let outcome = sweep(spec, out, "profiler-test-search-mem");
     let cells = &outcome.matrix.cells;
     assert_eq!(levels_of(cells), vec![2.0, 1.0]);
     assert_eq!(outcome.matrix.header.axes.cpu, vec![2.0, 1.0]);
@@ -696,16 +684,11 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
     let path = dir.path().join("hog.toml");
     std::fs::write(&path, text).unwrap();
     let spec = parse_spec(text, &path).unwrap();
-    let outcome = run_sweep(
-        &options(
-            spec,
-            dir.path().join("hog.matrix.jsonl"),
-            "profiler-test-oom",
-        ),
-        &mut Silent,
-        &AtomicBool::new(false),
-    )
-    .expect("an OOM is a result, not an error");
+    let outcome = sweep(
+        spec,
+        dir.path().join("hog.matrix.jsonl"),
+        "profiler-test-oom",
+    );
     let c = &outcome.matrix.cells[0];
     assert_eq!(c.source, CellSource::Infeasible, "{:?}", c.note);
     assert!(
