@@ -399,7 +399,7 @@ pub struct LiveCheck {
     pub live_samples_per_s: f64,
     /// Samples/s of a fresh launch at that level.
     pub relaunch_samples_per_s: f64,
-    /// Largest difference the two may show and still agree (their intervals plus 5%), relative
+    /// Largest difference the two may show and still agree (their intervals plus 10%), relative
     /// to the relaunched rate.
     pub tolerance: f64,
     /// `live` (they agree: the sweep went on re-capping) or `relaunch` (they differ: the rest
