@@ -455,11 +455,11 @@ fn keras_progbar_reads_as_its_own_count() {
 /// sweep's 1-CPU cell is the check's fresh launch's. Every cell is checked against the script's
 /// own count (within 5%). Cells of the two sweeps come from different launches, which differ by
 /// up to 21% on a busy 2-core VM, so they are compared within `BETWEEN_LAUNCHES` (40%): a
-/// re-capped cell kept by mistake is ten times off. A burst of
-/// unrelated load can move one sweep's rates: one retry absorbs it, a real difference fails
-/// both attempts. Where the second attempt still differs only at levels whose cells the sweep
-/// marked disturbed by other processes, the comparison proves nothing: outside CI that is said
-/// on stderr (`INCONCLUSIVE:`) and the test passes; under CI it fails.
+/// re-capped cell kept by mistake is ten times off. A burst of unrelated load can move one
+/// sweep's rates: one retry absorbs it, a real difference fails both attempts. Where the
+/// second attempt still differs only at levels whose cells the sweep marked disturbed by other
+/// processes, the comparison proves nothing: outside CI that is said on stderr
+/// (`INCONCLUSIVE:`) and the test passes; under CI it fails.
 #[test]
 fn plain_torch_live_sweep_gives_the_relaunched_curve() {
     require_caps!("plain_torch_live_sweep_gives_the_relaunched_curve");
