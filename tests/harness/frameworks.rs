@@ -17,9 +17,6 @@ use std::sync::OnceLock;
 
 /// Largest relative difference allowed between a cell and the script's own record.
 const TRUTH_TOLERANCE: f64 = 0.05;
-/// How far apart two launches of one job may measure on a shared machine (up to 21% measured
-/// on a 2-core VM; a re-capped cell kept by mistake is ten times off).
-const BETWEEN_LAUNCHES: f64 = 0.4;
 
 /// The Python of the framework environment, or why there is none (set up once per test binary).
 fn venv_python() -> Result<PathBuf, String> {
