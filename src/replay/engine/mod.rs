@@ -213,7 +213,7 @@ pub struct Replay<'c, 'a> {
     rounds: Vec<RoundRow>,
     placements: Vec<Placement>,
     allocs: Vec<Alloc>,
-    /// Slots that ran in the last round.
+    /// Slots that ran in the last round (kept only where [`Replay::runners_rerank`]).
     running: Vec<usize>,
     last: Option<Decision>,
     free_frac: [f64; 3],
@@ -626,12 +626,18 @@ impl<'c, 'a> Replay<'c, 'a> {
         Ok(())
     }
 
+    /// Whether a job's place in the order may change as it runs or stops running (only then
+    /// does the engine keep the last round's runners).
+    fn runners_rerank(&self) -> bool {
+        self.cfg.semantics == Semantics::Synergy || self.queue.reranks()
+    }
+
     /// Jobs that ran this round, or stopped running: under Synergy's semantics a job that did
     /// not run carries its best-case speed-up again; both may have moved in the order.
     fn rekey_runners(&mut self) {
         let cfg = self.cfg;
         let synergy = cfg.semantics == Semantics::Synergy;
-        if !synergy && !self.queue.reranks() {
+        if !self.runners_rerank() {
             return;
         }
         let pctx = self.pctx(1.0);
@@ -659,8 +665,10 @@ impl<'c, 'a> Replay<'c, 'a> {
     /// jobs that ran and did not finish are the next round's runners.
     fn retire(&mut self, mut finished: Vec<usize>) -> Result<(), ReplayError> {
         let cfg = self.cfg;
-        self.running.clear();
-        self.running.extend(self.allocs.iter().map(|a| a.slot));
+        if self.runners_rerank() {
+            self.running.clear();
+            self.running.extend(self.allocs.iter().map(|a| a.slot));
+        }
         if finished.is_empty() {
             return Ok(());
         }
