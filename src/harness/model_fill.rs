@@ -127,6 +127,7 @@ mod tests {
                 ci95_high: rate * 1.1,
                 windows: 5,
                 measured_s: 10.0,
+                launches: Vec::new(),
             }),
             iteration_time_s: None,
             telemetry: Some(Telemetry {

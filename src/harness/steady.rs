@@ -147,6 +147,7 @@ impl RateWindows {
             ci95_high: mean + half,
             windows: windows.len().max(1) as u32,
             measured_s: seconds,
+            launches: Vec::new(),
         }
     }
 
@@ -285,7 +286,7 @@ pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
 }
 
 /// Two-sided 95% Student-t quantile for `df` degrees of freedom.
-fn t_975(df: usize) -> f64 {
+pub(crate) fn t_975(df: usize) -> f64 {
     const TABLE: [f64; 10] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
     ];

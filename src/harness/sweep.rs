@@ -22,17 +22,20 @@ use std::time::{Duration, Instant};
 mod cache;
 mod disturbance;
 mod header;
+mod launches;
 mod live_check;
 mod measure;
 mod points;
 mod run;
 mod search;
 
+pub use launches::{combine_cells, combine_throughputs, launch_sd};
 use live_check::LiveCheckState;
 use run::Run;
 
 pub use live_check::{
-    LIVE_CHECK_SLACK, compare as compare_live_and_relaunched, describe as describe_live_check,
+    LIVE_CHECK_MAX_FRESH, LIVE_CHECK_MAX_TOLERANCE, LIVE_CHECK_SLACK,
+    compare as compare_live_and_relaunched, describe as describe_live_check,
 };
 
 const GIB: f64 = (1u64 << 30) as f64;

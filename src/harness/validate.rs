@@ -216,6 +216,7 @@ mod tests {
                 ci95_high: r,
                 windows: 4,
                 measured_s: 4.0,
+                launches: Vec::new(),
             }),
             iteration_time_s: None,
             telemetry: Some(Telemetry {

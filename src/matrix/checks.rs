@@ -190,6 +190,7 @@ mod tests {
             ci95_high: rate + half,
             windows: 5,
             measured_s: 10.0,
+            launches: Vec::new(),
         });
         c
     }

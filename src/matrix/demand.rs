@@ -193,6 +193,7 @@ mod tests {
                         ci95_high: r,
                         windows: 1,
                         measured_s: 1.0,
+                        launches: Vec::new(),
                     }),
                     iteration_time_s: None,
                     telemetry: None,

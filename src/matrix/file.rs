@@ -323,6 +323,7 @@ mod tests {
                 ci95_high: high,
                 windows: 5,
                 measured_s: 10.0,
+                launches: Vec::new(),
             }),
             note: None,
             ..cell(2.0)

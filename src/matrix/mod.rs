@@ -315,6 +315,20 @@ pub struct Throughput {
     pub windows: u32,
     /// Seconds of steady state measured.
     pub measured_s: f64,
+    /// The launches the cell was measured on, where there was more than one: the rate above is
+    /// their mean and the interval says where another launch lands (within- and
+    /// between-launch variation combined).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launches: Vec<LaunchRate>,
+}
+
+/// One launch's measurement of a cell measured on several launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchRate {
+    pub samples_per_s: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -397,14 +411,25 @@ pub struct LiveCheck {
     pub cpu: f64,
     /// Samples/s of the running job re-capped to that level.
     pub live_samples_per_s: f64,
-    /// Samples/s of a fresh launch at that level.
+    /// Samples/s of a fresh launch at that level (the mean of the fresh launches, where the
+    /// check took more than one).
     pub relaunch_samples_per_s: f64,
-    /// Largest difference the two may show and still agree (their intervals plus 10%), relative
-    /// to the relaunched rate.
+    /// Largest difference the two may show and still agree, relative to the relaunched rate:
+    /// a fixed slack plus the measured spread (intervals, and between fresh launches where
+    /// there were several), never more than 15%.
     pub tolerance: f64,
     /// `live` (they agree: the sweep went on re-capping) or `relaunch` (they differ: the rest
     /// of the sweep relaunched the job at every point).
     pub outcome: String,
+    /// Each fresh launch's rate, where the check took more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fresh_samples_per_s: Vec<f64>,
+    /// Standard deviation of the fresh launches' rates relative to their mean (two or more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_launch_spread: Option<f64>,
+    /// Why the check decided as it did.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
 }
 
 /// GPU-side averages over the measurement window, over the job's GPUs.

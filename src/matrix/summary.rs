@@ -144,9 +144,18 @@ fn live_check_line(c: &LiveCheck) -> String {
             "the rest of the sweep relaunched the job at every point",
         )
     };
+    let fresh = match c.fresh_samples_per_s.len() {
+        0 | 1 => "fresh start".to_string(),
+        k => format!("{k} fresh starts"),
+    };
+    let reason = if c.reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", c.reason)
+    };
     format!(
-        "live check at {} CPUs: re-capped {:.1} vs fresh start {:.1} samples/s ({gap:+.1}%, \
-         {verdict} ±{:.1}%): {then}",
+        "live check at {} CPUs: re-capped {:.1} vs {fresh} {:.1} samples/s ({gap:+.1}%, \
+         {verdict} ±{:.1}%): {then}{reason}",
         c.cpu,
         c.live_samples_per_s,
         c.relaunch_samples_per_s,
@@ -273,6 +282,7 @@ mod tests {
             ci95_high: 110.0,
             windows: 4,
             measured_s: 8.0,
+            launches: Vec::new(),
         });
         Matrix {
             header: header("j"),
@@ -309,6 +319,7 @@ mod tests {
             ci95_high: rate + 1.0,
             windows: 5,
             measured_s: 10.0,
+            launches: Vec::new(),
         });
         c
     }
@@ -361,6 +372,9 @@ mod tests {
             relaunch_samples_per_s: 66.2,
             tolerance: 0.07,
             outcome: "relaunch".into(),
+            fresh_samples_per_s: Vec::new(),
+            between_launch_spread: None,
+            reason: String::new(),
         });
         let text = render_summary(&m);
         assert!(

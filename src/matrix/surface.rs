@@ -317,6 +317,7 @@ mod tests {
             ci95_high: rate,
             windows: 1,
             measured_s: 1.0,
+            launches: Vec::new(),
         });
         c
     }

@@ -129,6 +129,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
                         ci95_high: sps,
                         windows: 0,
                         measured_s: 0.0,
+                        launches: Vec::new(),
                     }),
                     iteration_time_s: None,
                     telemetry: None,

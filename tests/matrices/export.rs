@@ -299,6 +299,7 @@ fn rich_matrix() -> Matrix {
                         ci95_high: rate + 1.5,
                         windows: 5,
                         measured_s: 12.5,
+                        launches: Vec::new(),
                     }),
                     iteration_time_s: (!failed).then_some(Percentiles {
                         p50: 0.25,
@@ -993,6 +994,7 @@ mod properties {
                                 ci95_high: rate + 2.0,
                                 windows: 3,
                                 measured_s: 6.0,
+                                launches: Vec::new(),
                             }),
                             iteration_time_s: None,
                             telemetry: None,

@@ -15,6 +15,7 @@ fn cell(cpu: f64, gb: f64, source: CellSource, v: Option<f64>) -> Cell {
         ci95_high: samples_per_s,
         windows: 1,
         measured_s: 1.0,
+        launches: Vec::new(),
     });
     c
 }
