@@ -306,9 +306,43 @@ pub fn prepare_all(opts: &ExportOptions) -> Result<Vec<Prepared>, ExportError> {
 
 /// Renders `opts.format` in memory.
 pub fn render(matrices: &[Prepared], opts: &ExportOptions) -> Result<Rendered, ExportError> {
-    let rendered = opts.format.exporter().render(matrices, opts)?;
+    let mut rendered = opts.format.exporter().render(matrices, opts)?;
     check_unique_names(&rendered.artifacts)?;
+    rendered
+        .notes
+        .extend(matrices.iter().filter_map(disturbed_note));
     Ok(rendered)
+}
+
+/// A note naming a matrix's disturbed cells: their rates are exported as measured (the table
+/// formats mark them in `disturbed` and `disturbed_by`), but they are not the job's own.
+fn disturbed_note(p: &Prepared) -> Option<String> {
+    let cells: Vec<String> = p
+        .matrix
+        .cells
+        .iter()
+        .filter(|c| crate::matrix::is_disturbed(c))
+        .map(|c| {
+            let by = c
+                .interference
+                .as_ref()
+                .and_then(|i| i.disturbed_by.as_deref());
+            format!(
+                "{} CPUs, {:.2} GB{}",
+                c.cpu,
+                c.memory_bytes as f64 / 1e9,
+                by.map_or(String::new(), |b| format!(" (by {b})"))
+            )
+        })
+        .collect();
+    (!cells.is_empty()).then(|| {
+        format!(
+            "{}: {} cell(s) measured while other load disturbed the job, exported as measured: {}; re-measure them on a quiet machine",
+            p.path.display(),
+            cells.len(),
+            cells.join("; ")
+        )
+    })
 }
 
 /// The whole command: load, render, write to `opts.output` (or `stdout`).

@@ -34,8 +34,9 @@ fn finite(v: f64) -> Option<f64> {
 ///   `source`, `samples_per_s`, `ci95_low`, `ci95_high`, `windows`, `measured_s`,
 ///   `iteration_p50_s`, `iteration_p95_s`, `cpu_cores_used`, `throttled_s_per_s`,
 ///   `rss_peak_bytes`, `page_cache_bytes`, `storage_read_bytes_per_s`, `gpu_utilization_pct`,
-///   `gpu_sm_clock_mhz`, `gpu_memory_used_bytes`, `gpu_power_w`, `gpu_sm_activity_pct`, `note`,
-///   `wall_s`;
+///   `gpu_sm_clock_mhz`, `gpu_memory_used_bytes`, `gpu_power_w`, `gpu_sm_activity_pct`,
+///   `launches` (launches the rate comes from), `other_cores`, `run_wait_cores`, `disturbed`,
+///   `disturbed_by` (the cell's interference), `note`, `wall_s`;
 /// * the matrix's best-case demand (per GPU, first parameter combination): `demand_server`,
 ///   `demand_eps`, `demand_params`, `demand_cpus_per_gpu`, `demand_mem_gb_per_gpu`,
 ///   `demand_samples_per_s_per_gpu`, `demand_best_samples_per_s_per_gpu`,
@@ -67,6 +68,9 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
         rows.iter().map(|(p, c)| get(p, c)).collect()
     };
     let w = |get: &dyn Fn(&Prepared, &Cell) -> Option<u32>| -> Vec<Option<u32>> {
+        rows.iter().map(|(p, c)| get(p, c)).collect()
+    };
+    let b = |get: &dyn Fn(&Prepared, &Cell) -> Option<bool>| -> Vec<Option<bool>> {
         rows.iter().map(|(p, c)| get(p, c)).collect()
     };
 
@@ -130,6 +134,7 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
     let tp = |c: &Cell| c.throughput.clone();
     let tel = |c: &Cell| c.telemetry.clone();
     let gpu = |c: &Cell| c.gpu.clone();
+    let itf = |c: &Cell| c.interference.clone();
     columns.extend([
         col("source", s(&|_, c| Some(c.source.as_str().to_owned()))),
         col("samples_per_s", f(&|_, c| tp(c).map(|t| t.samples_per_s))),
@@ -181,6 +186,20 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
         col(
             "gpu_sm_activity_pct",
             f(&|_, c| gpu(c).and_then(|g| g.sm_activity_pct)),
+        ),
+        col(
+            "launches",
+            w(&|_, c| tp(c).map(|t| t.launches.len().max(1) as u32)),
+        ),
+        col("other_cores", f(&|_, c| itf(c).map(|i| i.other_cores))),
+        col(
+            "run_wait_cores",
+            f(&|_, c| itf(c).and_then(|i| i.run_wait_cores)),
+        ),
+        col("disturbed", b(&|_, c| itf(c).map(|i| i.disturbed))),
+        col(
+            "disturbed_by",
+            s(&|_, c| itf(c).and_then(|i| i.disturbed_by)),
         ),
         col("note", s(&|_, c| c.note.clone())),
         col("wall_s", f(&|_, c| Some(c.wall_s))),

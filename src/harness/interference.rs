@@ -21,6 +21,14 @@
 //! 4. other processes took the rest: `other_cores` exceeds `0.1 + 10% of shortfall` cores,
 //!    plus the counters' resolution (two ticks per CPU per window).
 //!
+//! A window is also disturbed when rules 1 and 2 hold, its CPUs were not left idle for it (rule
+//! 3), and the job's own tasks waited on a run queue ([`run_wait`]; the job cgroup's CPU
+//! pressure on cgroup v2 where the kernel keeps no per-task statistics) for more than
+//! `0.1 + 25% of shortfall` cores beyond what the profiler itself ran. That is the job's own
+//! account of being kept off its CPUs, whatever the per-CPU counters attribute to whom. A job
+//! with more threads than its cap waits behind its own threads, but then runs at its cap (rule
+//! 1) or is throttled (rule 2), so it is never disturbed.
+//!
 //! So a job at its cap is never disturbed (a hog beside a job capped at 0.5 of a core takes
 //! only the half the job may not use), nor is one throttled by its own quota, nor one that
 //! leaves its CPUs idle. A job capped at 1 core that gets 0.4 of it beside a hog is.
@@ -30,8 +38,8 @@
 //! re-capped in between), or when a counter went backwards or grew by more than the CPUs could
 //! have run (a wrapped or reset counter, a CPU taken offline).
 //!
-//! CPU pressure is the host's, not the job's CPUs': it is recorded for the reader, not used by
-//! the rule.
+//! Steal time (a hypervisor running other guests) counts as other processes' time. The host's
+//! CPU pressure is recorded for the reader, not used by the rule.
 
 pub use crate::harness::cgroup::pinned_cpus;
 use crate::matrix::Interference;
@@ -40,6 +48,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod run_wait;
 #[cfg(test)]
 mod tests;
 
@@ -69,6 +78,11 @@ pub const OTHER_SHORTFALL_SHARE: f64 = 0.1;
 /// Busy plus idle time may exceed what the CPUs could run by this share before the window's
 /// counters are taken as inconsistent.
 const CAPACITY_SLACK: f64 = 0.1;
+/// Run-queue wait of the job's tasks, beyond the profiler's own CPU time, above which a window
+/// below the cap is disturbed: this many cores...
+pub const RUN_WAIT_CORES: f64 = 0.1;
+/// ... plus this share of the job's shortfall.
+pub const RUN_WAIT_SHORTFALL_SHARE: f64 = 0.25;
 /// Disturbed windows a cell may discard, per window its estimate uses.
 pub const REMEASURE_PER_STEADY_WINDOW: usize = 2;
 
@@ -107,6 +121,8 @@ pub struct HostSnapshot {
     pub busy_ns: u64,
     /// idle + iowait.
     pub idle_ns: u64,
+    /// steal (part of `busy_ns`): time a hypervisor gave the CPUs to other guests.
+    pub steal_ns: u64,
     /// The host's `some` CPU pressure stall total, microseconds; `None` without PSI.
     pub pressure_some_us: Option<u64>,
     /// The CPUs summed, ascending.
@@ -160,11 +176,12 @@ impl HostCpu {
             path: path.clone(),
             source,
         })?;
-        let (busy, idle) = cpu_ticks(&text, &self.cpus, &path)?;
+        let (busy, idle, steal) = cpu_ticks(&text, &self.cpus, &path)?;
         Ok(HostSnapshot {
             at,
             busy_ns: busy.saturating_mul(self.tick_ns),
             idle_ns: idle.saturating_mul(self.tick_ns),
+            steal_ns: steal.saturating_mul(self.tick_ns),
             pressure_some_us: self.pressure()?,
             cpus: self.cpus.clone(),
             tick_ns: self.tick_ns,
@@ -215,12 +232,12 @@ fn malformed(path: &Path, index: usize, message: impl Into<String>, line: &str) 
     }
 }
 
-/// Busy and idle ticks summed over `cpus` from the `cpuN` lines of `/proc/stat`: `cpuN user
+/// Busy, idle and steal ticks summed over `cpus` from the `cpuN` lines of `/proc/stat`: `cpuN user
 /// nice system idle [iowait irq softirq steal guest guest_nice]`. Older kernels print fewer
 /// columns (the missing ones count 0); guest time is already part of user and nice.
-fn cpu_ticks(text: &str, cpus: &[u32], path: &Path) -> Result<(u64, u64), HostCpuError> {
+fn cpu_ticks(text: &str, cpus: &[u32], path: &Path) -> Result<(u64, u64, u64), HostCpuError> {
     let mut seen = vec![false; cpus.len()];
-    let (mut busy, mut idle) = (0u64, 0u64);
+    let (mut busy, mut idle, mut steal) = (0u64, 0u64, 0u64);
     for (i, line) in text.lines().enumerate() {
         let mut fields = line.split_whitespace();
         let Some(id) = fields.next().and_then(|name| name.strip_prefix("cpu")) else {
@@ -259,6 +276,7 @@ fn cpu_ticks(text: &str, cpus: &[u32], path: &Path) -> Result<(u64, u64), HostCp
         }
         // idle, iowait.
         idle = idle.saturating_add(at(3)).saturating_add(at(4));
+        steal = steal.saturating_add(at(7));
     }
     if let Some(k) = seen.iter().position(|s| !s) {
         return Err(HostCpuError::MissingCpu {
@@ -266,7 +284,7 @@ fn cpu_ticks(text: &str, cpus: &[u32], path: &Path) -> Result<(u64, u64), HostCp
             cpu: cpus[k],
         });
     }
-    Ok((busy, idle))
+    Ok((busy, idle, steal))
 }
 
 /// `total=` of the `some` line of a pressure file:
@@ -303,6 +321,12 @@ pub struct JobWindow {
     /// so it is not other load; it is taken off the busy time, at most all of what was not the
     /// job's (it may have run on other CPUs).
     pub profiler_ns: u64,
+    /// Time the job's tasks waited on a run queue, nanoseconds summed over its tasks
+    /// ([`run_wait::RunWait`]); `None` where it could not be read.
+    pub run_wait_ns: Option<u64>,
+    /// Time some task of the job's cgroup waited for a CPU (its own `cpu.pressure`, `some`,
+    /// cgroup v2), nanoseconds; `None` on v1 or without PSI.
+    pub pressure_ns: Option<u64>,
 }
 
 /// Who used the job's CPUs over one window, in cores (CPU seconds per second).
@@ -317,8 +341,39 @@ pub struct WindowLoad {
     /// Share of the window some task on the host waited for a CPU, percent; `None` without
     /// PSI.
     pub pressure_pct: Option<f64>,
-    /// Other processes took CPU the job would have used (the module's rule).
-    pub disturbed: bool,
+    /// Of `other_cores`, time a hypervisor gave the job's CPUs to other guests.
+    pub steal_cores: f64,
+    /// The job's tasks' run-queue wait, in cores (summed over its tasks); `None` where it
+    /// could not be read.
+    pub run_wait_cores: Option<f64>,
+    /// Share of the window some task of the job waited for a CPU, percent (cgroup v2).
+    pub job_pressure_pct: Option<f64>,
+    /// What disturbed the window (the module's rule); `None`: undisturbed.
+    pub disturbed_by: Option<DisturbedBy>,
+}
+
+/// Which part of the rule found a window disturbed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisturbedBy {
+    /// Other processes' time on the job's CPUs (steal included) took what the job lacked.
+    OtherProcesses,
+    /// The job's own tasks waited on a run queue while below their cap.
+    RunQueueWait,
+}
+
+impl DisturbedBy {
+    pub fn describe(self) -> &'static str {
+        match self {
+            DisturbedBy::OtherProcesses => "other processes on the job's CPUs",
+            DisturbedBy::RunQueueWait => "the job's tasks waiting for a CPU",
+        }
+    }
+}
+
+impl WindowLoad {
+    pub fn disturbed(&self) -> bool {
+        self.disturbed_by.is_some()
+    }
 }
 
 /// Judges the window between two snapshots of the job's CPUs, given what the job's cgroup used
@@ -335,6 +390,7 @@ pub fn judge(before: &HostSnapshot, after: &HostSnapshot, job: JobWindow) -> Opt
     let n = before.cpus.len() as f64;
     let resolution = 2.0 * n * before.tick_ns.max(after.tick_ns) as f64 / wall_ns;
     let busy = after.busy_ns.checked_sub(before.busy_ns)? as f64 / wall_ns;
+    let steal = after.steal_ns.saturating_sub(before.steal_ns) as f64 / wall_ns;
     let idle = after.idle_ns.checked_sub(before.idle_ns)? as f64 / wall_ns;
     if busy + idle > n * (1.0 + CAPACITY_SLACK) + resolution {
         return None;
@@ -360,14 +416,55 @@ pub fn judge(before: &HostSnapshot, after: &HostSnapshot, job: JobWindow) -> Opt
             .map(|d| (d as f64 * 1e3 / wall_ns * 100.0).clamp(0.0, 100.0)),
         _ => None,
     };
+    let job_pressure = job
+        .pressure_ns
+        .map(|p| (p as f64 / wall_ns).clamp(0.0, 1.0));
+    let run_wait_cores = job.run_wait_ns.map(|w| w as f64 / wall_ns);
+    // The profiler's own sampling may have delayed the job by at most the time it ran.
+    let waited = run_wait_cores
+        .or(job_pressure)
+        .map(|w| w - job.profiler_ns as f64 / wall_ns)
+        .is_some_and(|w| w > RUN_WAIT_CORES + RUN_WAIT_SHORTFALL_SHARE * shortfall.max(0.0));
+    let disturbed_by = if !below_cap || throttled || idle_explains {
+        None
+    } else if others_took {
+        Some(DisturbedBy::OtherProcesses)
+    } else if waited {
+        Some(DisturbedBy::RunQueueWait)
+    } else {
+        None
+    };
     Some(WindowLoad {
         seconds: wall.as_secs_f64(),
         job_cores,
         other_cores,
         idle_cores,
         pressure_pct,
-        disturbed: below_cap && !throttled && !idle_explains && others_took,
+        steal_cores: steal.min(n),
+        run_wait_cores,
+        job_pressure_pct: job_pressure.map(|p| p * 100.0),
+        disturbed_by,
     })
+}
+
+/// Time-weighted mean of an optional per-window value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct OptionalMean {
+    seconds: f64,
+    sum: f64,
+}
+
+impl OptionalMean {
+    fn add(&mut self, value: Option<f64>, seconds: f64) {
+        if let Some(v) = value {
+            self.seconds += seconds;
+            self.sum += v * seconds;
+        }
+    }
+
+    fn mean(&self) -> Option<f64> {
+        (self.seconds > 0.0).then(|| self.sum / self.seconds)
+    }
 }
 
 /// Weighted sums of the loads of some windows.
@@ -376,8 +473,10 @@ struct Sums {
     seconds: f64,
     other: f64,
     idle: f64,
-    pressure_seconds: f64,
-    pressure: f64,
+    steal: f64,
+    pressure: OptionalMean,
+    run_wait: OptionalMean,
+    job_pressure: OptionalMean,
 }
 
 impl Sums {
@@ -385,19 +484,22 @@ impl Sums {
         self.seconds += l.seconds;
         self.other += l.other_cores * l.seconds;
         self.idle += l.idle_cores * l.seconds;
-        if let Some(p) = l.pressure_pct {
-            self.pressure_seconds += l.seconds;
-            self.pressure += p * l.seconds;
-        }
+        self.steal += l.steal_cores * l.seconds;
+        self.pressure.add(l.pressure_pct, l.seconds);
+        self.run_wait.add(l.run_wait_cores, l.seconds);
+        self.job_pressure.add(l.job_pressure_pct, l.seconds);
     }
 
-    fn means(&self) -> Option<(f64, f64, Option<f64>)> {
-        (self.seconds > 0.0).then(|| {
-            (
-                self.other / self.seconds,
-                self.idle / self.seconds,
-                (self.pressure_seconds > 0.0).then(|| self.pressure / self.pressure_seconds),
-            )
+    /// The cell's interference from these windows; `None` when they cover no time.
+    fn summary(&self) -> Option<Interference> {
+        (self.seconds > 0.0).then(|| Interference {
+            other_cores: self.other / self.seconds,
+            idle_cores: self.idle / self.seconds,
+            cpu_pressure_pct: self.pressure.mean(),
+            steal_cores: Some(self.steal / self.seconds).filter(|s| *s > 0.0),
+            run_wait_cores: self.run_wait.mean(),
+            job_cpu_pressure_pct: self.job_pressure.mean(),
+            ..Interference::default()
         })
     }
 }
@@ -437,7 +539,7 @@ impl InterferenceTracker {
     pub fn push(&mut self, load: Option<WindowLoad>) -> bool {
         if let Some(l) = &load {
             self.all.add(l);
-            if l.disturbed && self.discarded < self.max_discards {
+            if l.disturbed() && self.discarded < self.max_discards {
                 self.discarded += 1;
                 return true;
             }
@@ -454,6 +556,19 @@ impl InterferenceTracker {
         self.discarded
     }
 
+    /// What disturbed the kept windows, most windows first; empty when none was.
+    fn causes(&self) -> Vec<(DisturbedBy, usize)> {
+        let mut causes: Vec<(DisturbedBy, usize)> = Vec::new();
+        for by in self.recent.iter().flatten().filter_map(|l| l.disturbed_by) {
+            match causes.iter_mut().find(|(c, _)| *c == by) {
+                Some((_, n)) => *n += 1,
+                None => causes.push((by, 1)),
+            }
+        }
+        causes.sort_by(|a, b| b.1.cmp(&a.1));
+        causes
+    }
+
     /// The cell's interference: means over the windows the estimate uses (over every judged
     /// window where none of those was judged); `None` when no window was judged.
     pub fn summary(&self) -> Option<Interference> {
@@ -461,26 +576,34 @@ impl InterferenceTracker {
         for l in self.recent.iter().flatten() {
             used.add(l);
         }
-        let (other_cores, idle_cores, cpu_pressure_pct) =
-            used.means().or_else(|| self.all.means())?;
-        Some(Interference {
-            other_cores,
-            idle_cores,
-            cpu_pressure_pct,
-            discarded_windows: self.discarded,
-            disturbed: self.recent.iter().flatten().any(|l| l.disturbed),
-        })
+        let mut summary = used.summary().or_else(|| self.all.summary())?;
+        let causes = self.causes();
+        summary.discarded_windows = self.discarded;
+        summary.disturbed = !causes.is_empty();
+        summary.disturbed_by = causes.first().map(|(by, _)| by.describe().to_string());
+        Some(summary)
     }
 
-    /// A note for a cell whose estimate still includes disturbed windows.
+    /// A note for a cell whose estimate still includes disturbed windows: what disturbed it.
     pub fn note(&self) -> Option<String> {
         let s = self.summary().filter(|s| s.disturbed)?;
-        let n = self.recent.iter().flatten().filter(|l| l.disturbed).count();
+        let n: usize = self.causes().iter().map(|(_, n)| n).sum();
+        let mut what = format!(
+            "other processes used {:.2} cores of the job's CPUs",
+            s.other_cores
+        );
+        if let Some(steal) = s.steal_cores {
+            what.push_str(&format!(" ({steal:.2} of it stolen by the hypervisor)"));
+        }
+        if let Some(w) = s.run_wait_cores {
+            what.push_str(&format!(", its tasks waited {w:.2} cores for a CPU"));
+        }
         Some(format!(
-            "disturbed: other processes used {:.2} cores of the job's CPUs in {n} of the windows \
-             measured, after {} disturbed windows were measured again; the rate is not the job's \
-             own, re-measure on a quiet machine",
-            s.other_cores, s.discarded_windows
+            "disturbed by {}: {what} in {n} of the windows measured, after {} disturbed \
+             windows were measured again; the rate is not the job's own, re-measure on a quiet \
+             machine",
+            s.disturbed_by.as_deref().unwrap_or("other load"),
+            s.discarded_windows
         ))
     }
 }

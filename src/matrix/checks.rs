@@ -280,6 +280,7 @@ mod tests {
             cpu_pressure_pct: None,
             discarded_windows: 10,
             disturbed: true,
+            ..Default::default()
         });
         let mut clean = measured(1.0, MEM, 30.0, 1.0);
         clean.interference = Some(Interference {

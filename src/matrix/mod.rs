@@ -395,11 +395,26 @@ pub struct Interference {
     /// `some`), where the kernel reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_pressure_pct: Option<f64>,
+    /// Time a hypervisor gave the job's CPUs to other guests (part of `other_cores`), cores;
+    /// absent when there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_cores: Option<f64>,
+    /// Time the job's own tasks waited on a run queue, in cores (summed over its tasks), from
+    /// the kernel's per-task scheduler statistics; absent where they could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_wait_cores: Option<f64>,
+    /// The job cgroup's own CPU pressure, `some`, percent (cgroup v2 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_cpu_pressure_pct: Option<f64>,
     /// Disturbed windows discarded and measured again.
     pub discarded_windows: u32,
     /// The cell is still disturbed: its kept windows include disturbed ones because the
     /// re-measurements ran out. Its rate is kept but is not the job's own.
     pub disturbed: bool,
+    /// What disturbed a disturbed cell, in words (`other processes on the job's CPUs`, `the
+    /// job's tasks waiting for a CPU`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed_by: Option<String>,
 }
 
 /// The check of a live sweep that re-capping a running job measures what a fresh start would:

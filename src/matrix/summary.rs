@@ -333,6 +333,7 @@ mod tests {
             cpu_pressure_pct: Some(40.0),
             discarded_windows: 10,
             disturbed: true,
+            ..Default::default()
         });
         let m = Matrix {
             header: header("j"),

@@ -5,9 +5,9 @@ use profiler::export::{
     CellChoice, ExportFormat, ExportOptions, Prepared, export, prepare_all, read_json, render,
 };
 use profiler::matrix::{
-    Axes, CacheKind, CacheModelInputs, Cell, CellSource, GpuTelemetry, JobInfo, MATRIX_KIND,
-    Matrix, MatrixHeader, ModelAccuracy, Percentiles, SCHEMA_VERSION, Telemetry, Throughput,
-    Validation, load_matrix,
+    Axes, CacheKind, CacheModelInputs, Cell, CellSource, GpuTelemetry, Interference, JobInfo,
+    MATRIX_KIND, Matrix, MatrixHeader, ModelAccuracy, Percentiles, SCHEMA_VERSION, Telemetry,
+    Throughput, Validation, load_matrix,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -323,7 +323,16 @@ fn rich_matrix() -> Matrix {
                     note: failed.then(|| "exit status 1, \"quoted\", comma".to_owned()),
                     wall_s: 20.0 + i as f64,
                     node: None,
-                    interference: None,
+                    interference: (j == 1).then(|| Interference {
+                        other_cores: 0.75,
+                        idle_cores: 0.0,
+                        run_wait_cores: Some(0.5),
+                        discarded_windows: 10,
+                        disturbed: batch == "64",
+                        disturbed_by: (batch == "64")
+                            .then(|| "the job's tasks waiting for a CPU".to_owned()),
+                        ..Interference::default()
+                    }),
                     measured_unix_s: None,
                 });
             }
@@ -518,6 +527,25 @@ fn csv_and_parquet_read_back_with_every_cell_value() {
             assert_eq!(
                 f(df, "gpu_sm_activity_pct", row),
                 g.and_then(|g| g.sm_activity_pct)
+            );
+            let i = c.interference.as_ref();
+            assert_eq!(f(df, "other_cores", row), i.map(|i| i.other_cores));
+            assert_eq!(
+                f(df, "run_wait_cores", row),
+                i.and_then(|i| i.run_wait_cores)
+            );
+            assert_eq!(
+                df.column("disturbed").unwrap().bool().unwrap().get(row),
+                i.map(|i| i.disturbed)
+            );
+            assert_eq!(
+                s(df, "disturbed_by", row),
+                i.and_then(|i| i.disturbed_by.clone())
+            );
+            assert_eq!(
+                w(df, "launches", row),
+                c.throughput.as_ref().map(|_| 1),
+                "a rate from one launch"
             );
             assert_eq!(s(df, "note", row), c.note.clone());
             assert_eq!(f(df, "wall_s", row), Some(c.wall_s));

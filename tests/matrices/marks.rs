@@ -27,6 +27,7 @@ fn hogged() -> Matrix {
         cpu_pressure_pct: Some(55.0),
         discarded_windows: 8,
         disturbed: true,
+        ..Default::default()
     });
     m
 }
@@ -131,4 +132,52 @@ fn plot_rings_disturbed_cells_in_the_curves_and_the_heat_map() {
     );
     let clean = std::fs::read_to_string(clean_out.join("input-pipeline.cpu.svg")).unwrap();
     assert!(!clean.contains("disturbed"));
+}
+
+/// Every export names the disturbed cells on stderr; the table formats mark them per row.
+#[test]
+fn exports_name_disturbed_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = hogged();
+    for c in &mut m.cells {
+        if let Some(i) = c.interference.as_mut() {
+            i.disturbed_by = Some("the job's tasks waiting for a CPU".into());
+        }
+    }
+    let path = write(dir.path(), &m);
+    for (format, out) in [
+        ("gavel", dir.path().join("gavel.json")),
+        ("csv", dir.path().join("cells.csv")),
+        ("synergy", dir.path().join("synergy")),
+    ] {
+        let o = Command::new(PROFILER)
+            .args(["export", "--format", format, "-o"])
+            .arg(&out)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{format}: {stderr}");
+        assert!(
+            stderr.contains("1 cell(s) measured while other load disturbed the job")
+                && stderr.contains("2 CPUs, 0.13 GB (by the job's tasks waiting for a CPU)"),
+            "{format}: {stderr}"
+        );
+    }
+    let csv = std::fs::read_to_string(dir.path().join("cells.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "disturbed").unwrap();
+    let marked = csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(col) == Some("true"))
+        .count();
+    assert_eq!(marked, 1, "{csv}");
+    // A clean matrix exports without the note.
+    let o = Command::new(PROFILER)
+        .args(["export", "--format", "gavel"])
+        .arg("matrices/examples/input-pipeline.measured.matrix.jsonl")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("disturbed"));
 }

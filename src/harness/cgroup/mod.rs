@@ -654,6 +654,9 @@ pub struct CgroupCounters {
     pub page_cache_bytes: u64,
     pub oom_kills: u64,
     pub read_bytes: u64,
+    /// Total time some task of the cgroup waited for a CPU (`cpu.pressure`, `some`),
+    /// microseconds: cgroup v2 with PSI only.
+    pub cpu_pressure_some_us: Option<u64>,
 }
 
 /// One run's cgroup. Killing its processes and removing it happens on drop too.

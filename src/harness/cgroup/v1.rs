@@ -78,6 +78,7 @@ impl Controls for V1 {
             page_cache_bytes: mem.get("total_cache").copied().unwrap_or(0),
             oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
             read_bytes: blkio_v1_read(&io),
+            cpu_pressure_some_us: None,
         }
     }
 }
@@ -199,6 +200,7 @@ mod tests {
                 page_cache_bytes: 3000,
                 oom_kills: 2,
                 read_bytes: 4196,
+                cpu_pressure_some_us: None,
             }
         );
     }

@@ -15,6 +15,7 @@ pub const MEMORY_STAT: &str = "memory.stat";
 pub const MEMORY_EVENTS: &str = "memory.events";
 pub const IO_MAX: &str = "io.max";
 pub const IO_STAT: &str = "io.stat";
+pub const CPU_PRESSURE: &str = "cpu.pressure";
 
 const UNLIMITED: &str = "max";
 
@@ -64,8 +65,21 @@ impl Controls for V2 {
             page_cache_bytes: mem.get("file").copied().unwrap_or(0),
             oom_kills: events.get("oom_kill").copied().unwrap_or(0),
             read_bytes: io_v2_read(&io),
+            cpu_pressure_some_us: std::fs::read_to_string(dirs.cpu.join(CPU_PRESSURE))
+                .ok()
+                .and_then(|t| pressure_some_us(&t)),
         }
     }
+}
+
+/// `total=` of the `some` line of a pressure file
+/// (`some avg10=0.00 avg60=0.00 avg300=0.00 total=12345`).
+fn pressure_some_us(text: &str) -> Option<u64> {
+    let some = text.lines().find(|l| l.starts_with("some "))?;
+    some.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
 }
 
 /// Sums `rbytes=` of every device in `io.stat`.
@@ -91,6 +105,11 @@ mod tests {
                 "usage_usec 5000\nuser_usec 4000\nnr_throttled 3\nthrottled_usec 700\n",
             ),
             (MEMORY_MAX, "max"),
+            (
+                CPU_PRESSURE,
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=4321\n\
+                 full avg10=0.00 avg60=0.00 avg300=0.00 total=17\n",
+            ),
             (MEMORY_CURRENT, "8192\n"),
             (MEMORY_STAT, "anon 4096\nfile 2048\nkernel 100\n"),
             (MEMORY_EVENTS, "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n"),
@@ -161,6 +180,7 @@ mod tests {
                 page_cache_bytes: 2048,
                 oom_kills: 1,
                 read_bytes: 15,
+                cpu_pressure_some_us: Some(4321),
             }
         );
     }

@@ -85,6 +85,8 @@ fn job(cores: f64, throttled_s_per_s: f64, cap: f64, seconds: f64) -> JobWindow 
         throttled_ns: (throttled_s_per_s * seconds * 1e9) as u64,
         cap_cores: cap,
         profiler_ns: 0,
+        run_wait_ns: None,
+        pressure_ns: None,
     }
 }
 
@@ -109,24 +111,24 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn a_job_alone_at_its_cap_is_not_disturbed() {
     let l = one_cpu(1.0, 1.0, 0.0, 1.0);
-    assert!(!l.disturbed, "{l:?}");
+    assert!(!l.disturbed(), "{l:?}");
     assert!(close(l.job_cores, 1.0) && close(l.other_cores, 0.0) && close(l.idle_cores, 0.0));
     assert!(close(l.seconds, 2.0));
     // The other CPU's counters do not count: only the job's CPUs are summed.
     let idle_machine = one_cpu(0.02, 0.02, 0.0, 1.0);
-    assert!(!idle_machine.disturbed && close(idle_machine.idle_cores, 0.98));
+    assert!(!idle_machine.disturbed() && close(idle_machine.idle_cores, 0.98));
 }
 
 #[test]
 fn a_hog_on_the_jobs_cpu_disturbs_it() {
     let l = one_cpu(1.0, 0.4, 0.0, 1.0);
-    assert!(l.disturbed, "{l:?}");
+    assert!(l.disturbed(), "{l:?}");
     assert!(close(l.other_cores, 0.6), "{l:?}");
     // Two CPUs, the job capped at 2 and a hog on one of them.
     let tree = ProcTree::new();
     let (a, b) = tree.window(&[0, 1], &[(0, 0), (0, 0)], &[(200, 0), (200, 0)], 2.0);
     let l = judge(&a, &b, job(1.5, 0.0, 2.0, 2.0)).expect("judged");
-    assert!(l.disturbed && close(l.other_cores, 0.5), "{l:?}");
+    assert!(l.disturbed() && close(l.other_cores, 0.5), "{l:?}");
 }
 
 #[test]
@@ -137,23 +139,23 @@ fn the_profilers_own_sampling_is_not_other_load() {
     let mut window = job(1.8, 0.0, 2.0, 2.0);
     window.profiler_ns = 400_000_000;
     let l = judge(&a, &b, window).expect("judged");
-    assert!(!l.disturbed && close(l.other_cores, 0.0), "{l:?}");
+    assert!(!l.disturbed() && close(l.other_cores, 0.0), "{l:?}");
     // A hog beside the profiler still disturbs the job.
     let mut window = job(1.2, 0.0, 2.0, 2.0);
     window.profiler_ns = 400_000_000;
     let l = judge(&a, &b, window).expect("judged");
-    assert!(l.disturbed && close(l.other_cores, 0.6), "{l:?}");
+    assert!(l.disturbed() && close(l.other_cores, 0.6), "{l:?}");
 }
 
 #[test]
 fn an_io_bound_job_leaving_its_cpus_idle_is_not_disturbed() {
     // 0.4 cores used, 0.02 by others, the rest idle: the job waited on its own.
     let l = one_cpu(0.42, 0.4, 0.0, 1.0);
-    assert!(!l.disturbed, "{l:?}");
+    assert!(!l.disturbed(), "{l:?}");
     assert!(close(l.idle_cores, 0.58));
     // Idle time short of the shortfall, but others used next to nothing: still its own doing.
     let l = one_cpu(0.95, 0.88, 0.0, 1.0);
-    assert!(!l.disturbed, "{l:?}");
+    assert!(!l.disturbed(), "{l:?}");
 }
 
 #[test]
@@ -163,7 +165,7 @@ fn others_on_capacity_the_job_left_idle_do_not_disturb_it() {
     let tree = ProcTree::new();
     let (a, b) = tree.window(&[0, 1], &[(0, 0), (0, 0)], &[(140, 60), (140, 60)], 2.0);
     let l = judge(&a, &b, job(1.0, 0.0, 1.5, 2.0)).expect("judged");
-    assert!(!l.disturbed, "{l:?}");
+    assert!(!l.disturbed(), "{l:?}");
     assert!(
         close(l.other_cores, 0.4) && close(l.idle_cores, 0.6),
         "{l:?}"
@@ -172,7 +174,7 @@ fn others_on_capacity_the_job_left_idle_do_not_disturb_it() {
     assert!(
         judge(&a, &b, job(1.0, 0.0, 2.0, 2.0))
             .expect("judged")
-            .disturbed
+            .disturbed()
     );
 }
 
@@ -180,31 +182,31 @@ fn others_on_capacity_the_job_left_idle_do_not_disturb_it() {
 fn a_job_throttled_at_its_cap_is_not_disturbed() {
     // Capped at half a core beside a hog: the job gets its half, the hog the rest.
     let l = one_cpu(1.0, 0.5, 0.4, 0.5);
-    assert!(!l.disturbed && close(l.other_cores, 0.5), "{l:?}");
+    assert!(!l.disturbed() && close(l.other_cores, 0.5), "{l:?}");
     // Below its cap but held back by its quota (bursts), not by the hog.
     let l = one_cpu(1.0, 0.3, 0.3, 0.5);
-    assert!(!l.disturbed, "{l:?}");
+    assert!(!l.disturbed(), "{l:?}");
     // The same without throttling: two hogs left it a third of the core.
     let l = one_cpu(1.0, 0.33, 0.0, 0.5);
-    assert!(l.disturbed, "{l:?}");
+    assert!(l.disturbed(), "{l:?}");
 }
 
 #[test]
 fn a_small_shortfall_is_not_disturbance() {
     // 0.93 of a 1-core cap: within the 0.1-core margin.
-    assert!(!one_cpu(1.0, 0.93, 0.0, 1.0).disturbed);
+    assert!(!one_cpu(1.0, 0.93, 0.0, 1.0).disturbed());
     // 7 of 8 cores is within 10% of the cap.
     let tree = ProcTree::new();
     let (a, b) = tree.window(&[0, 1, 2, 3, 4, 5, 6, 7], &[(0, 0); 8], &[(200, 0); 8], 2.0);
     assert!(
         !judge(&a, &b, job(7.3, 0.0, 8.0, 2.0))
             .expect("judged")
-            .disturbed
+            .disturbed()
     );
     assert!(
         judge(&a, &b, job(6.0, 0.0, 8.0, 2.0))
             .expect("judged")
-            .disturbed
+            .disturbed()
     );
 }
 
@@ -314,11 +316,11 @@ fn a_fractional_cap_beyond_the_cpus_counts_as_all_of_them() {
     assert!(
         !judge(&a, &b, job(1.0, 0.0, 4.0, 2.0))
             .expect("judged")
-            .disturbed
+            .disturbed()
     );
     // A nonsense cap is taken as the CPUs'.
     let l = judge(&a, &b, job(0.3, 0.0, f64::NAN, 2.0)).expect("judged");
-    assert!(l.disturbed, "{l:?}");
+    assert!(l.disturbed(), "{l:?}");
 }
 
 #[test]
@@ -336,7 +338,10 @@ fn load(disturbed: bool, other: f64) -> Option<WindowLoad> {
         other_cores: other,
         idle_cores: 0.5,
         pressure_pct: None,
-        disturbed,
+        steal_cores: 0.0,
+        run_wait_cores: None,
+        job_pressure_pct: None,
+        disturbed_by: disturbed.then_some(DisturbedBy::OtherProcesses),
     })
 }
 
@@ -386,6 +391,7 @@ fn snapshot(busy_ns: u64, idle_ns: u64, cpus: usize, pressure: Option<u64>) -> H
         at: Instant::now(),
         busy_ns,
         idle_ns,
+        steal_ns: 0,
         pressure_some_us: pressure,
         cpus: (0..cpus as u32).collect(),
         tick_ns: 10_000_000,
@@ -406,7 +412,7 @@ proptest! {
         let a = snapshot(b0, i0, cpus, p0);
         let mut b = snapshot(b0.wrapping_add(db), i0.wrapping_add(di), cpus, p1);
         b.at = a.at + Duration::from_millis(ms);
-        let j = JobWindow { cpu_ns, throttled_ns, cap_cores: cap, profiler_ns: 0 };
+        let j = JobWindow { cpu_ns, throttled_ns, cap_cores: cap, profiler_ns: 0, run_wait_ns: None, pressure_ns: None };
         if let Some(l) = judge(&a, &b, j) {
             for v in [l.seconds, l.job_cores, l.other_cores, l.idle_cores] {
                 prop_assert!(v.is_finite() && v >= 0.0, "{l:?}");
@@ -417,9 +423,9 @@ proptest! {
             let cap = if cap.is_finite() && cap > 0.0 { cap.min(n) } else { n };
             // The rule's third clause: idle time that covers the shortfall is never disturbance.
             if l.idle_cores >= cap - l.job_cores {
-                prop_assert!(!l.disturbed, "{l:?}");
+                prop_assert!(!l.disturbed(), "{l:?}");
             }
-            if l.disturbed {
+            if l.disturbed() {
                 prop_assert!(l.job_cores < cap && l.other_cores > OTHER_CORES, "{l:?}");
             }
         }
@@ -439,13 +445,13 @@ proptest! {
         b.at = a.at + Duration::from_secs_f64(seconds);
         let cap = cap_share * n;
         let cpu_ns = (busy as f64 * job_share) as u64;
-        let j = JobWindow { cpu_ns, throttled_ns: 0, cap_cores: cap, profiler_ns: 0 };
+        let j = JobWindow { cpu_ns, throttled_ns: 0, cap_cores: cap, profiler_ns: 0, run_wait_ns: None, pressure_ns: None };
         let l = judge(&a, &b, j);
         prop_assert!(l.is_some());
         let l = l.unwrap();
         prop_assert!((l.job_cores + l.other_cores + l.idle_cores - n).abs() < 1e-6 * n + 1e-6);
         if l.idle_cores >= cap - l.job_cores {
-            prop_assert!(!l.disturbed, "idle time covers the shortfall: {l:?}");
+            prop_assert!(!l.disturbed(), "idle time covers the shortfall: {l:?}");
         }
     }
 }
@@ -524,6 +530,88 @@ fn a_real_hog_shows_on_its_cpu() {
         "a hog on CPU {cpu} is about one core of other processes' time: {nobody:?}"
     );
     let starved = judge(&before, &after, job(0.4, 0.0, 1.0, seconds)).expect("judged");
-    assert!(starved.disturbed, "{starved:?}");
+    assert!(starved.disturbed(), "{starved:?}");
     assert!((0.45..=0.65).contains(&starved.other_cores), "{starved:?}");
+}
+
+/// A 2 s window on CPU 0, busy for `busy` cores, the job using `job_cores` of its 1-core cap
+/// and its tasks waiting `wait` cores on a run queue while the profiler ran `profiler` cores.
+fn waiting(busy: f64, job_cores: f64, wait: f64, profiler: f64) -> WindowLoad {
+    let tree = ProcTree::new();
+    let busy_ticks = (busy * 200.0).round() as u64;
+    let (a, b) = tree.window(
+        &[0],
+        &[(1000, 5000), (700, 900)],
+        &[(1000 + busy_ticks, 5000 + 200 - busy_ticks), (900, 900)],
+        2.0,
+    );
+    let mut j = job(job_cores, 0.0, 1.0, 2.0);
+    j.run_wait_ns = Some((wait * 2e9) as u64);
+    j.profiler_ns = (profiler * 2e9) as u64;
+    judge(&a, &b, j).expect("judged")
+}
+
+/// The job got 0.63 of its core, the core was never idle, and the per-CPU counters put what
+/// it lacked on the profiler: its own tasks' run-queue wait says it was kept off its CPU.
+#[test]
+fn run_queue_wait_below_the_cap_disturbs_whatever_the_counters_attribute() {
+    let l = waiting(1.0, 0.63, 0.6, 0.3);
+    assert_eq!(l.disturbed_by, Some(DisturbedBy::RunQueueWait), "{l:?}");
+    assert!(close(l.run_wait_cores.unwrap(), 0.6), "{l:?}");
+}
+
+/// More threads than its cap: the job waits behind its own threads but runs at its cap.
+#[test]
+fn a_job_oversubscribing_its_own_cap_is_not_disturbed() {
+    let l = waiting(1.0, 0.97, 3.0, 0.01);
+    assert!(!l.disturbed(), "{l:?}");
+}
+
+/// Wait the profiler's own CPU time can account for is not interference, nor is wait while
+/// the job's CPUs sat idle (its tasks were pinned onto each other).
+#[test]
+fn wait_the_profiler_or_idle_cpus_explain_is_not_disturbance() {
+    let l = waiting(1.0, 0.7, 0.3, 0.3);
+    assert!(!l.disturbed(), "{l:?}");
+    let l = waiting(0.6, 0.6, 0.5, 0.0);
+    assert!(!l.disturbed(), "{l:?}");
+}
+
+/// Steal time is counted as other processes' time, and recorded on its own.
+#[test]
+fn steal_is_other_load_and_recorded() {
+    let tree = ProcTree::new();
+    tree.raw_stat("cpu0 100 0 100 1000 0 0 0 0 0 0\n");
+    let host = tree.host(&[0]);
+    let a = host.snapshot().unwrap();
+    tree.raw_stat("cpu0 180 0 100 1000 0 0 0 120 0 0\n");
+    let mut b = host.snapshot().unwrap();
+    b.at = a.at + Duration::from_secs(2);
+    let l = judge(&a, &b, job(0.4, 0.0, 1.0, 2.0)).expect("judged");
+    assert!(
+        close(l.steal_cores, 0.6) && close(l.other_cores, 0.6),
+        "{l:?}"
+    );
+    assert_eq!(l.disturbed_by, Some(DisturbedBy::OtherProcesses));
+}
+
+/// A cell that stays disturbed says by what, in its summary and its note.
+#[test]
+fn a_disturbed_cell_says_what_disturbed_it() {
+    let mut t = InterferenceTracker::new(2);
+    let w = waiting(1.0, 0.5, 0.8, 0.45);
+    for _ in 0..10 {
+        t.push(Some(w));
+    }
+    let s = t.summary().unwrap();
+    assert!(s.disturbed, "{s:?}");
+    assert_eq!(
+        s.disturbed_by.as_deref(),
+        Some(DisturbedBy::RunQueueWait.describe())
+    );
+    let note = t.note().unwrap();
+    assert!(
+        note.contains("waiting for a CPU") && note.contains("waited 0.80 cores"),
+        "{note}"
+    );
 }

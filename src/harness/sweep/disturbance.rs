@@ -3,19 +3,41 @@
 //! measured in its place (a bounded number of times).
 
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
+use crate::harness::interference::run_wait::RunWait;
 use crate::harness::interference::{
     HostCpu, HostSnapshot, InterferenceTracker, JobWindow, PROC_ROOT, judge, pinned_cpus,
     profiler_cpu_ns,
 };
 use crate::matrix::Interference;
+use std::path::Path;
 
 /// Judges the windows of one cell.
 pub(super) struct WindowJudge {
     host: HostCpu,
     cap_cores: f64,
     tracker: InterferenceTracker,
-    /// The host, the job's cgroup and the profiler's CPU time at the end of the last window.
-    last: Option<(HostSnapshot, CgroupCounters, u64)>,
+    /// The host, the job's cgroup and tasks, and the profiler's CPU time at the end of the
+    /// last window.
+    last: Option<Snapshot>,
+}
+
+/// Everything a window's judgement compares, at one moment.
+struct Snapshot {
+    host: HostSnapshot,
+    cgroup: CgroupCounters,
+    run_wait: Option<RunWait>,
+    profiler_ns: u64,
+}
+
+impl Snapshot {
+    fn take(host: &HostCpu, cgroup: &RunCgroup) -> Option<Self> {
+        Some(Snapshot {
+            host: host.snapshot().ok()?,
+            cgroup: cgroup.counters(),
+            run_wait: RunWait::read(Path::new(PROC_ROOT), &cgroup.pids()),
+            profiler_ns: profiler_cpu_ns().unwrap_or(0),
+        })
+    }
 }
 
 impl WindowJudge {
@@ -29,32 +51,39 @@ impl WindowJudge {
     ) -> Option<Self> {
         let cgroup = cgroup?;
         let host = HostCpu::new(PROC_ROOT, &pinned_cpus(cpus, cap_cores));
-        let snapshot = host.snapshot().ok()?;
+        let snapshot = Snapshot::take(&host, cgroup)?;
         Some(WindowJudge {
             host,
             cap_cores,
             tracker: InterferenceTracker::new(steady_windows),
-            last: Some((snapshot, cgroup.counters(), profiler_cpu_ns().unwrap_or(0))),
+            last: Some(snapshot),
         })
     }
 
     /// A window just closed: whether to discard it (it was disturbed and re-measurements are
     /// left).
     pub fn window_closed(&mut self, cgroup: &RunCgroup) -> bool {
-        let now = self
-            .host
-            .snapshot()
-            .ok()
-            .map(|s| (s, cgroup.counters(), profiler_cpu_ns().unwrap_or(0)));
+        let now = Snapshot::take(&self.host, cgroup);
         let load = match (&self.last, &now) {
-            (Some((h0, c0, p0)), Some((h1, c1, p1))) => judge(
-                h0,
-                h1,
+            (Some(a), Some(b)) => judge(
+                &a.host,
+                &b.host,
                 JobWindow {
-                    cpu_ns: c1.cpu_usage_ns.saturating_sub(c0.cpu_usage_ns),
-                    throttled_ns: c1.throttled_ns.saturating_sub(c0.throttled_ns),
+                    cpu_ns: b.cgroup.cpu_usage_ns.saturating_sub(a.cgroup.cpu_usage_ns),
+                    throttled_ns: b.cgroup.throttled_ns.saturating_sub(a.cgroup.throttled_ns),
                     cap_cores: self.cap_cores,
-                    profiler_ns: p1.saturating_sub(*p0),
+                    profiler_ns: b.profiler_ns.saturating_sub(a.profiler_ns),
+                    run_wait_ns: match (&a.run_wait, &b.run_wait) {
+                        (Some(x), Some(y)) => Some(y.since(x)),
+                        _ => None,
+                    },
+                    pressure_ns: match (
+                        a.cgroup.cpu_pressure_some_us,
+                        b.cgroup.cpu_pressure_some_us,
+                    ) {
+                        (Some(x), Some(y)) => y.checked_sub(x).map(|d| d.saturating_mul(1000)),
+                        _ => None,
+                    },
                 },
             ),
             _ => None,

@@ -133,6 +133,7 @@ fn disturbed_cells_are_ringed() {
                 cpu_pressure_pct: None,
                 discarded_windows: 10,
                 disturbed: true,
+                ..Default::default()
             });
         }
     }
