@@ -565,7 +565,7 @@ impl InterferenceTracker {
                 None => causes.push((by, 1)),
             }
         }
-        causes.sort_by(|a, b| b.1.cmp(&a.1));
+        causes.sort_by_key(|c| std::cmp::Reverse(c.1));
         causes
     }
 
