@@ -9,15 +9,24 @@ use std::process::Child;
 /// A CPU-bound job that follows its cap: one process, progress every 20 ms of work.
 const SPIN_JOB: &str = "import json,os,time\nf=open(os.environ['PROFILER_PROGRESS_FILE'],'a')\ni=0\nwhile True:\n    x=0\n    for k in range(20000): x+=k*k\n    i+=1\n    if i%5==0:\n        f.write(json.dumps({'samples':i,'t':time.time()})+'\\n'); f.flush()\n";
 
+/// The same work in four processes sharing one counter: at a 1-CPU cap, more runnable tasks
+/// than CPUs, each waiting behind the others on the run queue.
+const SPIN4_JOB: &str = "import json,os,time,multiprocessing as mp\nc=mp.Value('q',0)\ndef work(report):\n    f=open(os.environ['PROFILER_PROGRESS_FILE'],'a') if report else None\n    last=time.time()\n    while True:\n        x=0\n        for k in range(20000): x+=k*k\n        with c.get_lock():\n            c.value+=1\n            n=c.value\n        if f and time.time()-last>0.05:\n            f.write(json.dumps({'samples':n,'t':time.time()})+'\\n'); f.flush(); last=time.time()\nfor _ in range(3): mp.Process(target=work,args=(False,),daemon=True).start()\nwork(True)\n";
+
 fn spin_spec(dir: &Path) -> LoadedSpec {
-    std::fs::write(dir.join("spin.py"), SPIN_JOB).unwrap();
-    let text = "schema_version = 1\nname = \"spin\"\ncommand = [\"python3\", \"spin.py\"]\n\
+    spin_spec_of(dir, "spin.py", SPIN_JOB)
+}
+
+fn spin_spec_of(dir: &Path, script: &str, source: &str) -> LoadedSpec {
+    std::fs::write(dir.join(script), source).unwrap();
+    let text = "schema_version = 1\nname = \"spin\"\ncommand = [\"python3\", \"SCRIPT\"]\n\
                 [throughput]\nprotocol = \"progress-file\"\n[measure]\nwarmup_s = 1\n\
                 window_s = 0.5\nsteady_windows = 4\nsteady_cv = 0.08\nmax_s = 20\n\
-                startup_timeout_s = 20\n[sweep]\ncpu = [1]\n";
+                startup_timeout_s = 20\n[sweep]\ncpu = [1]\n"
+        .replace("SCRIPT", script);
     let path = dir.join("spin.toml");
-    std::fs::write(&path, text).unwrap();
-    parse_spec(text, &path).expect("test spec is valid")
+    std::fs::write(&path, &text).unwrap();
+    parse_spec(&text, &path).expect("test spec is valid")
 }
 
 /// A busy loop pinned to the first CPU the profiler's cgroups use (where a 1-CPU job runs),
@@ -59,9 +68,13 @@ impl Drop for HogAtMeasure {
 }
 
 fn measure_spin(dir: &Path, name: &str, observer: &mut dyn SweepObserver) -> Cell {
+    measure(spin_spec(dir), dir, name, observer)
+}
+
+fn measure(spec: LoadedSpec, dir: &Path, name: &str, observer: &mut dyn SweepObserver) -> Cell {
     let out = dir.join(format!("{name}.matrix.jsonl"));
     let outcome = run_sweep(
-        &options(spin_spec(dir), out, "profiler-test-disturbed"),
+        &options(spec, out, "profiler-test-disturbed"),
         observer,
         &AtomicBool::new(false),
     )
@@ -149,5 +162,138 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
     assert!(cell.samples_per_s().unwrap() < 0.8 * quiet_rate);
     let shown = render_summary(&load_matrix(&out).unwrap());
     assert!(shown.contains("disturbed"), "{shown}");
+    assert_no_runs_under("profiler-test-disturbed");
+}
+
+/// Processes killed when dropped.
+struct Hogs(Vec<Child>);
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for h in &mut self.0 {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
+    }
+}
+
+/// A busy loop pinned to each of `cpus`, until dropped.
+fn cpu_hogs(cpus: &[u32]) -> Hogs {
+    Hogs(
+        cpus.iter()
+            .map(|cpu| {
+                Command::new("taskset")
+                    .args(["-c", &cpu.to_string(), "python3", "-c", "while True: pass"])
+                    .spawn()
+                    .expect("taskset and python3 run")
+            })
+            .collect(),
+    )
+}
+
+/// A memory-bandwidth hog pinned to each of `cpus`: copies between two 128 MiB buffers, far
+/// beyond any cache, until dropped.
+fn bandwidth_hogs(cpus: &[u32]) -> Hogs {
+    Hogs(
+        cpus.iter()
+            .map(|cpu| {
+                Command::new("taskset")
+                    .args(["-c", &cpu.to_string(), "python3", "-c"])
+                    .arg("a=bytearray(1<<27)\nb=bytearray(1<<27)\nwhile True: b[:]=a")
+                    .spawn()
+                    .expect("taskset and python3 run")
+            })
+            .collect(),
+    )
+}
+
+/// What a cell disturbed by a hog must show: a rate within 10% of the slower of two quiet
+/// launches around it (a hog only slows a job; a higher rate is launch-to-launch variation),
+/// or the disturbed mark with what disturbed it. Never an unmarked cell more than 10% off.
+fn assert_close_or_marked(what: &str, cell: &Cell, quiet: [f64; 2]) {
+    let rate = cell.samples_per_s().expect("measured");
+    let i = cell.interference.clone().expect("interference is recorded");
+    let slowest = quiet[0].min(quiet[1]);
+    eprintln!(
+        "{what}: {rate:.1} vs quiet {:.1} and {:.1} samples/s, {i:?}",
+        quiet[0], quiet[1]
+    );
+    if i.disturbed {
+        let by = i.disturbed_by.as_deref().unwrap_or("");
+        assert!(
+            !by.is_empty(),
+            "{what}: marked without saying by what: {i:?}"
+        );
+        let note = cell.note.as_deref().unwrap_or("");
+        assert!(note.contains(by), "{what}: the note names it: {note}");
+    } else {
+        assert!(
+            rate >= 0.9 * slowest,
+            "{what}: an unmarked cell {:.0}% below the slower quiet launch: {i:?}",
+            100.0 * (1.0 - rate / slowest)
+        );
+    }
+}
+
+#[test]
+fn a_cpu_hog_on_every_core_and_a_bandwidth_hog_leave_no_unmarked_cell_off() {
+    require_caps!("a_cpu_hog_on_every_core_and_a_bandwidth_hog_leave_no_unmarked_cell_off");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = CgroupRoot::open("profiler-test-hog-probe")
+        .expect("cgroups")
+        .cpus()
+        .to_vec();
+    let quiet = |name: &str| {
+        measure_spin(dir.path(), name, &mut Silent)
+            .samples_per_s()
+            .expect("measured")
+    };
+    let before = quiet("quiet-before");
+
+    // A busy loop on every core for the whole cell: the job at 1 CPU gets about half of it.
+    let hogs = cpu_hogs(&cpus);
+    let hogged = measure_spin(dir.path(), "every-core", &mut Silent);
+    drop(hogs);
+    let i = hogged
+        .interference
+        .clone()
+        .expect("interference is recorded");
+    assert!(i.disturbed, "a hog on every core is felt: {i:?}");
+    let after = quiet("quiet-after");
+    assert_close_or_marked("cpu hog on every core", &hogged, [before, after]);
+
+    // Memory bandwidth taken on the cores the job does not run on (all but its first).
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED: the bandwidth hog needs a core the job does not use");
+        return;
+    }
+    let hogs = bandwidth_hogs(&cpus[1..]);
+    let cell = measure_spin(dir.path(), "bandwidth", &mut Silent);
+    drop(hogs);
+    let again = quiet("quiet-last");
+    assert_close_or_marked("memory-bandwidth hog", &cell, [after, again]);
+    assert_no_runs_under("profiler-test-disturbed");
+}
+
+/// Four spinning processes at a 1-CPU cap wait behind each other on the run queue all the
+/// time, but the job runs at its cap: its own oversubscription is not disturbance.
+#[test]
+fn a_job_oversubscribing_its_own_cap_is_not_marked() {
+    require_caps!("a_job_oversubscribing_its_own_cap_is_not_marked");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cell = measure(
+        spin_spec_of(dir.path(), "spin4.py", SPIN4_JOB),
+        dir.path(),
+        "oversubscribed",
+        &mut Silent,
+    );
+    let i = cell.interference.clone().expect("interference is recorded");
+    assert!(
+        i.run_wait_cores.is_some_and(|w| w > 1.0),
+        "four tasks on one CPU wait for it: {i:?}"
+    );
+    assert!(!i.disturbed && i.discarded_windows == 0, "{i:?}");
     assert_no_runs_under("profiler-test-disturbed");
 }
