@@ -22,12 +22,15 @@
 //!    plus the counters' resolution (two ticks per CPU per window).
 //!
 //! A window is also disturbed when rules 1 and 2 hold, its CPUs were not left idle for it (rule
-//! 3), and the job's own tasks waited on a run queue ([`run_wait`]; the job cgroup's CPU
-//! pressure on cgroup v2 where the kernel keeps no per-task statistics) for more than
-//! `0.1 + 25% of shortfall` cores beyond what the profiler itself ran. That is the job's own
-//! account of being kept off its CPUs, whatever the per-CPU counters attribute to whom. A job
-//! with more threads than its cap waits behind its own threads, but then runs at its cap (rule
-//! 1) or is throttled (rule 2), so it is never disturbed.
+//! 3), something other than the job ran on them (more than 0.1 cores), and the job's own tasks
+//! waited on a run queue ([`run_wait`]; the job cgroup's CPU pressure on cgroup v2 where the
+//! kernel keeps no per-task statistics) for more than `0.1 + 25% of shortfall` cores. That is the
+//! job's own account of being kept off its CPUs, whatever the per-CPU counters attribute to whom.
+//! It is judged only while the profiler runs on other CPUs than the job's (it moves there
+//! whenever the job does not have them all): on the job's CPUs the profiler's own sampling makes
+//! the job's threads wait, and that is part of every measurement, not interference. A job with more threads
+//! than its cap waits behind its own threads: at its cap (rule 1), throttled (rule 2), or, when
+//! its threads run in bursts below the cap, on CPUs nothing else uses, so it is never disturbed.
 //!
 //! So a job at its cap is never disturbed (a hog beside a job capped at 0.5 of a core takes
 //! only the half the job may not use), nor is one throttled by its own quota, nor one that
@@ -322,7 +325,9 @@ pub struct JobWindow {
     /// job's (it may have run on other CPUs).
     pub profiler_ns: u64,
     /// Time the job's tasks waited on a run queue, nanoseconds summed over its tasks
-    /// ([`run_wait::RunWait`]); `None` where it could not be read.
+    /// ([`run_wait::RunWait`]); `None` where it could not be read. Only judged when the
+    /// profiler ran elsewhere (`profiler_ns` is then 0): its sampling on the job's CPUs makes
+    /// several of the job's threads wait at once, by more than its own CPU time.
     pub run_wait_ns: Option<u64>,
     /// Time some task of the job's cgroup waited for a CPU (its own `cpu.pressure`, `some`,
     /// cgroup v2), nanoseconds; `None` on v1 or without PSI.
@@ -420,16 +425,15 @@ pub fn judge(before: &HostSnapshot, after: &HostSnapshot, job: JobWindow) -> Opt
         .pressure_ns
         .map(|p| (p as f64 / wall_ns).clamp(0.0, 1.0));
     let run_wait_cores = job.run_wait_ns.map(|w| w as f64 / wall_ns);
-    // The profiler's own sampling may have delayed the job by at most the time it ran.
-    let waited = run_wait_cores
-        .or(job_pressure)
-        .map(|w| w - job.profiler_ns as f64 / wall_ns)
-        .is_some_and(|w| w > RUN_WAIT_CORES + RUN_WAIT_SHORTFALL_SHARE * shortfall.max(0.0));
+    let waited = job.profiler_ns == 0
+        && run_wait_cores
+            .or(job_pressure)
+            .is_some_and(|w| w > RUN_WAIT_CORES + RUN_WAIT_SHORTFALL_SHARE * shortfall.max(0.0));
     let disturbed_by = if !below_cap || throttled || idle_explains {
         None
     } else if others_took {
         Some(DisturbedBy::OtherProcesses)
-    } else if waited {
+    } else if waited && not_job > OTHER_CORES + resolution {
         Some(DisturbedBy::RunQueueWait)
     } else {
         None

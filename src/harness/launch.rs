@@ -1,6 +1,8 @@
 //! Starting a job: no shell unless the spec asks for one, its own process group, stdout and
-//! stderr to log files, and (when capped) inside its cgroup before it executes anything.
+//! stderr to log files (through a pseudo-terminal where the job's progress bar draws only on a
+//! console), and (when capped) inside its cgroup before it executes anything.
 
+use crate::harness::terminal::Terminal;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -44,6 +46,9 @@ pub struct Launch {
     pub cgroup_procs: Vec<PathBuf>,
     /// Time the job gets between SIGTERM and SIGKILL when it is stopped.
     pub stop_grace: Duration,
+    /// Run the job under a pseudo-terminal ([`crate::harness::terminal`]): stdout and stderr
+    /// both draw on it, and what they draw goes to `stdout_log` (`stderr_log` stays empty).
+    pub terminal: bool,
 }
 
 /// A started job.
@@ -79,11 +84,31 @@ impl Launch {
         cmd.current_dir(&self.cwd)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
-            .stdout(log(&self.stdout_log)?)
-            .stderr(log(&self.stderr_log)?)
             // Own process group: the terminal's Ctrl-C reaches the profiler, which then stops
             // the job in order and removes its cgroup.
             .process_group(0);
+        let spawn_error = |source: std::io::Error| LaunchError::Spawn {
+            program: self.argv[0].clone(),
+            source,
+        };
+        let terminal = match self.terminal {
+            true => {
+                let term = Terminal::open().map_err(spawn_error)?;
+                let (out, err) = term.job_side().map_err(spawn_error)?;
+                cmd.stdout(out).stderr(err);
+                if !self.env.iter().any(|(k, _)| k == "TERM") {
+                    cmd.env("TERM", crate::harness::terminal::TERM);
+                }
+                // The other stream's log exists, empty, so readers of it find nothing new.
+                log(&self.stderr_log)?;
+                Some(term)
+            }
+            false => {
+                cmd.stdout(log(&self.stdout_log)?)
+                    .stderr(log(&self.stderr_log)?);
+                None
+            }
+        };
         let procs: Vec<CString> = self
             .cgroup_procs
             .iter()
@@ -122,9 +147,16 @@ impl Launch {
                 }
             }
         })?;
+        if let Some(term) = terminal {
+            term.copy_into(log(&self.stdout_log)?)
+                .map_err(spawn_error)?;
+        }
         Ok(RunningJob {
             child,
-            stderr_log: self.stderr_log.clone(),
+            stderr_log: match self.terminal {
+                true => self.stdout_log.clone(),
+                false => self.stderr_log.clone(),
+            },
             status: None,
             stop_grace: self.stop_grace,
         })

@@ -1,6 +1,7 @@
 //! The profiling harness: caps (cgroups), launching the job, reading its progress, steady-state
 //! measurement, telemetry, and the sweep that ties them together.
 
+pub mod affinity;
 pub mod cgroup;
 pub mod cpu_search;
 pub mod dataset;
@@ -15,4 +16,5 @@ pub mod resident;
 pub mod signals;
 pub mod steady;
 pub mod sweep;
+pub mod terminal;
 pub mod validate;

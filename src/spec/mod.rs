@@ -117,6 +117,26 @@ pub struct LogSpec {
     pub samples_per_iteration: Option<f64>,
     /// Iterations per epoch, where the output does not print it.
     pub epoch_length: Option<f64>,
+    /// Run the job under a pseudo-terminal, so that progress bars drawn only on a console
+    /// (Rich's) draw as they would there. Default: where the format's library draws only on a
+    /// terminal (`lightning`).
+    pub terminal: Option<bool>,
+}
+
+impl ThroughputSpec {
+    /// Whether the job runs under a pseudo-terminal: as the spec says, else as its format
+    /// needs.
+    pub fn terminal(&self) -> bool {
+        match self {
+            ThroughputSpec::Log(log) => log.terminal.unwrap_or_else(|| {
+                log.format
+                    .as_deref()
+                    .and_then(crate::harness::progress::Preset::from_name)
+                    .is_some_and(|p| p.draws_only_on_a_terminal())
+            }),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -396,6 +396,42 @@ fn tqdm_loop_reads_as_its_own_count() {
     check_job("tqdm", &python, &job);
 }
 
+/// A Lightning script with Lightning's defaults, `rich` installed: Rich's bar, drawn only on a
+/// terminal, read by the `lightning` preset, which runs the job under a pseudo-terminal.
+#[test]
+fn lightning_default_rich_bar_reads_as_its_own_count() {
+    require_caps!("lightning_default_rich_bar_reads_as_its_own_count");
+    let python = require_python!("lightning_default_rich_bar_reads_as_its_own_count");
+    let job = Job {
+        name: "lightning-rich",
+        args: args(&[&script("lightning_fit.py"), "--batch-size", "8"]),
+        throughput: "format = \"lightning\"",
+        batch: 8,
+    };
+    check_job("lightning", &python, &job);
+}
+
+/// Lightning without rich draws its tqdm bar (forced here with `TQDMProgressBar`), through a
+/// pipe as always (`terminal = false`): the same preset reads it.
+#[test]
+fn lightning_tqdm_bar_reads_as_its_own_count() {
+    require_caps!("lightning_tqdm_bar_reads_as_its_own_count");
+    let python = require_python!("lightning_tqdm_bar_reads_as_its_own_count");
+    let job = Job {
+        name: "lightning-tqdm",
+        args: args(&[
+            &script("lightning_fit.py"),
+            "--batch-size",
+            "8",
+            "--bar",
+            "tqdm",
+        ]),
+        throughput: "format = \"lightning\"\nterminal = false",
+        batch: 8,
+    };
+    check_job("lightning", &python, &job);
+}
+
 /// `disable_tqdm=True`: only the Trainer's log lines (transformers 5 quotes their values), read
 /// as fractional epochs of 20 steps.
 #[test]

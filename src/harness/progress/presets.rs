@@ -18,6 +18,12 @@ pub enum Preset {
     /// 15ms/step`; Keras 3: `120/5005 ━━━━━━━━━━━━━━━━━━━━ 1:02 12ms/step - loss: 0.3` (in
     /// bold and colours, which are dropped before matching).
     Keras,
+    /// PyTorch Lightning's default bar: Rich's where `rich` is installed, `Epoch 3/9
+    /// ━━━━━━━╸━━━━ 450/1000 0:00:20 • 0:00:25 22.10it/s v_num: 0 loss: 0.5`, drawn only on a
+    /// terminal (so the job runs under one), else tqdm's, `Epoch 3:  45%|████▌ | 450/1000
+    /// [00:20<00:25, 22.1it/s, v_num=0]`. Only the training bar (`Epoch N`) is read, never the
+    /// validation or sanity-check bars.
+    Lightning,
 }
 
 /// A count as tqdm prints it, `1234` or, with `unit_scale`, `1.23k`.
@@ -26,11 +32,12 @@ const COUNT: &str = r"\d+(?:\.\d+)?[kMG]?";
 const NUMBER: &str = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?";
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [
+    pub const ALL: [Preset; 5] = [
         Preset::PytorchImagenet,
         Preset::Tqdm,
         Preset::HfTrainer,
         Preset::Keras,
+        Preset::Lightning,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +46,7 @@ impl Preset {
             Preset::Tqdm => "tqdm",
             Preset::HfTrainer => "hf-trainer",
             Preset::Keras => "keras",
+            Preset::Lightning => "lightning",
         }
     }
 
@@ -58,7 +66,17 @@ impl Preset {
     /// Whether everything this output counts is iterations (so samples per iteration must be
     /// known); a tqdm bar may count samples (`img/s`).
     pub fn counts_only_iterations(self) -> bool {
-        matches!(self, Preset::PytorchImagenet | Preset::Keras)
+        matches!(
+            self,
+            Preset::PytorchImagenet | Preset::Keras | Preset::Lightning
+        )
+    }
+
+    /// Whether the library behind this output draws it only on a terminal, so the job runs
+    /// under a pseudo-terminal unless the spec says otherwise (`throughput.terminal`). Rich,
+    /// Lightning's default bar, prints nothing into a pipe until the process ends.
+    pub fn draws_only_on_a_terminal(self) -> bool {
+        matches!(self, Preset::Lightning)
     }
 
     /// The regexes, tried in order on each line; the first that matches reads it.
@@ -88,6 +106,14 @@ impl Preset {
                 }
                 v
             }
+            Preset::Lightning => vec![
+                // Rich's speed column reads 0.00it/s until it has two updates: the count
+                // alone is read.
+                r"Epoch (?P<epoch>\d+)/?\d*\s.*?\s(?P<iteration>\d+)/(?:(?P<epoch_length>\d+)|--)\s+(?:\d+:\d\d:\d\d|-:--:--) • ".to_string(),
+                format!(
+                    r"Epoch (?P<epoch>\d+):.*?(?P<iteration>{COUNT})/(?P<epoch_length>{COUNT}) \[[\d:?]+<[\d:?]+,\s*(?:(?P<rate>{NUMBER})|\?)\s*(?P<unit>[^\s,\]]+)"
+                ),
+            ],
             Preset::Keras => vec![format!(
                 r"(?P<iteration>\d+)/(?P<epoch_length>\d+)\s*(?:\[[=>.]*\]|[━─]+|-)(?:.*?\s(?P<rate>{NUMBER})(?P<unit>[mµu]?s/(?:step|sample)))?"
             )],
@@ -142,6 +168,37 @@ mod tests {
             None,
         );
         assert_eq!(got, vec![Some(49900.0), Some(50050.0), None, Some(50150.0)]);
+    }
+
+    /// Lightning's Rich bar as drawn on a terminal (escape sequences already dropped) and its
+    /// tqdm bar; validation and sanity-check bars are never read.
+    #[test]
+    fn lightning_rich_and_tqdm_bars() {
+        let got = read_all(
+            Preset::Lightning,
+            &[
+                "Sanity Checking DataLoader 0: 100% 2/2 [00:00<00:00, 30.0it/s]",
+                "Epoch 0/9  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 0/100 0:00:00 • -:--:-- 0.00it/s ",
+                "Epoch 0/9  ━━━━━━━━━╸━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 25/100 0:00:02 • 0:00:07 10.51it/s v_num: 0 train_loss: 2.301",
+                "Validation ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 10/20 0:00:00 • 0:00:01 30.10it/s",
+                "Epoch 1/9  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 50/100 0:00:05 • 0:00:05 10.02it/s v_num: 0",
+                "Epoch 3:  45%|████▌     | 45/100 [00:04<00:05, 10.12it/s, v_num=1]",
+                "Validation DataLoader 0:  50%|█████     | 10/20 [00:00<00:00, 30.1it/s]",
+            ],
+            None,
+        );
+        assert_eq!(
+            got,
+            vec![
+                None,
+                Some(0.0),
+                Some(250.0),
+                None,
+                Some(1500.0),
+                Some(3450.0),
+                None,
+            ]
+        );
     }
 
     #[test]

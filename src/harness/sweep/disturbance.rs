@@ -1,7 +1,9 @@
 //! Interference while a cell is measured: at every rate window the measurement closes, what
 //! else used the job's CPUs over it; a disturbed window is discarded so that another is
-//! measured in its place (a bounded number of times).
+//! measured in its place (a bounded number of times). While it measures, the profiler keeps its
+//! own threads off the job's CPUs where the job does not have them all.
 
+use crate::harness::affinity::keep_profiler_off;
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
 use crate::harness::interference::run_wait::RunWait;
 use crate::harness::interference::{
@@ -16,6 +18,8 @@ pub(super) struct WindowJudge {
     host: HostCpu,
     cap_cores: f64,
     tracker: InterferenceTracker,
+    /// The profiler runs on other CPUs than the job's: none of its time is on the job's CPUs.
+    profiler_off: bool,
     /// The host, the job's cgroup and tasks, and the profiler's CPU time at the end of the
     /// last window.
     last: Option<Snapshot>,
@@ -50,11 +54,14 @@ impl WindowJudge {
         steady_windows: usize,
     ) -> Option<Self> {
         let cgroup = cgroup?;
-        let host = HostCpu::new(PROC_ROOT, &pinned_cpus(cpus, cap_cores));
+        let job_cpus = pinned_cpus(cpus, cap_cores);
+        let profiler_off = keep_profiler_off(&job_cpus, cpus);
+        let host = HostCpu::new(PROC_ROOT, &job_cpus);
         let snapshot = Snapshot::take(&host, cgroup)?;
         Some(WindowJudge {
             host,
             cap_cores,
+            profiler_off,
             tracker: InterferenceTracker::new(steady_windows),
             last: Some(snapshot),
         })
@@ -72,7 +79,10 @@ impl WindowJudge {
                     cpu_ns: b.cgroup.cpu_usage_ns.saturating_sub(a.cgroup.cpu_usage_ns),
                     throttled_ns: b.cgroup.throttled_ns.saturating_sub(a.cgroup.throttled_ns),
                     cap_cores: self.cap_cores,
-                    profiler_ns: b.profiler_ns.saturating_sub(a.profiler_ns),
+                    profiler_ns: match self.profiler_off {
+                        true => 0,
+                        false => b.profiler_ns.saturating_sub(a.profiler_ns),
+                    },
                     run_wait_ns: match (&a.run_wait, &b.run_wait) {
                         (Some(x), Some(y)) => Some(y.since(x)),
                         _ => None,

@@ -131,6 +131,7 @@ impl Sweep<'_> {
             stderr_log: self.log_dir.join(format!("{tag}.stderr.log")),
             cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
             stop_grace: std::time::Duration::from_secs_f64(spec.spec.measure.stop_grace_s),
+            terminal: spec.spec.throughput.terminal(),
         };
         let job = launch.spawn()?;
         let progress_paths = ProgressPaths {
