@@ -97,6 +97,8 @@ pub struct ProgressTail {
     /// The launch's output files this tail does not read (the other stream; stdout and stderr
     /// for the progress-file protocol): output there explains some silences.
     unread: Vec<PathBuf>,
+    /// The job runs under a pseudo-terminal.
+    terminal: bool,
 }
 
 /// What a tail has read so far.
@@ -108,7 +110,12 @@ struct Seen {
     reports: u64,
     /// The last non-empty line read, shortened.
     last_line: Option<String>,
+    /// A line of a table drawn by Rich (box-drawing corners) was read.
+    rich_table: bool,
 }
+
+/// Corners of the tables Rich draws (Lightning's model summary among them).
+const RICH_TABLE_CORNERS: [char; 4] = ['┏', '┡', '┗', '└'];
 
 impl ProgressTail {
     /// Reads what `spec.throughput` says from the files of one launch.
@@ -177,6 +184,7 @@ impl ProgressTail {
             .collect();
         ProgressTail {
             unread,
+            terminal: spec.throughput.terminal(),
             seen: Seen::default(),
             files: files
                 .into_iter()
@@ -278,7 +286,15 @@ impl ProgressTail {
                 last()
             )
         };
-        format!("{expected}; {why}")
+        let rich = if self.seen.rich_table && self.seen.reports == 0 && !self.terminal {
+            "; the output stops at a table drawn by Rich, whose progress bars draw only on a \
+             terminal (Lightning's default bar where `rich` is installed): use format = \
+             \"lightning\", or set throughput.terminal = true to run the job under a \
+             pseudo-terminal"
+        } else {
+            ""
+        };
+        format!("{expected}; {why}{rich}")
     }
 
     /// Warnings about rejected lines since the last call: the first of each kind.
@@ -320,6 +336,7 @@ impl ProgressTail {
             return;
         }
         self.seen.lines += 1;
+        self.seen.rich_table |= line.contains(RICH_TABLE_CORNERS);
         let mut quoted: String = line.chars().take(QUOTE_CHARS).collect();
         if quoted.len() < line.len() {
             quoted.push('…');
@@ -674,6 +691,31 @@ mod tests {
         assert!(r.iter().all(|r| r.samples.is_finite()));
         assert_eq!(tail.bad_lines, 3);
         assert_eq!(tail.take_warnings().len(), 2, "not a number, and zero");
+    }
+
+    /// Lightning's model summary, drawn by Rich into a pipe, and then nothing: the message says
+    /// why and what to do; under a terminal (the `lightning` preset) it does not.
+    #[test]
+    fn output_that_stops_at_a_rich_table_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        std::fs::write(
+            &p.stdout,
+            "┏━━━┳━━━━━━━┳━━━━━━━━┓\n┃   ┃ Name  ┃ Type   ┃\n┡━━━╇━━━━━━━╇━━━━━━━━┩\n\
+             │ 0 │ model │ ResNet │\n└───┴───────┴────────┘\nTotal params: 11.2 M\n",
+        )
+        .unwrap();
+        let mut tail = ProgressTail::new(&spec("protocol = \"log\"\nformat = \"tqdm\""), p.clone());
+        assert!(tail.poll().is_empty());
+        let why = tail.describe_silence();
+        assert!(
+            why.contains("stops at a table drawn by Rich")
+                && why.contains("format = \"lightning\""),
+            "{why}"
+        );
+        let mut tail = ProgressTail::new(&spec("protocol = \"log\"\nformat = \"lightning\""), p);
+        assert!(tail.poll().is_empty());
+        assert!(!tail.describe_silence().contains("Rich"));
     }
 
     #[test]
