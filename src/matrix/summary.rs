@@ -245,12 +245,27 @@ pub fn render_cells(matrix: &Matrix) -> String {
             opt(c.gpu.as_ref().and_then(|g| g.sm_activity_pct), 0),
             c.wall_s
         );
+        // A point measured on several launches: each launch on a line of its own.
+        for (k, l) in tp.map_or(&[][..], |t| &t.launches[..]).iter().enumerate() {
+            let half = (l.ci95_high - l.ci95_low) / 2.0;
+            let pct = (l.samples_per_s > 0.0).then(|| half / l.samples_per_s * 100.0);
+            let _ = writeln!(
+                out,
+                "  launch {:<17} {:<10} {:>9} {:>7}",
+                k + 1,
+                "",
+                opt(Some(l.samples_per_s), 1),
+                opt(pct, 1)
+            );
+        }
     }
     let _ = writeln!(
         out,
         "\nci95 %: half-width of the 95% interval in % of the rate; cores: CPU seconds per second;\n\
          thr/s: CFS-throttled seconds per second; other: cores other processes used on the job's\n\
-         CPUs (! = disturbed, more often than the cell could be measured again); RSS: peak\n\
+         CPUs (! = disturbed, more often than the cell could be measured again); launch N: one\n\
+         launch of a cell measured on several (the cell's rate is their mean, its interval where\n\
+         another launch lands); RSS: peak\n\
          resident memory of the job's processes (sum of PSS); cache: page cache charged to the\n\
          run's cgroup; GPU %: NVML utilisation; SM %: GPM SM activity (Hopper and later)"
     );
@@ -398,5 +413,33 @@ mod tests {
         );
         assert!(rows[2].contains("10.0"), "ci95 half-width 10 %: {text}");
         assert!(rows[0].contains("failed"), "{text}");
+    }
+
+    /// A cell measured on two launches lists each under its row.
+    #[test]
+    fn cells_view_lists_each_launch_of_a_cell() {
+        let mut m = matrix();
+        let launches = [(90.0, 1.0), (110.0, 2.0)].map(|(r, h)| crate::matrix::LaunchRate {
+            samples_per_s: r,
+            ci95_low: r - h,
+            ci95_high: r + h,
+        });
+        let mut c = measured(2.0, 100.0);
+        c.throughput.as_mut().unwrap().launches = launches.to_vec();
+        m.cells.push(c);
+        let text = render_cells(&m);
+        let launch_rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  launch "))
+            .collect();
+        assert_eq!(launch_rows.len(), 2, "{text}");
+        assert!(
+            launch_rows[0].contains("90.0") && launch_rows[0].contains("1.1"),
+            "{text}"
+        );
+        assert!(
+            launch_rows[1].contains("110.0") && launch_rows[1].contains("1.8"),
+            "{text}"
+        );
     }
 }
