@@ -11,9 +11,10 @@
 //! - within the tolerance: re-capping is valid, the sweep goes on live;
 //! - beyond the widest tolerance by more than the measured spread: the job sizes itself, every
 //!   later point is measured on a fresh launch;
-//! - in between, another fresh launch measures the spread between launches (up to
-//!   [`LIVE_CHECK_MAX_FRESH`]); if the difference is still beyond the tolerance then, the sweep
-//!   relaunches, the safe mode.
+//! - in between, or within a tolerance the measured spread has pushed to its widest while the
+//!   difference is beyond the slack, another fresh launch measures the spread between launches
+//!   (up to [`LIVE_CHECK_MAX_FRESH`]); if the difference is still beyond the tolerance then, the
+//!   sweep relaunches, the safe mode.
 //!
 //! The header records the rates, the tolerance, the decision and its reason.
 
@@ -106,7 +107,10 @@ pub fn compare(cpu: f64, live: &Throughput, fresh: &[Throughput]) -> Option<Live
             "the fresh launch made no progress to compare with".into(),
         ));
     }
-    if gap <= tolerance {
+    // Intervals so wide that the tolerance is cut to its widest decide little: a difference
+    // beyond the slack is measured again on another fresh launch while launches are left.
+    let too_wide = LIVE_CHECK_SLACK + spread > LIVE_CHECK_MAX_TOLERANCE;
+    if gap <= tolerance && !(too_wide && gap > LIVE_CHECK_SLACK && k < LIVE_CHECK_MAX_FRESH) {
         return Some(check(
             "live",
             format!(
@@ -302,17 +306,39 @@ mod tests {
     fn in_between_takes_more_fresh_launches_then_decides() {
         let one = [tp(100.0, 1.0)];
         assert_eq!(outcome(compare(1.0, &tp(110.0, 1.0), &one)), "undecided");
-        // A second launch at 108: the spread between launches covers the 10% difference.
+        // Launches at 100, 108 and 104: the spread between them covers the 6% difference
+        // (two were too few to say so: their spread pushed the tolerance to its widest).
         let two = [tp(100.0, 1.0), tp(108.0, 1.0)];
-        let c = compare(1.0, &tp(110.0, 1.0), &two).unwrap();
+        assert_eq!(outcome(compare(1.0, &tp(110.0, 1.0), &two)), "undecided");
+        let three = [tp(100.0, 1.0), tp(108.0, 1.0), tp(104.0, 1.0)];
+        let c = compare(1.0, &tp(110.0, 1.0), &three).unwrap();
         assert_eq!(c.outcome, "live", "{c:?}");
-        assert_eq!(c.fresh_samples_per_s, vec![100.0, 108.0]);
+        assert_eq!(c.fresh_samples_per_s, vec![100.0, 108.0, 104.0]);
         assert!(c.between_launch_spread.unwrap() > 0.0);
         // Launches that agree closely leave 13% unexplained: relaunch after the last one.
         let three = [tp(100.0, 1.0), tp(100.5, 1.0), tp(99.5, 1.0)];
         let c = compare(1.0, &tp(113.0, 1.0), &three).unwrap();
         assert_eq!(c.outcome, "relaunch", "{c:?}");
         assert!(c.reason.contains("3 fresh launches"), "{}", c.reason);
+    }
+
+    /// Intervals wide enough to cut the tolerance to 15%: a 13% difference is measured again
+    /// on more fresh launches before it is accepted; 4% is accepted at once.
+    #[test]
+    fn wide_intervals_take_more_fresh_launches_before_accepting() {
+        let live = tp(113.0, 10.0);
+        assert_eq!(
+            outcome(compare(1.0, &live, &[tp(100.0, 10.0)])),
+            "undecided"
+        );
+        assert_eq!(
+            outcome(compare(1.0, &tp(104.0, 10.0), &[tp(100.0, 10.0)])),
+            "live"
+        );
+        let three = [tp(100.0, 10.0), tp(95.0, 10.0), tp(105.0, 10.0)];
+        let c = compare(1.0, &live, &three).unwrap();
+        assert_eq!(c.outcome, "live", "{c:?}");
+        assert_eq!(c.tolerance, LIVE_CHECK_MAX_TOLERANCE);
     }
 
     /// However wide the intervals, the check never accepts more than 15%.
