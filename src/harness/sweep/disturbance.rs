@@ -3,7 +3,7 @@
 //! measured in its place (a bounded number of times). While it measures, the profiler keeps its
 //! own threads off the job's CPUs where the job does not have them all.
 
-use crate::harness::affinity::keep_profiler_off;
+use crate::harness::affinity::OffJobCpus;
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
 use crate::harness::interference::run_wait::RunWait;
 use crate::harness::interference::{
@@ -18,8 +18,9 @@ pub(super) struct WindowJudge {
     host: HostCpu,
     cap_cores: f64,
     tracker: InterferenceTracker,
-    /// The profiler runs on other CPUs than the job's: none of its time is on the job's CPUs.
-    profiler_off: bool,
+    /// The profiler's threads, moved off the job's CPUs while the cell is measured where the
+    /// job does not have them all: none of its time is then on the job's CPUs.
+    profiler: OffJobCpus,
     /// The host, the job's cgroup and tasks, and the profiler's CPU time at the end of the
     /// last window.
     last: Option<Snapshot>,
@@ -55,13 +56,13 @@ impl WindowJudge {
     ) -> Option<Self> {
         let cgroup = cgroup?;
         let job_cpus = pinned_cpus(cpus, cap_cores);
-        let profiler_off = keep_profiler_off(&job_cpus, cpus);
+        let profiler = OffJobCpus::move_off(&job_cpus, cpus);
         let host = HostCpu::new(PROC_ROOT, &job_cpus);
         let snapshot = Snapshot::take(&host, cgroup)?;
         Some(WindowJudge {
             host,
             cap_cores,
-            profiler_off,
+            profiler,
             tracker: InterferenceTracker::new(steady_windows),
             last: Some(snapshot),
         })
@@ -79,7 +80,7 @@ impl WindowJudge {
                     cpu_ns: b.cgroup.cpu_usage_ns.saturating_sub(a.cgroup.cpu_usage_ns),
                     throttled_ns: b.cgroup.throttled_ns.saturating_sub(a.cgroup.throttled_ns),
                     cap_cores: self.cap_cores,
-                    profiler_ns: match self.profiler_off {
+                    profiler_ns: match self.profiler.is_off() {
                         true => 0,
                         false => b.profiler_ns.saturating_sub(a.profiler_ns),
                     },
