@@ -99,7 +99,8 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
 /// itself (the rates that follow fractional caps are tested in
 /// `cpu_cap_scales_the_input_pipeline_rate`). Even at a whole core the re-capped job (two
 /// workers sharing it) can measure 10-15% above a fresh one-worker launch on a busy 2-core VM,
-/// enough to tip the check's 10% slack, so a check that says relaunch is run again, up to three
+/// beyond the check's 5% slack unless the fresh launches' own spread covers it (the check then
+/// takes up to three fresh launches), so a check that says relaunch is run again, up to three
 /// times; if it still says relaunch, the two rates must agree within `BETWEEN_LAUNCHES`, which
 /// a job left at 2 CPUs (twice the rate) or one that sizes itself harmfully (a quarter of it)
 /// cannot, and the fresh cell must stand.
@@ -121,10 +122,16 @@ fn a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm() {
         let check = m.header.live_check.expect("the live check is recorded");
         eprintln!("attempt {attempt}: live check: {check:?}");
         assert_eq!(check.cpu, 1.0, "checked at the level reached by re-capping");
-        // 2 -> 1 re-capped, then 1 fresh for the check: every launch is stopped with SIGTERM.
-        assert_eq!(outcome.launches, 2);
+        // 2 -> 1 re-capped, then 1 fresh for the check (up to three where one cannot decide):
+        // every launch is stopped with SIGTERM.
+        let launches = 1 + check.fresh_samples_per_s.len().max(1) as u32;
+        assert_eq!(outcome.launches, launches);
         let stopped = std::fs::read_to_string(dir.path().join("stopped.txt")).unwrap_or_default();
-        assert_eq!(stopped.lines().count(), 2, "SIGTERM first: {stopped:?}");
+        assert_eq!(
+            stopped.lines().count() as u32,
+            launches,
+            "SIGTERM first: {stopped:?}"
+        );
         assert!(rate(&m.cells, 2.0) > 0.0);
         if check.outcome == "live" {
             // The cell that stands is the re-capped job's.
