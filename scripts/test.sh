@@ -4,7 +4,7 @@
 #   - Lua 5.1 (the Slurm export test runs the generated job_submit.lua under Slurm's plugin Lua)
 #   - Slurm's daemons, client and munge (the Slurm tests bring up a local single-node cluster,
 #     scripts/local-slurm.sh)
-#   - a Python venv with current PyTorch, torchvision, tqdm, Transformers from PyPI
+#   - a Python venv with current PyTorch, torchvision, tqdm, Transformers, Keras, Lightning from PyPI
 #     (scripts/python-env.sh; the real-framework tests run their training scripts in it)
 # Run as root, so the real-cgroup tests run instead of skipping. Extra arguments go to cargo test.
 set -euo pipefail
