@@ -447,6 +447,25 @@ pub struct LiveCheck {
     pub reason: String,
 }
 
+impl LiveCheck {
+    /// What the re-capped rate was compared with: `fresh start`, or `3 fresh starts`.
+    pub fn fresh_label(&self) -> String {
+        match self.fresh_samples_per_s.len() {
+            0 | 1 => "fresh start".to_string(),
+            k => format!("{k} fresh starts"),
+        }
+    }
+
+    /// The reason, in parentheses after a space; empty where none was recorded.
+    pub fn reason_suffix(&self) -> String {
+        if self.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.reason)
+        }
+    }
+}
+
 /// GPU-side averages over the measurement window, over the job's GPUs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

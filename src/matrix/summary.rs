@@ -144,15 +144,7 @@ fn live_check_line(c: &LiveCheck) -> String {
             "the rest of the sweep relaunched the job at every point",
         )
     };
-    let fresh = match c.fresh_samples_per_s.len() {
-        0 | 1 => "fresh start".to_string(),
-        k => format!("{k} fresh starts"),
-    };
-    let reason = if c.reason.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", c.reason)
-    };
+    let (fresh, reason) = (c.fresh_label(), c.reason_suffix());
     format!(
         "live check at {} CPUs: re-capped {:.1} vs {fresh} {:.1} samples/s ({gap:+.1}%, \
          {verdict} ±{:.1}%): {then}{reason}",

@@ -93,6 +93,11 @@ fn job(cores: f64, throttled_s_per_s: f64, cap: f64, seconds: f64) -> JobWindow 
 /// Judges a 2 s window on CPU 0 (of a 2-CPU machine) where CPU 0 was busy for `busy` cores
 /// and idle for the rest, the job using `job_cores` of it.
 fn one_cpu(busy: f64, job_cores: f64, throttled: f64, cap: f64) -> WindowLoad {
+    one_cpu_judged(busy, job(job_cores, throttled, cap, 2.0))
+}
+
+/// Judges `job` over a 2 s window on CPU 0 (of a 2-CPU machine) busy for `busy` cores.
+fn one_cpu_judged(busy: f64, job: JobWindow) -> WindowLoad {
     let tree = ProcTree::new();
     let busy_ticks = (busy * 200.0).round() as u64;
     let (a, b) = tree.window(
@@ -101,7 +106,7 @@ fn one_cpu(busy: f64, job_cores: f64, throttled: f64, cap: f64) -> WindowLoad {
         &[(1000 + busy_ticks, 5000 + 200 - busy_ticks), (900, 900)],
         2.0,
     );
-    judge(&a, &b, job(job_cores, throttled, cap, 2.0)).expect("judged")
+    judge(&a, &b, job).expect("judged")
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -537,18 +542,10 @@ fn a_real_hog_shows_on_its_cpu() {
 /// A 2 s window on CPU 0, busy for `busy` cores, the job using `job_cores` of its 1-core cap
 /// and its tasks waiting `wait` cores on a run queue while the profiler ran `profiler` cores.
 fn waiting(busy: f64, job_cores: f64, wait: f64, profiler: f64) -> WindowLoad {
-    let tree = ProcTree::new();
-    let busy_ticks = (busy * 200.0).round() as u64;
-    let (a, b) = tree.window(
-        &[0],
-        &[(1000, 5000), (700, 900)],
-        &[(1000 + busy_ticks, 5000 + 200 - busy_ticks), (900, 900)],
-        2.0,
-    );
     let mut j = job(job_cores, 0.0, 1.0, 2.0);
     j.run_wait_ns = Some((wait * 2e9) as u64);
     j.profiler_ns = (profiler * 2e9) as u64;
-    judge(&a, &b, j).expect("judged")
+    one_cpu_judged(busy, j)
 }
 
 /// The job got half its core, which was idle for less than the other half; what else ran

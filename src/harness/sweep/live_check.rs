@@ -152,15 +152,7 @@ pub fn describe(check: &LiveCheck) -> String {
     let gap = (check.live_samples_per_s / check.relaunch_samples_per_s.max(f64::MIN_POSITIVE)
         - 1.0)
         * 100.0;
-    let fresh = match check.fresh_samples_per_s.len() {
-        0 | 1 => "fresh start".to_string(),
-        k => format!("{k} fresh starts"),
-    };
-    let reason = if check.reason.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", check.reason)
-    };
+    let (fresh, reason) = (check.fresh_label(), check.reason_suffix());
     match check.outcome.as_str() {
         "live" => format!(
             "live check at {} CPUs: re-capped {:.1} vs {fresh} {:.1} samples/s ({gap:+.1}%, \
