@@ -185,6 +185,11 @@ pub struct SweepArgs {
     /// Override the spec's sweep.memory.
     #[arg(long, value_enum)]
     pub memory: Option<MemoryArg>,
+    /// Most launches of each point (overrides measure.launches, default 3): points are
+    /// launched again so that every cell's interval says where a rerun lands; 1 measures each
+    /// point once, twice as fast, with intervals that say nothing about a rerun.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub launches: Option<u32>,
     /// Parent cgroup the runs are created under: `profiler` or `profiler-<name>` (the
     /// profiler never creates or removes cgroups outside its own parent).
     #[arg(long, default_value = "profiler", value_name = "NAME")]
@@ -241,7 +246,10 @@ impl SweepArgs {
             })
     }
 
-    pub fn into_options(self, spec: LoadedSpec) -> SweepOptions {
+    pub fn into_options(self, mut spec: LoadedSpec) -> SweepOptions {
+        if let Some(n) = self.launches {
+            spec.spec.measure.launches = n;
+        }
         let output = match self.output {
             // A directory (several specs at once): one matrix per job in it.
             Some(dir) if dir.is_dir() => dir.join(format!("{}.matrix.jsonl", spec.spec.name)),

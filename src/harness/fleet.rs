@@ -317,6 +317,9 @@ impl Ctx<'_> {
                     .join(","),
             );
         }
+        // The spec's or the command line's: each step measures its own spread.
+        step.push("--launches".into());
+        step.push(self.opts.spec.spec.measure.launches.to_string());
         if let Some(mode) = self.opts.mode {
             step.push("--mode".into());
             step.push(

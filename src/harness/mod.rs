@@ -13,6 +13,7 @@ pub mod model_fill;
 mod plan;
 pub mod progress;
 pub mod resident;
+pub mod rhythm;
 pub mod signals;
 pub mod steady;
 pub mod sweep;

@@ -115,6 +115,24 @@ impl PointSource for VecDeque<Point> {
     }
 }
 
+/// Points measured again on more launches, in order: they are recorded already, so none is
+/// skipped.
+pub(super) struct Again(pub VecDeque<Point>);
+
+impl PointSource for Again {
+    fn peek(&mut self, _recorded: &Recorded) -> Option<Point> {
+        self.0.front().cloned()
+    }
+
+    fn take(&mut self) {
+        self.0.pop_front();
+    }
+
+    fn remove_ruled_out_by_oom(&mut self, p: &Point) -> Vec<Point> {
+        self.0.remove_ruled_out_by_oom(p)
+    }
+}
+
 pub(super) fn param_combinations(
     params: &BTreeMap<String, Vec<String>>,
 ) -> Vec<BTreeMap<String, String>> {

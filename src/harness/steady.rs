@@ -10,8 +10,14 @@
 //! coefficient of variation of the last N window rates is below the threshold, and the estimate
 //! is the samples gained over those N windows per second, with a Student-t 95% interval from the
 //! spread of their rates.
+//!
+//! A job whose reports come in bursts (many loader workers delivering together) has windows cut
+//! by its rhythm instead ([`super::rhythm`]): each window runs from the start of a burst to the
+//! start of a later one, at least `window_s` apart, so it holds whole bursts and its rate is not
+//! the luck of where a burst fell.
 
 use super::progress::Report;
+use super::rhythm::{MIN_REPORTS, Rhythm, detect};
 use crate::matrix::{Percentiles, Throughput};
 
 /// Report intervals a window spans at least: a window holds real progress, not one line.
@@ -31,6 +37,13 @@ pub struct RateWindows {
     /// Closed windows as (first, last) indices into `reports`, and whether each is kept
     /// (a window disturbed by other load on the machine is discarded).
     windows: Vec<(usize, usize, bool)>,
+    /// Unix-second spans of the windows discarded: windows cut again by a rhythm found later
+    /// stay discarded where they overlap one.
+    discarded: Vec<(f64, f64)>,
+    /// The bursts the reports come in, once found.
+    rhythm: Option<Rhythm>,
+    /// Report count at which to look for a rhythm next.
+    next_rhythm_check: usize,
 }
 
 impl RateWindows {
@@ -41,7 +54,15 @@ impl RateWindows {
             window_s,
             reports: Vec::new(),
             windows: Vec::new(),
+            discarded: Vec::new(),
+            rhythm: None,
+            next_rhythm_check: MIN_REPORTS,
         }
+    }
+
+    /// The bursts the job's reports come in, when found: windows then hold whole bursts.
+    pub fn rhythm(&self) -> Option<Rhythm> {
+        self.rhythm
     }
 
     /// Adds a report. One from before the start, not finite, going back in time or in samples,
@@ -56,13 +77,57 @@ impl RateWindows {
             return;
         }
         self.reports.push(r);
-        let last = self.reports.len() - 1;
-        let from = self.windows.last().map_or(0, |w| w.1);
+        if self.reports.len() >= self.next_rhythm_check {
+            // Looked for again as reports grow by a quarter: amortised, and the period
+            // estimate follows the job.
+            self.next_rhythm_check = self.reports.len() + (self.reports.len() / 4).max(8);
+            self.follow_rhythm(detect(&self.reports));
+        }
+        self.close_at(self.reports.len() - 1);
+    }
+
+    /// Closes a window at report `last` if one ends there: at least
+    /// [`MIN_INTERVALS_PER_WINDOW`] report intervals and `window_s` after the last window's
+    /// end, and with a rhythm, at the start of a burst (the first window starting at the first
+    /// burst's start).
+    fn close_at(&mut self, last: usize) {
+        let from = match (self.windows.last(), self.rhythm) {
+            (Some(w), _) => w.1,
+            (None, None) => 0,
+            (None, Some(r)) => match (0..last).find(|&i| r.starts_burst(&self.reports, i)) {
+                Some(first) => first,
+                None => return,
+            },
+        };
+        let at_burst_start = self
+            .rhythm
+            .is_none_or(|r| r.starts_burst(&self.reports, last));
         if self.windows.len() < MAX_WINDOWS
-            && last - from >= MIN_INTERVALS_PER_WINDOW
+            && last >= from + MIN_INTERVALS_PER_WINDOW
             && self.reports[last].t - self.reports[from].t >= self.window_s
+            && at_burst_start
         {
-            self.windows.push((from, last, true));
+            let (a, b) = (self.reports[from].t, self.reports[last].t);
+            let kept = !self.discarded.iter().any(|&(x, y)| a < y && b > x);
+            self.windows.push((from, last, kept));
+        }
+    }
+
+    /// Takes `found` as the job's rhythm where it is new or its period moved by more than a
+    /// quarter, and cuts the windows again by it.
+    fn follow_rhythm(&mut self, found: Option<Rhythm>) {
+        let changed = match (self.rhythm, found) {
+            (None, Some(_)) => true,
+            (Some(old), Some(new)) => (new.period_s / old.period_s - 1.0).abs() > 0.25,
+            _ => false,
+        };
+        if !changed {
+            return;
+        }
+        self.rhythm = found;
+        self.windows.clear();
+        for last in 0..self.reports.len() {
+            self.close_at(last);
         }
     }
 
@@ -77,6 +142,8 @@ impl RateWindows {
     pub fn discard_last(&mut self) {
         if let Some(w) = self.windows.last_mut() {
             w.2 = false;
+            self.discarded
+                .push((self.reports[w.0].t, self.reports[w.1].t));
         }
     }
 
@@ -217,6 +284,16 @@ impl RateWindows {
             ));
         };
         let window = self.window_s.max(gap * MIN_INTERVALS_PER_WINDOW as f64);
+        if let Some(r) = self.rhythm.filter(|r| r.period_s > window) {
+            let needed = r.period_s * n as f64;
+            return (needed > max_s).then(|| {
+                format!(
+                    "progress comes in bursts every {:.1} s: {n} windows of whole bursts need \
+                     about {needed:.0} s, more than max_s = {max_s} s; raise max_s",
+                    r.period_s
+                )
+            });
+        }
         let needed = window * n as f64;
         (needed > max_s).then(|| {
             format!(
@@ -483,6 +560,54 @@ mod tests {
         assert!((tp.samples_per_s - 100.0).abs() < 1e-9, "{tp:?}");
         // Two windows of three intervals each; the last two intervals make no window yet.
         assert_eq!(w.span(10), Some([10.0, 11.5]));
+    }
+
+    /// Bursts of 16 reports 40 ms apart every 1.3 s (a job fed by 16 loader workers), 1.5-s
+    /// windows: cut by time alone, a window ends inside a burst and holds a burst and a third or
+    /// a burst and three quarters, so the window rates are 112 and 68 samples/s (CV 0.18). Cut by
+    /// the rhythm, every window runs from a burst's start to a later one's: every rate is the
+    /// true 98.5 samples/s and the cell is steady with a tight interval.
+    #[test]
+    fn bursty_reports_are_cut_into_whole_bursts() {
+        let mut w = RateWindows::new(0.0, 1.5);
+        for r in crate::harness::rhythm::tests::bursty(20, 16, 1.3) {
+            w.push(r);
+        }
+        let rhythm = w.rhythm().expect("the bursts are found");
+        assert!((rhythm.period_s - 1.3).abs() < 1e-9, "{rhythm:?}");
+        let rates = w.rates();
+        assert_eq!(
+            rates.len(),
+            9,
+            "two periods a window after the first burst: {rates:?}"
+        );
+        let truth = 16.0 * 8.0 / 1.3;
+        assert!(rates.iter().all(|r| (r - truth).abs() < 1e-6), "{rates:?}");
+        assert!(w.is_steady(5, 0.01));
+        let tp = w.throughput(5).unwrap();
+        assert!((tp.samples_per_s - truth).abs() < 1e-6, "{tp:?}");
+        assert!(tp.ci95_high - tp.ci95_low < 1e-6, "{tp:?}");
+    }
+
+    /// A window discarded (disturbed) before the rhythm was found: the windows cut again by the
+    /// rhythm that overlap it stay out of the estimate.
+    #[test]
+    fn windows_cut_again_stay_discarded_where_disturbed() {
+        let mut w = RateWindows::new(0.0, 1.5);
+        let mut discarded = None;
+        for r in crate::harness::rhythm::tests::bursty(20, 16, 1.3) {
+            w.push(r);
+            if w.closed() == 2 && discarded.is_none() {
+                w.discard_last();
+                discarded = Some(w.closed());
+            }
+        }
+        assert!(discarded.is_some() && w.rhythm().is_some());
+        assert_eq!(
+            w.rates().len(),
+            w.closed() - 1,
+            "one window overlaps the disturbed span"
+        );
     }
 
     proptest::proptest! {

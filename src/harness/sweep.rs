@@ -28,8 +28,12 @@ mod measure;
 mod points;
 mod run;
 mod search;
+mod spread;
 
-pub use launches::{combine_cells, combine_throughputs, launch_sd};
+pub use launches::{
+    SPREAD_DEGREES_OF_FREEDOM, add_launch, another_launch, combine_cells, combine_throughputs,
+    hold_launch_spread, launch_rates, launch_sd, pooled_spread,
+};
 use live_check::LiveCheckState;
 use run::Run;
 
@@ -170,6 +174,9 @@ struct Sweep<'a> {
     mode: SweepMode,
     /// Whether re-capping a running job is still to be checked against a fresh start.
     live_check: LiveCheckState,
+    /// The points being measured are recorded already: each cell measured is another launch
+    /// of its point ([`Sweep::launch_again`]).
+    launching_again: bool,
     params_axes: BTreeMap<String, Vec<String>>,
     cache_inputs: Option<CacheModelInputs>,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
@@ -400,6 +407,7 @@ fn run_sweep_with(
         search_results: Vec::new(),
         mode,
         live_check,
+        launching_again: false,
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
         storage_throttle,
@@ -464,6 +472,7 @@ fn run_sweep_with(
                 cpu_levels.clone()
             }
         };
+        sweep.launch_again(params)?;
         if memory_axis == MemoryAxis::Model {
             sweep.fill_modelled(params, &levels)?;
         }
@@ -471,6 +480,7 @@ fn run_sweep_with(
     if sweep.search.is_some() {
         sweep.record_searched_axis()?;
     }
+    sweep.hold_launch_spread()?;
     let matrix = Matrix {
         header: sweep.header.clone().unwrap_or_else(|| sweep.make_header()),
         cells: sweep.cells.clone(),

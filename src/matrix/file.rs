@@ -101,14 +101,31 @@ pub fn rewrite_header(path: &Path, header: &MatrixHeader) -> Result<(), MatrixEr
     let line = finite_json(path, header, "the header")?;
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     let cells = text.split_once('\n').map_or("", |(_, rest)| rest);
+    replace_file(path, &format!("{line}\n{cells}"))
+}
+
+/// Replaces the whole matrix at `path` with `matrix` (cells measured again on more launches,
+/// intervals that now hold the spread between launches); refused, the file left as it was, if
+/// any line would hold NaN or an infinity.
+pub fn rewrite_matrix(path: &Path, matrix: &Matrix) -> Result<(), MatrixError> {
+    let mut text = finite_json(path, &matrix.header, "the header")?;
+    text.push('\n');
+    for cell in &matrix.cells {
+        text.push_str(&finite_json(path, cell, "a cell")?);
+        text.push('\n');
+    }
+    replace_file(path, &text)
+}
+
+/// Writes `text` beside `path` and renames it over it, so a crash leaves the old file or the
+/// new one, never a torn one.
+fn replace_file(path: &Path, text: &str) -> Result<(), MatrixError> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let write = || -> std::io::Result<()> {
         let mut f = File::create(&tmp)?;
-        f.write_all(line.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.write_all(cells.as_bytes())?;
+        f.write_all(text.as_bytes())?;
         f.sync_all()
     };
     write().map_err(io_err(&tmp))?;
@@ -232,6 +249,16 @@ impl MatrixWriter {
     /// goes), and goes on appending to the new file ([`rewrite_header`]).
     pub fn replace_header(&mut self, header: &MatrixHeader) -> Result<(), MatrixError> {
         rewrite_header(&self.path, header)?;
+        self.reopen()
+    }
+
+    /// Replaces the whole file with `matrix` ([`rewrite_matrix`]) and goes on appending to it.
+    pub fn replace_all(&mut self, matrix: &Matrix) -> Result<(), MatrixError> {
+        rewrite_matrix(&self.path, matrix)?;
+        self.reopen()
+    }
+
+    fn reopen(&mut self) -> Result<(), MatrixError> {
         self.file = OpenOptions::new()
             .append(true)
             .open(&self.path)

@@ -13,7 +13,7 @@ pub mod surface;
 
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
-pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header};
+pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_matrix};
 pub use summary::{render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 
@@ -58,6 +58,39 @@ pub struct MatrixHeader {
     /// The live-mode check of the sweep, when it ran one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_check: Option<LiveCheck>,
+    /// How far apart launches of the job land, measured where a point was launched more than
+    /// once; every cell's interval holds it (see [`LaunchSpread`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_spread: Option<LaunchSpread>,
+}
+
+/// The spread between launches of the same job at the same point, pooled over the points the
+/// sweep launched more than once (and the live check's re-capped launch, where it agreed).
+/// Every cell's interval is at least `1.96 · relative_sd · rate · sqrt(1 + 1/k)` wide on
+/// each side (k: the launches behind the cell), so it says where one more launch lands, not
+/// only what one launch measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSpread {
+    /// Standard deviation of one launch's rate relative to its point's mean.
+    pub relative_sd: f64,
+    /// Degrees of freedom behind it: launches minus points.
+    pub degrees_of_freedom: u32,
+    /// Launches it was measured on, over all its points.
+    pub launches: u32,
+}
+
+impl LaunchSpread {
+    /// One line for the screen and `show`.
+    pub fn describe(&self) -> String {
+        format!(
+            "launches of the job land {:.1}% apart (one standard deviation, from {} launches, \
+             {} degrees of freedom); every cell's interval holds that spread",
+            100.0 * self.relative_sd,
+            self.launches,
+            self.degrees_of_freedom
+        )
+    }
 }
 
 /// What was profiled.
@@ -507,6 +540,7 @@ pub(crate) mod fixtures {
             cache_model: None,
             validation: None,
             live_check: None,
+            launch_spread: None,
         }
     }
 

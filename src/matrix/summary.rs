@@ -37,6 +37,9 @@ pub fn render_summary(matrix: &Matrix) -> String {
     if let Some(check) = &h.live_check {
         let _ = writeln!(out, "{}", live_check_line(check));
     }
+    if let Some(spread) = &h.launch_spread {
+        let _ = writeln!(out, "{}", spread.describe());
+    }
     let by_key: BTreeMap<CellKey, &super::Cell> =
         matrix.cells.iter().map(|c| (c.key(), c)).collect();
     let mut cpus: BTreeSet<u64> = h
@@ -368,6 +371,21 @@ mod tests {
         assert!(
             !clean.contains("! =") && !clean.contains("checks:"),
             "{clean}"
+        );
+    }
+
+    #[test]
+    fn the_spread_between_launches_is_shown() {
+        let mut m = matrix();
+        m.header.launch_spread = Some(crate::matrix::LaunchSpread {
+            relative_sd: 0.063,
+            degrees_of_freedom: 2,
+            launches: 3,
+        });
+        let text = render_summary(&m);
+        assert!(
+            text.contains("launches of the job land 6.3% apart (one standard deviation, from 3 launches, 2 degrees of freedom)"),
+            "{text}"
         );
     }
 

@@ -113,6 +113,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
             cache_model: None,
             validation: None,
             live_check: None,
+            launch_spread: None,
         };
         let cells = pts
             .iter()

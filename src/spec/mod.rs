@@ -174,6 +174,11 @@ pub struct MeasureSpec {
     /// Seconds a stopped job gets between SIGTERM and SIGKILL (to save a checkpoint, flush
     /// its logs).
     pub stop_grace_s: f64,
+    /// Most launches of each point: the sweep launches its points again (a second time, and a
+    /// third where two launches disagree by more than their own intervals) so that every
+    /// cell's interval says where a rerun lands. 1 measures each point on one launch, twice as
+    /// fast, with intervals that say nothing about reruns.
+    pub launches: u32,
 }
 
 impl Default for MeasureSpec {
@@ -188,6 +193,7 @@ impl Default for MeasureSpec {
             startup_timeout_s: 300.0,
             warmup_pass: true,
             stop_grace_s: 10.0,
+            launches: 3,
         }
     }
 }
@@ -751,6 +757,12 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
     }
     if m.steady_windows < 2 {
         return Err("measure.steady_windows: expected at least 2".into());
+    }
+    if !(1..=10).contains(&m.launches) {
+        return Err(format!(
+            "measure.launches = {}: expected 1 to 10 launches of a point",
+            m.launches
+        ));
     }
     Ok(())
 }

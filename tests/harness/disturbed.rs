@@ -22,7 +22,7 @@ fn spin_spec_of(dir: &Path, script: &str, source: &str) -> LoadedSpec {
     let text = "schema_version = 1\nname = \"spin\"\ncommand = [\"python3\", \"SCRIPT\"]\n\
                 [throughput]\nprotocol = \"progress-file\"\n[measure]\nwarmup_s = 1\n\
                 window_s = 0.5\nsteady_windows = 4\nsteady_cv = 0.08\nmax_s = 20\n\
-                startup_timeout_s = 20\n[sweep]\ncpu = [1]\n"
+                startup_timeout_s = 20\nlaunches = 1\n[sweep]\ncpu = [1]\n"
         .replace("SCRIPT", script);
     let path = dir.join("spin.toml");
     std::fs::write(&path, &text).unwrap();

@@ -130,6 +130,7 @@ steady_cv = 0.08
 max_s = 14
 startup_timeout_s = 150
 stop_grace_s = 5
+launches = 1
 [sweep]
 cpu = [1, 2]
 mode = "{mode}"

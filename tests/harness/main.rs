@@ -70,7 +70,21 @@ fn dataset() -> PathBuf {
 
 /// Writes a spec for the input-pipeline job into `dir` and loads it; `warmup_s` is the seconds
 /// discarded at start (long enough for a first pass over the dataset where the page cache matters).
+/// Each point is measured on one launch: the tests that use it count launches or compare cells
+/// with one launch's record (the launches that measure reruns are tested in
+/// `cpu_cap_scales_the_input_pipeline_rate`).
 fn pipeline_spec(dir: &Path, name: &str, warmup_s: f64, sweep: &str) -> LoadedSpec {
+    pipeline_spec_launching(dir, name, warmup_s, 1, sweep)
+}
+
+/// [`pipeline_spec`] with at most `launches` launches a point.
+fn pipeline_spec_launching(
+    dir: &Path,
+    name: &str,
+    warmup_s: f64,
+    launches: u32,
+    sweep: &str,
+) -> LoadedSpec {
     let text = format!(
         r#"schema_version = 1
 name = "{name}"
@@ -87,6 +101,7 @@ steady_windows = 4
 steady_cv = 0.08
 max_s = 10
 startup_timeout_s = 60
+launches = {launches}
 [sweep]
 {sweep}
 "#,
@@ -124,6 +139,16 @@ fn sweep(spec: LoadedSpec, output: PathBuf, parent: &str) -> SweepOutcome {
     .expect("sweep runs")
 }
 
+/// How many launches the sweep took, most of any point's: a live sweep walks all its points
+/// on each launch.
+fn passes(outcome: &SweepOutcome) -> u32 {
+    (outcome.matrix.cells.iter())
+        .filter_map(|c| c.throughput.as_ref())
+        .map(|t| t.launches.len().max(1) as u32)
+        .max()
+        .unwrap_or(0)
+}
+
 fn cell(cells: &[Cell], cpu: f64) -> &Cell {
     cells
         .iter()
@@ -139,10 +164,11 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     let sweep = |attempt: u32| {
         // The job's worker count is fixed by its command: re-capping it is valid, so the spec
         // says so and the sweep keeps one launch (the live check is tested in `live`).
-        let spec = pipeline_spec(
+        let spec = pipeline_spec_launching(
             dir.path(),
             "cpu-scaling",
             2.0,
+            3,
             "cpu = [0.5, 1, 2]\nadapts_to_caps = true",
         );
         let out = dir.path().join(format!("m{attempt}.matrix.jsonl"));
@@ -179,10 +205,43 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     let t = cell(cells, 0.5).telemetry.clone().expect("telemetry");
     assert!(t.cpu_cores_used < 0.6 && t.cpu_cores_used > 0.3, "{t:?}");
     assert!(t.throttled_s_per_s > 0.0, "{t:?}");
-    // Same matrix on disk, and one live launch for the whole CPU axis.
-    assert_eq!(load_matrix(&out).unwrap().cells, outcome.matrix.cells);
-    assert_eq!(outcome.launches, 1);
+    // Same matrix on disk. One live launch walks the whole CPU axis, and walks it again while
+    // some point's launches disagree by more than their own intervals (at most 3 launches).
+    let on_disk = load_matrix(&out).unwrap();
+    assert_eq!(on_disk.cells, outcome.matrix.cells);
+    let launches_of = |c: &Cell| c.throughput.as_ref().map_or(0, |t| t.launches.len());
+    assert!(
+        cells.iter().all(|c| (2..=3).contains(&launches_of(c))),
+        "every point on 2 or 3 launches: {cells:?}"
+    );
+    let passes = cells.iter().map(launches_of).max().unwrap_or(0) as u32;
+    assert_eq!(outcome.launches, passes);
     assert!(cells.iter().all(|c| c.source == CellSource::Measured));
+    // Every interval holds the spread the header records, and each launch of its point.
+    let spread = on_disk
+        .header
+        .launch_spread
+        .expect("the spread is recorded");
+    assert_eq!(
+        spread.launches as usize,
+        cells.iter().map(launches_of).sum::<usize>()
+    );
+    for c in cells {
+        let t = c.throughput.as_ref().expect("measured");
+        let k = t.launches.len().max(1) as f64;
+        let half = 1.96 * spread.relative_sd * t.samples_per_s * (1.0 + 1.0 / k).sqrt();
+        assert!(
+            t.ci95_high >= t.samples_per_s + half * 0.999
+                && t.ci95_low <= (t.samples_per_s - half * 0.999).max(0.0),
+            "{t:?} does not hold {spread:?}"
+        );
+        for l in &t.launches {
+            assert!(
+                t.ci95_low <= l.samples_per_s && l.samples_per_s <= t.ci95_high,
+                "{t:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -708,3 +767,4 @@ mod frameworks;
 mod hardening;
 mod live;
 mod presets;
+mod rhythm;

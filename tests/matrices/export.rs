@@ -396,6 +396,7 @@ fn rich_matrix() -> Matrix {
                 cells: Vec::new(),
             }),
             live_check: None,
+            launch_spread: None,
         },
         cells,
     }

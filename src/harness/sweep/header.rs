@@ -85,6 +85,7 @@ impl Sweep<'_> {
                 LiveCheckState::Done(check) => Some(check.clone()),
                 _ => None,
             },
+            launch_spread: None,
         }
     }
 
@@ -108,6 +109,9 @@ impl Sweep<'_> {
     pub(super) fn record(&mut self, mut cell: Cell) -> Result<(), SweepError> {
         if let Some((step, _)) = &self.step {
             cell.node = Some(step.node.clone());
+        }
+        if self.launching_again {
+            return self.record_another_launch(cell);
         }
         self.ensure_writer()?.append(&cell)?;
         self.done.insert(cell.key());

@@ -3,7 +3,11 @@
 //! mean, with an interval that holds both the variation within a launch (its windows) and the
 //! variation between launches (where the job's threads and pages land, what else ran).
 
-use crate::matrix::{Cell, LaunchRate, Throughput};
+use crate::matrix::{Cell, CellSource, LaunchRate, LaunchSpread, Throughput};
+
+/// Degrees of freedom (launches beyond the first) after which a point's launches measure the
+/// spread between launches well enough for the sweep to stop launching it again.
+pub const SPREAD_DEGREES_OF_FREEDOM: u32 = 2;
 
 /// The spread of one launch's rate around the mean of `rates`, as a standard deviation in
 /// samples/s: the launches' sample standard deviation, but never less than what their own
@@ -72,6 +76,116 @@ pub fn combine_cells(cells: &[Cell]) -> Option<Cell> {
     Some(cell)
 }
 
+/// Each launch behind `t` as a throughput of its own: `t` itself where it is one launch.
+pub fn launch_rates(t: &Throughput) -> Vec<Throughput> {
+    if t.launches.is_empty() {
+        return vec![t.clone()];
+    }
+    t.launches
+        .iter()
+        .map(|l| Throughput {
+            samples_per_s: l.samples_per_s,
+            ci95_low: l.ci95_low,
+            ci95_high: l.ci95_high,
+            windows: 0,
+            measured_s: 0.0,
+            launches: Vec::new(),
+        })
+        .collect()
+}
+
+/// `cell` with one more launch, `new`, measured at the same point: the throughput of all
+/// launches ([`combine_throughputs`]), the windows, measuring time and wall time of both.
+/// A launch without a rate (it failed) adds nothing.
+pub fn add_launch(cell: &Cell, new: &Cell) -> Cell {
+    let (Some(old), Some(more)) = (&cell.throughput, &new.throughput) else {
+        return cell.clone();
+    };
+    let mut rates = launch_rates(old);
+    rates.push(more.clone());
+    let mut out = cell.clone();
+    out.throughput = combine_throughputs(&rates).map(|t| Throughput {
+        windows: old.windows + more.windows,
+        measured_s: old.measured_s + more.measured_s,
+        ..t
+    });
+    out.wall_s += new.wall_s;
+    out
+}
+
+/// The spread between launches, pooled over the measured cells that had several launches (a
+/// modelled cell repeats its measured cell's launches and adds nothing): the standard
+/// deviation of a launch's rate relative to its cell's mean. `None` where no measured cell has
+/// two launches.
+pub fn pooled_spread(cells: &[Cell]) -> Option<LaunchSpread> {
+    let (mut squares, mut df, mut launches) = (0.0, 0u32, 0u32);
+    let measured = cells.iter().filter(|c| c.source == CellSource::Measured);
+    for t in measured.filter_map(|c| c.throughput.as_ref()) {
+        let k = t.launches.len();
+        let mean = t.launches.iter().map(|l| l.samples_per_s).sum::<f64>() / k.max(1) as f64;
+        if k < 2 || mean.is_nan() || mean <= 0.0 {
+            continue;
+        }
+        squares += t
+            .launches
+            .iter()
+            .map(|l| (l.samples_per_s / mean - 1.0).powi(2))
+            .sum::<f64>();
+        df += k as u32 - 1;
+        launches += k as u32;
+    }
+    let relative_sd = (squares / df.max(1) as f64).sqrt();
+    (df > 0 && relative_sd.is_finite()).then_some(LaunchSpread {
+        relative_sd,
+        degrees_of_freedom: df,
+        launches,
+    })
+}
+
+/// `t` with an interval at least as wide as the spread between launches says another launch
+/// may land: `1.96 · relative_sd · rate · sqrt(1 + 1/k)` on each side, `k` the launches behind
+/// `t`. Never narrower than it was, and the same when applied twice.
+pub fn hold_launch_spread(t: &Throughput, spread: &LaunchSpread) -> Throughput {
+    let k = t.launches.len().max(1) as f64;
+    let rate = t.samples_per_s;
+    let half = 1.96 * spread.relative_sd * rate * (1.0 + 1.0 / k).sqrt();
+    let mut held = t.clone();
+    if half.is_finite() {
+        held.ci95_low = t.ci95_low.min(rate - half).max(0.0);
+        held.ci95_high = t.ci95_high.max(rate + half);
+    }
+    held
+}
+
+/// The sequential rule for a point measured on `launches`: launch it again while fewer than
+/// `max_launches` were taken, unless its launches already measure the spread between
+/// launches well enough ([`SPREAD_DEGREES_OF_FREEDOM`]) or agree within what one launch
+/// varies by (a spread no wider than each launch's own interval changes nothing).
+pub fn another_launch(launches: &[Throughput], max_launches: u32) -> bool {
+    let k = launches.len();
+    if k >= max_launches as usize {
+        return false;
+    }
+    if k < 2 {
+        return true;
+    }
+    if k as u32 > SPREAD_DEGREES_OF_FREEDOM {
+        return false;
+    }
+    let mean = launches.iter().map(|t| t.samples_per_s).sum::<f64>() / k as f64;
+    let between = launches
+        .iter()
+        .map(|t| (t.samples_per_s - mean).powi(2))
+        .sum::<f64>()
+        / (k as f64 - 1.0);
+    let within = launches
+        .iter()
+        .map(|t| ((t.ci95_high - t.ci95_low) / 2.0 / 1.96).powi(2))
+        .sum::<f64>()
+        / k as f64;
+    between > within
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +224,137 @@ mod tests {
         let t = combine_throughputs(&[tp(100.0, 4.0), tp(100.0, 4.0)]).unwrap();
         let half = (t.ci95_high - t.ci95_low) / 2.0;
         assert!(half >= 4.0, "{t:?}");
+    }
+
+    fn cell(launches: &[f64]) -> Cell {
+        let rates: Vec<Throughput> = launches.iter().map(|&r| tp(r, 1.0)).collect();
+        Cell {
+            cpu: 1.0,
+            memory_bytes: 1,
+            params: Default::default(),
+            source: crate::matrix::CellSource::Measured,
+            throughput: combine_throughputs(&rates),
+            iteration_time_s: None,
+            telemetry: None,
+            gpu: None,
+            note: None,
+            wall_s: 1.0,
+            node: None,
+            interference: None,
+            measured_unix_s: None,
+        }
+    }
+
+    /// Two points, launched 3 and 2 times: the pooled relative spread is the root of the summed
+    /// squared relative deviations over the launches beyond each point's first.
+    #[test]
+    fn the_spread_pools_relative_deviations_over_points() {
+        let cells = [
+            cell(&[90.0, 100.0, 110.0]),
+            cell(&[190.0, 210.0]),
+            cell(&[50.0]),
+        ];
+        let s = pooled_spread(&cells).unwrap();
+        let squares = 0.01 + 0.0 + 0.01 + 0.0025 + 0.0025;
+        assert!(
+            (s.relative_sd - (squares / 3.0f64).sqrt()).abs() < 1e-12,
+            "{s:?}"
+        );
+        assert_eq!((s.degrees_of_freedom, s.launches), (3, 5));
+        assert_eq!(pooled_spread(&[cell(&[50.0])]), None);
+        // A modelled copy of a measured cell counts nothing twice.
+        let mut modelled = cell(&[190.0, 210.0]);
+        modelled.source = CellSource::Modelled;
+        assert_eq!(
+            pooled_spread(&[
+                cells[0].clone(),
+                cells[1].clone(),
+                cells[2].clone(),
+                modelled
+            ]),
+            Some(s)
+        );
+    }
+
+    /// A one-launch cell of 100 with a tight interval, under a 10% spread: the interval now
+    /// holds where another launch lands (1.96 * 10 * sqrt 2 on each side).
+    #[test]
+    fn a_one_launch_cell_is_widened_by_the_spread() {
+        let spread = LaunchSpread {
+            relative_sd: 0.1,
+            degrees_of_freedom: 2,
+            launches: 3,
+        };
+        let t = hold_launch_spread(&tp(100.0, 1.0), &spread);
+        let half = 1.96 * 10.0 * 2f64.sqrt();
+        assert!((t.ci95_high - (100.0 + half)).abs() < 1e-9, "{t:?}");
+        assert!((t.ci95_low - (100.0 - half)).abs() < 1e-9, "{t:?}");
+        assert_eq!(t.samples_per_s, 100.0);
+    }
+
+    #[test]
+    fn the_rule_launches_again_until_the_spread_is_measured() {
+        // One launch: always another (up to the most allowed).
+        assert!(another_launch(&[tp(100.0, 1.0)], 3));
+        assert!(!another_launch(&[tp(100.0, 1.0)], 1));
+        // Two that agree within their own intervals: the spread changes no cell, stop.
+        assert!(!another_launch(&[tp(100.0, 5.0), tp(102.0, 5.0)], 3));
+        // Two apart by more than their intervals: a third.
+        assert!(another_launch(&[tp(100.0, 1.0), tp(120.0, 1.0)], 3));
+        assert!(!another_launch(&[tp(100.0, 1.0), tp(120.0, 1.0)], 2));
+        // Three give two degrees of freedom: enough.
+        assert!(!another_launch(
+            &[tp(100.0, 1.0), tp(120.0, 1.0), tp(80.0, 1.0)],
+            5
+        ));
+    }
+
+    /// A point measured once, then once more: the cell is the two launches' mean with both
+    /// listed; a failed launch adds nothing.
+    #[test]
+    fn another_launch_joins_the_cell() {
+        let one = cell(&[100.0]);
+        let mut two = cell(&[120.0]);
+        two.wall_s = 2.0;
+        let joined = add_launch(&one, &two);
+        let t = joined.throughput.as_ref().unwrap();
+        assert_eq!(t.samples_per_s, 110.0);
+        assert_eq!(t.launches.len(), 2);
+        assert_eq!((t.windows, joined.wall_s), (10, 3.0));
+        let three = add_launch(&joined, &cell(&[110.0]));
+        assert_eq!(three.throughput.as_ref().unwrap().launches.len(), 3);
+        let mut failed = cell(&[1.0]);
+        failed.throughput = None;
+        assert_eq!(add_launch(&joined, &failed), joined);
+    }
+
+    proptest::proptest! {
+        /// Holding the spread never narrows an interval, keeps the rate inside it, and
+        /// changes nothing when applied again (a resumed sweep applies it to cells it already
+        /// widened).
+        #[test]
+        fn holding_the_spread_widens_once_and_only_widens(
+            rate in 0.0f64..1e6,
+            below in 0.0f64..1.0,
+            above in 0.0f64..1.0,
+            sd in 0.0f64..2.0,
+            extra in 0usize..4,
+        ) {
+            let mut t = Throughput {
+                samples_per_s: rate,
+                ci95_low: rate * (1.0 - below),
+                ci95_high: rate * (1.0 + above),
+                windows: 3,
+                measured_s: 1.0,
+                launches: Vec::new(),
+            };
+            t.launches = (0..extra).map(|_| LaunchRate { samples_per_s: rate, ci95_low: rate, ci95_high: rate }).collect();
+            let spread = LaunchSpread { relative_sd: sd, degrees_of_freedom: 2, launches: 3 };
+            let once = hold_launch_spread(&t, &spread);
+            proptest::prop_assert!(once.ci95_low <= t.ci95_low && once.ci95_high >= t.ci95_high);
+            proptest::prop_assert!(once.ci95_low <= rate && rate <= once.ci95_high);
+            proptest::prop_assert!(once.ci95_low >= 0.0);
+            proptest::prop_assert_eq!(hold_launch_spread(&once, &spread), once);
+        }
     }
 }

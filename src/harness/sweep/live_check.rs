@@ -19,12 +19,10 @@
 //! The header records the rates, the tolerance, the decision and its reason.
 
 use super::launches::{combine_cells, launch_sd};
-use super::measure::Outcome;
 use super::{Sweep, SweepError};
 use crate::harness::plan::{Point, label};
 use crate::matrix::{Cell, LiveCheck, Throughput};
 use crate::spec::SweepMode;
-use std::time::Instant;
 
 /// Relative difference two rates may show beyond their measured spread and still agree: what
 /// re-capping itself may change (the CFS quota's period, a cold cache after the re-cap), not
@@ -182,21 +180,6 @@ impl Sweep<'_> {
         self.live_check == LiveCheckState::Pending && p.cpu != launch_first.cpu
     }
 
-    /// Measures `p` on a fresh launch.
-    fn fresh_cell(&mut self, p: &Point) -> Result<Cell, SweepError> {
-        let started = Instant::now();
-        let limit = self.memory.bytes().map(|b| b[p.mem]);
-        let mut run = self.launch(p, limit)?;
-        let cell = match self.warm_up(&mut run, p, started)? {
-            Err(cell) => cell,
-            Ok(()) => match self.measure(&mut run, p, started)? {
-                Outcome::Cell(c) | Outcome::Died(c) => c,
-            },
-        };
-        run.job.stop();
-        Ok(cell)
-    }
-
     /// Measures `p` again on fresh launches until the check decides, records the cell that
     /// stands, and decides the mode for the rest of the sweep. `live` is the cell the
     /// re-capped job gave at `p`.
@@ -239,10 +222,6 @@ impl Sweep<'_> {
                 }
             }
         };
-        let kept = match check.outcome.as_str() {
-            "live" => live,
-            _ => combine_cells(&fresh).unwrap_or(live),
-        };
         let line = describe(&check);
         if check.outcome == "live" {
             self.observer.note(&line);
@@ -251,6 +230,13 @@ impl Sweep<'_> {
             self.mode = SweepMode::Relaunch;
         }
         self.live_check = LiveCheckState::Done(check.clone());
+        // The launches that measured the point: the re-capped one too where it agreed (they
+        // count towards the launches that measure the spread between launches).
+        let kept = match check.outcome.as_str() {
+            "live" if self.opts.spec.spec.measure.launches == 1 => live,
+            "live" => combine_cells(&[&[live][..], &fresh].concat()).expect("the live rate"),
+            _ => combine_cells(&fresh).unwrap_or(live),
+        };
         self.record(kept)?;
         self.update_header(|h| h.live_check = Some(check))
     }

@@ -237,6 +237,7 @@ impl Sweep<'_> {
         let mut rss_peak = 0u64;
         let mut anon_peak = 0u64;
         let mut steady = false;
+        let mut told_rhythm = false;
         loop {
             if self.cancelled() {
                 return Err(self.interrupted());
@@ -264,6 +265,14 @@ impl Sweep<'_> {
                     label(p),
                     m.window_s,
                     gap * MIN_INTERVALS_PER_WINDOW as f64
+                ));
+            }
+            if let Some(r) = windows.rhythm().filter(|_| !told_rhythm) {
+                told_rhythm = true;
+                self.observer.status(&format!(
+                    "{}: progress comes in bursts every {:.1} s: each window holds whole bursts",
+                    label(p),
+                    r.period_s
                 ));
             }
             for w in run.tail.take_warnings() {
