@@ -271,7 +271,13 @@ pub fn run_fleet_sweep(
             failures.join("\n")
         )));
     }
-    let matrix = merged.ok_or_else(|| SweepError::Slurm("no level was run".into()))?;
+    let mut matrix = merged.ok_or_else(|| SweepError::Slurm("no level was run".into()))?;
+    // Each job held its own level's spread between launches; the merged matrix holds the
+    // spread pooled over all levels, as a local sweep does.
+    if let Some(spread) = super::sweep::hold_pooled_spread(&mut matrix.cells) {
+        matrix.header.launch_spread = Some(spread);
+        crate::matrix::rewrite_matrix(&opts.output, &matrix)?;
+    }
     Ok(SweepOutcome {
         matrix,
         path: opts.output.clone(),

@@ -32,7 +32,7 @@ mod spread;
 
 pub use launches::{
     SPREAD_DEGREES_OF_FREEDOM, add_launch, another_launch, combine_cells, combine_throughputs,
-    hold_launch_spread, launch_rates, launch_sd, pooled_spread,
+    hold_launch_spread, hold_pooled_spread, launch_rates, launch_sd, pooled_spread,
 };
 use live_check::LiveCheckState;
 use run::Run;

@@ -82,7 +82,17 @@ fn sweep_1_and_2_cores(c: &Cluster, attempt: u32) -> (f64, f64) {
     let (c1, c2) = (measured(1.0), measured(2.0));
     for cell in [c1, c2] {
         assert_eq!(cell.node.as_deref(), Some(c.node().as_str()), "{cell:?}");
+        // Each job launched its point again, as a local sweep does.
+        let launches = cell.throughput.as_ref().map_or(0, |t| t.launches.len());
+        assert!((2..=3).contains(&launches), "{cell:?}");
     }
+    // The merged matrix holds the spread pooled over both jobs' launches.
+    let spread = m
+        .header
+        .launch_spread
+        .as_ref()
+        .expect("the spread is recorded");
+    assert!(spread.launches >= 4, "{spread:?}");
     // The memory axis below the top level is modelled, at both CPU levels.
     let levels = m.header.axes.memory_bytes.len();
     assert_eq!(m.cells.len(), 2 * levels, "{log}");
@@ -199,6 +209,106 @@ pub fn interrupt_cancels_the_jobs(c: &Cluster) {
         .is_empty()
     });
     assert!(gone, "jobs left after Ctrl-C: {}", c.run("squeue", &[]));
+}
+
+/// A job that outgrows the memory Slurm gave it: its cell is infeasible and says the OOM killer
+/// took it, as in a local sweep, not a failure.
+pub fn an_oom_in_a_job_is_an_infeasible_cell(c: &Cluster) {
+    let dir = c.dir().join("oom");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Reports progress for a second, then touches 512 MiB, four times what Slurm allows it.
+    let script = "import json,os,time\nf=open(os.environ['PROFILER_PROGRESS_FILE'],'a')\nfor i in range(1,40):\n    f.write(json.dumps({'samples':i*10,'t':time.time()})+'\\n'); f.flush(); time.sleep(0.05)\nx=bytearray(512<<20)\nfor i in range(0,len(x),4096): x[i]=1\ntime.sleep(30)\n";
+    std::fs::write(dir.join("hog.py"), script).unwrap();
+    let spec = dir.join("hog.toml");
+    std::fs::write(
+        &spec,
+        "schema_version = 1\nname = \"hog\"\ncommand = [\"python3\", \"hog.py\"]\n\
+         [throughput]\nprotocol = \"progress-file\"\n[measure]\nwarmup_s = 0.2\nwindow_s = 0.5\n\
+         steady_windows = 50\nmax_s = 20\nstartup_timeout_s = 20\n[sweep]\ncpu = [1]\n",
+    )
+    .unwrap();
+    let out_file = dir.join("hog.matrix.jsonl");
+    let out = profiler(c, &["sweep", "--job"])
+        .arg(&spec)
+        .args(["--slurm", "--slurm-mem", "128", "-o"])
+        .arg(&out_file)
+        .output()
+        .expect("profiler runs");
+    let log = text(&out);
+    assert!(out.status.success(), "sweep --slurm failed:\n{log}");
+    let m = load_matrix(&out_file).expect("merged matrix loads");
+    let cell = m.cells.first().expect("one cell");
+    assert_eq!(cell.source, CellSource::Infeasible, "{cell:?}\n{log}");
+    assert!(
+        cell.note.as_deref().unwrap_or("").contains("OOM-killed"),
+        "{cell:?}"
+    );
+    assert_eq!(cell.node.as_deref(), Some(c.node().as_str()), "{cell:?}");
+}
+
+/// An interrupted `sweep --slurm`, run again with `--resume`, keeps the levels already merged,
+/// submits only the others, and ends with the whole matrix.
+pub fn resume_finishes_an_interrupted_sweep(c: &Cluster) {
+    let out_file = c.dir().join("resumed.matrix.jsonl");
+    let args = [
+        "sweep",
+        "--job",
+        INPUT_PIPELINE,
+        "--slurm",
+        "--slurm-skip-fractional",
+        "--launches",
+        "1",
+        "-o",
+    ];
+    let mut child = profiler(c, &args)
+        .arg(&out_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("profiler starts");
+    // The highest level runs first, alone; once its cells are merged, the next job runs.
+    let merged_one = wait_until(Duration::from_secs(240), || {
+        load_matrix(&out_file).is_ok_and(|m| !m.cells.is_empty())
+            && !c
+                .run("squeue", &["-h", "-t", "running", "-o", "%i"])
+                .trim()
+                .is_empty()
+    });
+    assert!(merged_one, "the first level never finished");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = wait_output(&mut child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let kept = load_matrix(&out_file).expect("the interrupted matrix loads");
+    let kept_levels: Vec<f64> = kept.cells.iter().map(|x| x.cpu).collect();
+    assert!(kept_levels.iter().all(|&cpu| cpu == 2.0), "{kept_levels:?}");
+    let out = profiler(c, &args)
+        .arg(&out_file)
+        .arg("--resume")
+        .output()
+        .expect("profiler runs");
+    let log = text(&out);
+    assert!(out.status.success(), "--resume failed:\n{log}");
+    assert!(log.contains("resuming"), "{log}");
+    assert!(
+        !log.contains("cpu 2: submitted"),
+        "the merged level was submitted again:\n{log}"
+    );
+    let m = load_matrix(&out_file).expect("the resumed matrix loads");
+    for cell in &kept.cells {
+        assert!(m.cells.contains(cell), "{cell:?} was not kept");
+    }
+    for cpu in [2.0, 1.0] {
+        assert!(
+            m.cells
+                .iter()
+                .any(|x| x.cpu == cpu && x.source == CellSource::Measured),
+            "no measured cell at {cpu} CPUs:\n{log}"
+        );
+    }
 }
 
 fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {

@@ -47,6 +47,8 @@ fn slurm_scenarios() {
     fleet::fractional_levels_are_refused(&cluster);
     fleet::steps_check_their_caps(&cluster);
     fleet::interrupt_cancels_the_jobs(&cluster);
+    fleet::resume_finishes_an_interrupted_sweep(&cluster);
+    fleet::an_oom_in_a_job_is_an_infeasible_cell(&cluster);
     fleet::input_pipeline_through_slurm(&cluster);
     grid::grid_as_job_array_matches_the_local_run(&cluster);
     grid::ctrl_c_cancels_the_array_and_the_merge(&cluster);

@@ -26,6 +26,10 @@ pub struct EffectiveCaps {
     pub memory_limit: Option<u64>,
     /// The memory cgroup's path (for messages).
     pub cgroup: String,
+    /// The file of this process's memory cgroup whose `oom_kill` line counts the processes the
+    /// OOM killer took in it (v1 `memory.oom_control`, v2 `memory.events`): a job this process
+    /// started is in the same cgroup.
+    pub oom_events: PathBuf,
 }
 
 /// Limits at or above this are the kernel's "unlimited" (v1 writes 2^63 rounded to a page).
@@ -79,6 +83,7 @@ impl EffectiveCaps {
                 cpus,
                 quota_cores,
                 memory_limit,
+                oom_events: root.join("memory").join(rel(&memory)).join(v1::OOM_CONTROL),
                 cgroup: memory,
             })
         } else {
@@ -103,9 +108,19 @@ impl EffectiveCaps {
                 cpus,
                 quota_cores,
                 memory_limit,
+                oom_events: dir.join(v2::MEMORY_EVENTS),
                 cgroup: path.to_string(),
             })
         }
+    }
+
+    /// Processes the OOM killer took in this process's memory cgroup so far; `None` where the
+    /// kernel does not say.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let text = read_opt(&self.oom_events)?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|n| n.trim().parse().ok())
     }
 
     /// Cores the process may use: its cpuset, or less under a quota.
@@ -234,6 +249,16 @@ mod tests {
         );
         let e = caps.check(1.0, Some(400 << 20)).unwrap_err();
         assert!(e.contains("allows 314572800 bytes"), "{e}");
+        // The OOM killer counts its kills in the memory cgroup of the process it took: the
+        // task's, where this process and the job it starts run.
+        assert_eq!(caps.oom_kills(), None, "no file yet");
+        write(
+            r,
+            &format!("memory/{step}/task_0"),
+            v1::OOM_CONTROL,
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+        );
+        assert_eq!(caps.oom_kills(), Some(2));
     }
 
     #[test]
@@ -265,11 +290,18 @@ mod tests {
             "1073741824\n",
         );
         write(r, step, v2::CPU_MAX, "max 100000\n");
+        write(
+            r,
+            step,
+            v2::MEMORY_EVENTS,
+            "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n",
+        );
         let caps = EffectiveCaps::read(&format!("0::/{step}\n"), r).unwrap();
         assert_eq!(caps.cpus, vec![2, 3]);
         assert_eq!(caps.memory_limit, Some(1 << 30));
         assert_eq!(caps.quota_cores, None);
         assert!(caps.check(2.0, Some(1 << 30)).is_ok());
+        assert_eq!(caps.oom_kills(), Some(1));
     }
 
     #[test]

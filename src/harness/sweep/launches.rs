@@ -157,6 +157,18 @@ pub fn hold_launch_spread(t: &Throughput, spread: &LaunchSpread) -> Throughput {
     held
 }
 
+/// Holds the spread pooled over `cells` ([`pooled_spread`]) in every one of their intervals
+/// ([`hold_launch_spread`]); the spread, where one was measured.
+pub fn hold_pooled_spread(cells: &mut [Cell]) -> Option<LaunchSpread> {
+    let spread = pooled_spread(cells)?;
+    for cell in cells.iter_mut() {
+        if let Some(t) = &cell.throughput {
+            cell.throughput = Some(hold_launch_spread(t, &spread));
+        }
+    }
+    Some(spread)
+}
+
 /// The sequential rule for a point measured on `launches`: launch it again while fewer than
 /// `max_launches` were taken, unless its launches already measure the spread between
 /// launches well enough ([`SPREAD_DEGREES_OF_FREEDOM`]) or agree within what one launch

@@ -3,6 +3,7 @@
 
 use super::{Sweep, SweepError, absolute, base_vars, render_all};
 use crate::harness::cgroup::RunCgroup;
+use crate::harness::cgroup::effective::EffectiveCaps;
 use crate::harness::dataset::evict_from_page_cache;
 use crate::harness::launch::{Launch, PROGRESS_FILE_ENV, RunningJob, path_with_own_dir};
 use crate::harness::plan::{Point, cpu_text, label};
@@ -15,6 +16,9 @@ pub(super) struct Run {
     pub(super) job: RunningJob,
     pub(super) cgroup: Option<RunCgroup>,
     pub(super) tail: ProgressTail,
+    /// In a Slurm step, whose cgroups Slurm owns: the caps of the step's cgroup, which the
+    /// job shares with the profiler, for its OOM kills.
+    step: Option<EffectiveCaps>,
     oom_base: u64,
 }
 
@@ -24,9 +28,7 @@ impl Run {
     }
 
     pub(super) fn oom_killed(&self) -> bool {
-        self.cgroup
-            .as_ref()
-            .is_some_and(|c| c.counters().oom_kills > self.oom_base)
+        oom_kills(self.cgroup.as_ref(), self.step.as_ref()) > self.oom_base
     }
 
     /// Resident memory of the job's processes right now, shared pages counted once.
@@ -36,6 +38,15 @@ impl Run {
             None => vec![self.job.pid()],
         };
         tree_resident_bytes(&pids)
+    }
+}
+
+/// OOM kills so far in the launch's cgroup, or in a Slurm step in the step's.
+fn oom_kills(cgroup: Option<&RunCgroup>, step: Option<&EffectiveCaps>) -> u64 {
+    match (cgroup, step) {
+        (Some(cg), _) => cg.counters().oom_kills,
+        (None, Some(caps)) => caps.oom_kills().unwrap_or(0),
+        (None, None) => 0,
     }
 }
 
@@ -139,11 +150,13 @@ impl Sweep<'_> {
             stdout: stdout_log,
             stderr: self.log_dir.join(format!("{tag}.stderr.log")),
         };
-        let oom_base = cgroup.as_ref().map_or(0, |c| c.counters().oom_kills);
+        let step = self.step.as_ref().map(|(_, caps)| caps.clone());
+        let oom_base = oom_kills(cgroup.as_ref(), step.as_ref());
         Ok(Run {
             job,
             cgroup,
             tail: ProgressTail::new(&spec.spec, progress_paths),
+            step,
             oom_base,
         })
     }

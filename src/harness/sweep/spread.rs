@@ -5,13 +5,11 @@
 //! [`another_launch`] asks for another launch of some point, at most `measure.launches`
 //! launches a point. Each point's cell is then the mean of its launches, with an interval for
 //! where one more lands. When the sweep ends, the spread pooled over every point measured on
-//! several launches is the floor of every cell's interval ([`hold_launch_spread`]), for the
+//! several launches is the floor of every cell's interval ([`hold_pooled_spread`]), for the
 //! cells that had a single launch (modelled ones, a point whose relaunch failed) and the
 //! points whose few launches happened to agree, and is recorded in the header.
 
-use super::launches::{
-    add_launch, another_launch, hold_launch_spread, launch_rates, pooled_spread,
-};
+use super::launches::{add_launch, another_launch, hold_pooled_spread, launch_rates};
 use super::measure::Outcome;
 use super::{Sweep, SweepError};
 use crate::harness::plan::{Again, Point};
@@ -115,14 +113,9 @@ impl Sweep<'_> {
     /// it in the header, and rewrites the file. Applying it twice (a resumed sweep) changes
     /// nothing more.
     pub(super) fn hold_launch_spread(&mut self) -> Result<(), SweepError> {
-        let Some(spread) = pooled_spread(&self.cells) else {
+        let Some(spread) = hold_pooled_spread(&mut self.cells) else {
             return Ok(());
         };
-        for cell in &mut self.cells {
-            if let Some(t) = &cell.throughput {
-                cell.throughput = Some(hold_launch_spread(t, &spread));
-            }
-        }
         self.observer.note(&spread.describe());
         let mut header = self.header.clone().unwrap_or_else(|| self.make_header());
         header.launch_spread = Some(spread);
