@@ -14,6 +14,13 @@ pub const SPREAD_DEGREES_OF_FREEDOM: u32 = 2;
 /// intervals say a single launch varies by (two launches that happen to agree prove no
 /// tighter spread than either measured). `None` for fewer than two launches.
 pub fn launch_sd(rates: &[Throughput]) -> Option<f64> {
+    let (between, within) = variances(rates)?;
+    Some(between.max(within).sqrt())
+}
+
+/// The sample variance of the launches' rates, and the mean variance one launch's own
+/// interval says it has (samples/s squared); `None` for fewer than two launches.
+fn variances(rates: &[Throughput]) -> Option<(f64, f64)> {
     let k = rates.len();
     if k < 2 {
         return None;
@@ -29,7 +36,7 @@ pub fn launch_sd(rates: &[Throughput]) -> Option<f64> {
         .map(|t| ((t.ci95_high - t.ci95_low) / 2.0 / 1.96).powi(2))
         .sum::<f64>()
         / k as f64;
-    Some(between.max(within).sqrt())
+    Some((between, within))
 }
 
 /// The throughput of one point from the throughputs of its launches: their mean, and a 95%
@@ -184,18 +191,7 @@ pub fn another_launch(launches: &[Throughput], max_launches: u32) -> bool {
     if k as u32 > SPREAD_DEGREES_OF_FREEDOM {
         return false;
     }
-    let mean = launches.iter().map(|t| t.samples_per_s).sum::<f64>() / k as f64;
-    let between = launches
-        .iter()
-        .map(|t| (t.samples_per_s - mean).powi(2))
-        .sum::<f64>()
-        / (k as f64 - 1.0);
-    let within = launches
-        .iter()
-        .map(|t| ((t.ci95_high - t.ci95_low) / 2.0 / 1.96).powi(2))
-        .sum::<f64>()
-        / k as f64;
-    between > within
+    variances(launches).is_some_and(|(between, within)| between > within)
 }
 
 #[cfg(test)]

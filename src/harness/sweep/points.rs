@@ -129,6 +129,21 @@ impl Sweep<'_> {
         Ok(())
     }
 
+    /// Measures `p` on a fresh launch.
+    pub(super) fn fresh_cell(&mut self, p: &Point) -> Result<Cell, SweepError> {
+        let started = Instant::now();
+        let limit = self.memory.bytes().map(|b| b[p.mem]);
+        let mut run = self.launch(p, limit)?;
+        let cell = match self.warm_up(&mut run, p, started)? {
+            Err(cell) => cell,
+            Ok(()) => match self.measure(&mut run, p, started)? {
+                Outcome::Cell(c) | Outcome::Died(c) => c,
+            },
+        };
+        run.job.stop();
+        Ok(cell)
+    }
+
     /// After an OOM at `p`, smaller memory at the same CPU level and parameters cannot fit either.
     pub(super) fn record_ruled_out_by_oom(&mut self, source: &mut dyn PointSource, p: &Point) {
         let oom = self

@@ -10,31 +10,14 @@
 //! points whose few launches happened to agree, and is recorded in the header.
 
 use super::launches::{add_launch, another_launch, hold_pooled_spread, launch_rates};
-use super::measure::Outcome;
 use super::{Sweep, SweepError};
 use crate::harness::plan::{Again, Point};
 use crate::matrix::{Cell, CellSource, Matrix};
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 impl Sweep<'_> {
     fn max_launches(&self) -> u32 {
         self.opts.spec.spec.measure.launches
-    }
-
-    /// Measures `p` on a fresh launch.
-    pub(super) fn fresh_cell(&mut self, p: &Point) -> Result<Cell, SweepError> {
-        let started = Instant::now();
-        let limit = self.memory.bytes().map(|b| b[p.mem]);
-        let mut run = self.launch(p, limit)?;
-        let cell = match self.warm_up(&mut run, p, started)? {
-            Err(cell) => cell,
-            Ok(()) => match self.measure(&mut run, p, started)? {
-                Outcome::Cell(c) | Outcome::Died(c) => c,
-            },
-        };
-        run.job.stop();
-        Ok(cell)
     }
 
     /// Launches the measured points of `params` again while the sequential rule asks for
