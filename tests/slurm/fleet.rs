@@ -185,18 +185,9 @@ pub fn interrupt_cancels_the_jobs(c: &Cluster) {
     .stderr(Stdio::piped())
     .spawn()
     .expect("profiler starts");
-    let running = wait_until(Duration::from_secs(60), || {
-        !c.run("squeue", &["-h", "-t", "running", "-o", "%i"])
-            .trim()
-            .is_empty()
-    });
+    let running = wait_until(Duration::from_secs(60), || a_job_is_running(c));
     assert!(running, "no job started running");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT");
-    let out = wait_output(&mut child, Duration::from_secs(30));
+    let out = interrupt(&mut child);
     let log = text(&out);
     assert_eq!(out.status.code(), Some(130), "{log}");
     assert!(log.contains("--resume"), "{log}");
@@ -268,19 +259,10 @@ pub fn resume_finishes_an_interrupted_sweep(c: &Cluster) {
         .expect("profiler starts");
     // The highest level runs first, alone; once its cells are merged, the next job runs.
     let merged_one = wait_until(Duration::from_secs(240), || {
-        load_matrix(&out_file).is_ok_and(|m| !m.cells.is_empty())
-            && !c
-                .run("squeue", &["-h", "-t", "running", "-o", "%i"])
-                .trim()
-                .is_empty()
+        load_matrix(&out_file).is_ok_and(|m| !m.cells.is_empty()) && a_job_is_running(c)
     });
     assert!(merged_one, "the first level never finished");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT");
-    let out = wait_output(&mut child, Duration::from_secs(30));
+    let out = interrupt(&mut child);
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     let kept = load_matrix(&out_file).expect("the interrupted matrix loads");
     let kept_levels: Vec<f64> = kept.cells.iter().map(|x| x.cpu).collect();
@@ -309,6 +291,22 @@ pub fn resume_finishes_an_interrupted_sweep(c: &Cluster) {
             "no measured cell at {cpu} CPUs:\n{log}"
         );
     }
+}
+
+fn a_job_is_running(c: &Cluster) -> bool {
+    !c.run("squeue", &["-h", "-t", "running", "-o", "%i"])
+        .trim()
+        .is_empty()
+}
+
+/// Ctrl-C to a running `profiler sweep --slurm`, and what it printed until it exited.
+fn interrupt(child: &mut std::process::Child) -> Output {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    wait_output(child, Duration::from_secs(30))
 }
 
 fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
