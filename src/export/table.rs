@@ -35,8 +35,8 @@ fn finite(v: f64) -> Option<f64> {
 ///   `iteration_p50_s`, `iteration_p95_s`, `cpu_cores_used`, `throttled_s_per_s`,
 ///   `rss_peak_bytes`, `page_cache_bytes`, `storage_read_bytes_per_s`, `gpu_utilization_pct`,
 ///   `gpu_sm_clock_mhz`, `gpu_memory_used_bytes`, `gpu_power_w`, `gpu_sm_activity_pct`,
-///   `launches` (launches the rate comes from), `other_cores`, `run_wait_cores`, `disturbed`,
-///   `disturbed_by` (the cell's interference), `note`, `wall_s`;
+///   `launches` (launches the rate comes from), `other_cores`, `run_wait_cores`,
+///   `elsewhere_cores`, `disturbed`, `disturbed_by` (the cell's interference), `note`, `wall_s`;
 /// * the matrix's best-case demand (per GPU, first parameter combination): `demand_server`,
 ///   `demand_eps`, `demand_params`, `demand_cpus_per_gpu`, `demand_mem_gb_per_gpu`,
 ///   `demand_samples_per_s_per_gpu`, `demand_best_samples_per_s_per_gpu`,
@@ -195,6 +195,10 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
         col(
             "run_wait_cores",
             f(&|_, c| itf(c).and_then(|i| i.run_wait_cores)),
+        ),
+        col(
+            "elsewhere_cores",
+            f(&|_, c| itf(c).and_then(|i| i.elsewhere_cores)),
         ),
         col("disturbed", b(&|_, c| itf(c).map(|i| i.disturbed))),
         col(

@@ -36,6 +36,14 @@
 //! only the half the job may not use), nor is one throttled by its own quota, nor one that
 //! leaves its CPUs idle. A job capped at 1 core that gets 0.4 of it beside a hog is.
 //!
+//! Other processes busy on the rest of the machine slow a job without taking any of its CPU
+//! time: they share its caches and memory bandwidth (and, where CPUs are hyperthreads of one
+//! core or a hypervisor's virtual CPUs, its execution units). A job at its cap beside a memory
+//! copy on every other core runs 15-20% slower on a small VM and nothing on its own CPUs shows
+//! it. So a window is also disturbed, whatever the job's own counters say, when other processes
+//! used more than `max(0.5, 25% of those CPUs)` cores of the profiler's CPUs the job is not
+//! pinned to (plus the counters' resolution), the profiler's own time taken off.
+//!
 //! A window is not judged at all ([`judge`] gives `None`, and the window is kept) when it is
 //! shorter than [`MIN_WINDOW`], when the two snapshots cover different CPUs (the job was
 //! re-capped in between), or when a counter went backwards or grew by more than the CPUs could
@@ -86,6 +94,11 @@ const CAPACITY_SLACK: f64 = 0.1;
 pub const RUN_WAIT_CORES: f64 = 0.1;
 /// ... plus this share of the job's shortfall.
 pub const RUN_WAIT_SHORTFALL_SHARE: f64 = 0.25;
+/// Other processes on the CPUs the job is not pinned to disturb a window above this many
+/// cores...
+pub const ELSEWHERE_CORES: f64 = 0.5;
+/// ... or this share of those CPUs, whichever is more.
+pub const ELSEWHERE_SHARE: f64 = 0.25;
 /// Disturbed windows a cell may discard, per window its estimate uses.
 pub const REMEASURE_PER_STEADY_WINDOW: usize = 2;
 
@@ -108,12 +121,24 @@ pub enum HostCpuError {
     NoSomeLine { path: PathBuf },
 }
 
-/// Samples the time counters of a set of CPUs.
+/// Samples the time counters of a set of CPUs (the job's) and, where set, of the rest of the
+/// CPUs the profiler may use.
 #[derive(Debug, Clone)]
 pub struct HostCpu {
     proc_root: PathBuf,
     cpus: Vec<u32>,
+    /// Every CPU the profiler may use; those not in `cpus` are the rest.
+    all: Vec<u32>,
     tick_ns: u64,
+}
+
+/// Busy time on the CPUs the job is not pinned to, at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestSnapshot {
+    /// user + nice + system + irq + softirq + steal, summed over `cpus`.
+    pub busy_ns: u64,
+    /// The CPUs summed, ascending; never empty.
+    pub cpus: Vec<u32>,
 }
 
 /// The counters of a set of CPUs at one moment, summed over the CPUs.
@@ -132,6 +157,8 @@ pub struct HostSnapshot {
     pub cpus: Vec<u32>,
     /// Resolution of the counters: nanoseconds per tick.
     pub tick_ns: u64,
+    /// The rest of the profiler's CPUs; `None` when the job has them all.
+    pub rest: Option<RestSnapshot>,
 }
 
 impl HostCpu {
@@ -152,19 +179,23 @@ impl HostCpu {
         let mut h = HostCpu {
             proc_root: proc_root.into(),
             cpus: Vec::new(),
+            all: Vec::new(),
             tick_ns: (1_000_000_000 / hz).max(1),
         };
         h.set_cpus(cpus);
         h
     }
 
+    /// Also samples the CPUs of `all` (the profiler's) that the job is not pinned to.
+    pub fn with_rest_of(mut self, all: &[u32]) -> Self {
+        self.all = sorted_unique(all);
+        self
+    }
+
     /// Samples other CPUs from now on (the job was re-pinned). Snapshots taken before do not
     /// pair with later ones: [`judge`] leaves such a window unjudged.
     pub fn set_cpus(&mut self, cpus: &[u32]) {
-        let mut cpus = cpus.to_vec();
-        cpus.sort_unstable();
-        cpus.dedup();
-        self.cpus = cpus;
+        self.cpus = sorted_unique(cpus);
     }
 
     pub fn cpus(&self) -> &[u32] {
@@ -180,6 +211,21 @@ impl HostCpu {
             source,
         })?;
         let (busy, idle, steal) = cpu_ticks(&text, &self.cpus, &path)?;
+        let rest: Vec<u32> = self
+            .all
+            .iter()
+            .filter(|c| !self.cpus.contains(c))
+            .copied()
+            .collect();
+        let rest = match rest.is_empty() {
+            true => None,
+            false => Some(RestSnapshot {
+                busy_ns: cpu_ticks(&text, &rest, &path)?
+                    .0
+                    .saturating_mul(self.tick_ns),
+                cpus: rest,
+            }),
+        };
         Ok(HostSnapshot {
             at,
             busy_ns: busy.saturating_mul(self.tick_ns),
@@ -188,6 +234,7 @@ impl HostCpu {
             pressure_some_us: self.pressure()?,
             cpus: self.cpus.clone(),
             tick_ns: self.tick_ns,
+            rest,
         })
     }
 
@@ -206,6 +253,13 @@ impl HostCpu {
             Err(source) => Err(HostCpuError::Read { path, source }),
         }
     }
+}
+
+fn sorted_unique(cpus: &[u32]) -> Vec<u32> {
+    let mut cpus = cpus.to_vec();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
 }
 
 /// CPU time this process (the profiler) has used, nanoseconds; `None` where `/proc/self/stat`
@@ -324,6 +378,9 @@ pub struct JobWindow {
     /// so it is not other load; it is taken off the busy time, at most all of what was not the
     /// job's (it may have run on other CPUs).
     pub profiler_ns: u64,
+    /// CPU time the profiler's process used in all, nanoseconds: taken off the busy time of
+    /// the rest of the CPUs, where it runs while the job does not have them all.
+    pub profiler_total_ns: u64,
     /// Time the job's tasks waited on a run queue, nanoseconds summed over its tasks
     /// ([`run_wait::RunWait`]); `None` where it could not be read. Only judged when the
     /// profiler ran elsewhere (`profiler_ns` is then 0): its sampling on the job's CPUs makes
@@ -353,6 +410,9 @@ pub struct WindowLoad {
     pub run_wait_cores: Option<f64>,
     /// Share of the window some task of the job waited for a CPU, percent (cgroup v2).
     pub job_pressure_pct: Option<f64>,
+    /// Busy time of other processes on the rest of the profiler's CPUs (not the job's, the
+    /// profiler's own taken off), cores; `None` when the job has them all.
+    pub elsewhere_cores: Option<f64>,
     /// What disturbed the window (the module's rule); `None`: undisturbed.
     pub disturbed_by: Option<DisturbedBy>,
 }
@@ -364,6 +424,9 @@ pub enum DisturbedBy {
     OtherProcesses,
     /// The job's own tasks waited on a run queue while below their cap.
     RunQueueWait,
+    /// Other processes kept the rest of the machine's CPUs busy: they share the job's caches,
+    /// memory bandwidth and, on hyperthreads or virtual CPUs, its cores.
+    BusyElsewhere,
 }
 
 impl DisturbedBy {
@@ -371,6 +434,7 @@ impl DisturbedBy {
         match self {
             DisturbedBy::OtherProcesses => "other processes on the job's CPUs",
             DisturbedBy::RunQueueWait => "the job's tasks waiting for a CPU",
+            DisturbedBy::BusyElsewhere => "other processes busy on the machine's other CPUs",
         }
     }
 }
@@ -429,12 +493,18 @@ pub fn judge(before: &HostSnapshot, after: &HostSnapshot, job: JobWindow) -> Opt
         && run_wait_cores
             .or(job_pressure)
             .is_some_and(|w| w > RUN_WAIT_CORES + RUN_WAIT_SHORTFALL_SHARE * shortfall.max(0.0));
-    let disturbed_by = if !below_cap || throttled || idle_explains {
-        None
-    } else if others_took {
+    let elsewhere = busy_elsewhere(before, after, &job, wall_ns);
+    let disturbed_by = if below_cap && !throttled && !idle_explains && others_took {
         Some(DisturbedBy::OtherProcesses)
-    } else if waited && not_job > OTHER_CORES + resolution {
+    } else if below_cap
+        && !throttled
+        && !idle_explains
+        && waited
+        && not_job > OTHER_CORES + resolution
+    {
         Some(DisturbedBy::RunQueueWait)
+    } else if elsewhere.is_some_and(|(cores, limit)| cores > limit) {
+        Some(DisturbedBy::BusyElsewhere)
     } else {
         None
     };
@@ -447,8 +517,29 @@ pub fn judge(before: &HostSnapshot, after: &HostSnapshot, job: JobWindow) -> Opt
         steal_cores: steal.min(n),
         run_wait_cores,
         job_pressure_pct: job_pressure.map(|p| p * 100.0),
+        elsewhere_cores: elsewhere.map(|(cores, _)| cores),
         disturbed_by,
     })
+}
+
+/// Cores other processes used on the rest of the profiler's CPUs over a window of `wall_ns`,
+/// and the most they may use before the window is disturbed (the threshold plus the counters'
+/// resolution); `None` when the job had every CPU or the counters do not pair.
+fn busy_elsewhere(
+    before: &HostSnapshot,
+    after: &HostSnapshot,
+    job: &JobWindow,
+    wall_ns: f64,
+) -> Option<(f64, f64)> {
+    let (a, b) = (before.rest.as_ref()?, after.rest.as_ref()?);
+    if a.cpus != b.cpus {
+        return None;
+    }
+    let n = a.cpus.len() as f64;
+    let busy = (b.busy_ns.checked_sub(a.busy_ns)? as f64 / wall_ns).min(n);
+    let cores = (busy - job.profiler_total_ns as f64 / wall_ns).max(0.0);
+    let resolution = 2.0 * n * before.tick_ns.max(after.tick_ns) as f64 / wall_ns;
+    Some((cores, ELSEWHERE_CORES.max(ELSEWHERE_SHARE * n) + resolution))
 }
 
 /// Time-weighted mean of an optional per-window value.
@@ -481,6 +572,7 @@ struct Sums {
     pressure: OptionalMean,
     run_wait: OptionalMean,
     job_pressure: OptionalMean,
+    elsewhere: OptionalMean,
 }
 
 impl Sums {
@@ -492,6 +584,7 @@ impl Sums {
         self.pressure.add(l.pressure_pct, l.seconds);
         self.run_wait.add(l.run_wait_cores, l.seconds);
         self.job_pressure.add(l.job_pressure_pct, l.seconds);
+        self.elsewhere.add(l.elsewhere_cores, l.seconds);
     }
 
     /// The cell's interference from these windows; `None` when they cover no time.
@@ -503,6 +596,7 @@ impl Sums {
             steal_cores: Some(self.steal / self.seconds).filter(|s| *s > 0.0),
             run_wait_cores: self.run_wait.mean(),
             job_cpu_pressure_pct: self.job_pressure.mean(),
+            elsewhere_cores: self.elsewhere.mean(),
             ..Interference::default()
         })
     }
@@ -591,17 +685,27 @@ impl InterferenceTracker {
     /// A note for a cell whose estimate still includes disturbed windows: what disturbed it.
     pub fn note(&self) -> Option<String> {
         let s = self.summary().filter(|s| s.disturbed)?;
-        let n: usize = self.causes().iter().map(|(_, n)| n).sum();
-        let mut what = format!(
-            "other processes used {:.2} cores of the job's CPUs",
-            s.other_cores
-        );
-        if let Some(steal) = s.steal_cores {
-            what.push_str(&format!(" ({steal:.2} of it stolen by the hypervisor)"));
-        }
-        if let Some(w) = s.run_wait_cores {
-            what.push_str(&format!(", its tasks waited {w:.2} cores for a CPU"));
-        }
+        let causes = self.causes();
+        let n: usize = causes.iter().map(|(_, n)| n).sum();
+        let what = match (causes.first(), s.elsewhere_cores) {
+            (Some((DisturbedBy::BusyElsewhere, _)), Some(e)) => format!(
+                "other processes used {e:.2} cores of the machine's other CPUs, which share the \
+                 job's caches and memory bandwidth"
+            ),
+            _ => {
+                let mut what = format!(
+                    "other processes used {:.2} cores of the job's CPUs",
+                    s.other_cores
+                );
+                if let Some(steal) = s.steal_cores {
+                    what.push_str(&format!(" ({steal:.2} of it stolen by the hypervisor)"));
+                }
+                if let Some(w) = s.run_wait_cores {
+                    what.push_str(&format!(", its tasks waited {w:.2} cores for a CPU"));
+                }
+                what
+            }
+        };
         Some(format!(
             "disturbed by {}: {what} in {n} of the windows measured, after {} disturbed \
              windows were measured again; the rate is not the job's own, re-measure on a quiet \

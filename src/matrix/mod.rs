@@ -439,13 +439,17 @@ pub struct Interference {
     /// The job cgroup's own CPU pressure, `some`, percent (cgroup v2 only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_cpu_pressure_pct: Option<f64>,
+    /// CPU time other processes used on the rest of the profiler's CPUs (those the job is not
+    /// pinned to), in cores; absent when the job had them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elsewhere_cores: Option<f64>,
     /// Disturbed windows discarded and measured again.
     pub discarded_windows: u32,
     /// The cell is still disturbed: its kept windows include disturbed ones because the
     /// re-measurements ran out. Its rate is kept but is not the job's own.
     pub disturbed: bool,
     /// What disturbed a disturbed cell, in words (`other processes on the job's CPUs`, `the
-    /// job's tasks waiting for a CPU`).
+    /// job's tasks waiting for a CPU`, `other processes busy on the machine's other CPUs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbed_by: Option<String>,
 }

@@ -85,6 +85,7 @@ fn job(cores: f64, throttled_s_per_s: f64, cap: f64, seconds: f64) -> JobWindow 
         throttled_ns: (throttled_s_per_s * seconds * 1e9) as u64,
         cap_cores: cap,
         profiler_ns: 0,
+        profiler_total_ns: 0,
         run_wait_ns: None,
         pressure_ns: None,
     }
@@ -150,6 +151,65 @@ fn the_profilers_own_sampling_is_not_other_load() {
     window.profiler_ns = 400_000_000;
     let l = judge(&a, &b, window).expect("judged");
     assert!(l.disturbed() && close(l.other_cores, 0.6), "{l:?}");
+}
+
+/// Judges a 2 s window of a job on CPU 0 at its 1-CPU cap, with CPU 1 (the rest of a
+/// 2-CPU profiler) busy for `busy_elsewhere` cores, the profiler's own `profiler` included.
+fn at_cap_beside(busy_elsewhere: f64, profiler: f64) -> WindowLoad {
+    let tree = ProcTree::new();
+    let host = tree.host(&[0]).with_rest_of(&[0, 1]);
+    let busy = (busy_elsewhere * 200.0).round() as u64;
+    tree.stat(&[(1000, 5000), (700, 900)]);
+    let a = host.snapshot().expect("snapshot");
+    tree.stat(&[(1200, 5000), (700 + busy, 900 + 200 - busy)]);
+    let mut b = host.snapshot().expect("snapshot");
+    b.at = a.at + Duration::from_secs(2);
+    let mut window = job(1.0, 0.0, 1.0, 2.0);
+    window.profiler_total_ns = (profiler * 2e9) as u64;
+    judge(&a, &b, window).expect("judged")
+}
+
+#[test]
+fn others_busy_on_the_rest_of_the_machine_disturb_a_job_at_its_cap() {
+    // A memory copy on the other core: the job's own counters look perfect.
+    let l = at_cap_beside(1.0, 0.0);
+    assert_eq!(l.disturbed_by, Some(DisturbedBy::BusyElsewhere), "{l:?}");
+    assert!(close(l.elsewhere_cores.unwrap(), 1.0) && close(l.other_cores, 0.0));
+    // The profiler's own sampling there is not other load.
+    let l = at_cap_beside(0.7, 0.6);
+    assert!(
+        !l.disturbed() && close(l.elsewhere_cores.unwrap(), 0.1),
+        "{l:?}"
+    );
+    // A little background (a daemon, the kernel's writeback) is not either.
+    assert!(!at_cap_beside(0.3, 0.0).disturbed());
+    // Without the rest sampled (the job has every CPU) there is nothing to judge.
+    assert_eq!(one_cpu(1.0, 1.0, 0.0, 1.0).elsewhere_cores, None);
+}
+
+#[test]
+fn the_rest_threshold_grows_with_the_machine() {
+    // 15 other CPUs: 3 busy cores are background, 4 (over a quarter of them) are not.
+    let tree = ProcTree::new();
+    let host = tree.host(&[0]).with_rest_of(&(0..16).collect::<Vec<_>>());
+    let judged = |busy_cores: u64| {
+        let idle: Vec<Ticks> = (0..16).map(|_| (0, 0)).collect();
+        tree.stat(&idle);
+        let a = host.snapshot().expect("snapshot");
+        let after: Vec<Ticks> = (0..16u64)
+            .map(|c| match c {
+                0 => (200, 0),
+                c if c <= busy_cores => (200, 0),
+                _ => (0, 200),
+            })
+            .collect();
+        tree.stat(&after);
+        let mut b = host.snapshot().expect("snapshot");
+        b.at = a.at + Duration::from_secs(2);
+        judge(&a, &b, job(1.0, 0.0, 1.0, 2.0)).expect("judged")
+    };
+    assert!(!judged(3).disturbed());
+    assert_eq!(judged(4).disturbed_by, Some(DisturbedBy::BusyElsewhere));
 }
 
 #[test]
@@ -346,6 +406,7 @@ fn load(disturbed: bool, other: f64) -> Option<WindowLoad> {
         steal_cores: 0.0,
         run_wait_cores: None,
         job_pressure_pct: None,
+        elsewhere_cores: None,
         disturbed_by: disturbed.then_some(DisturbedBy::OtherProcesses),
     })
 }
@@ -400,6 +461,7 @@ fn snapshot(busy_ns: u64, idle_ns: u64, cpus: usize, pressure: Option<u64>) -> H
         pressure_some_us: pressure,
         cpus: (0..cpus as u32).collect(),
         tick_ns: 10_000_000,
+        rest: None,
     }
 }
 
@@ -413,12 +475,27 @@ proptest! {
         cap in prop_oneof![
             Just(f64::NAN), Just(f64::INFINITY), Just(-1.0), Just(0.0), 0.001f64..128.0
         ],
+        rest in proptest::option::of((any::<u64>(), any::<u64>(), 1usize..64)),
+        profiler_total_ns in any::<u64>(),
     ) {
-        let a = snapshot(b0, i0, cpus, p0);
+        let mut a = snapshot(b0, i0, cpus, p0);
         let mut b = snapshot(b0.wrapping_add(db), i0.wrapping_add(di), cpus, p1);
         b.at = a.at + Duration::from_millis(ms);
-        let j = JobWindow { cpu_ns, throttled_ns, cap_cores: cap, profiler_ns: 0, run_wait_ns: None, pressure_ns: None };
+        if let Some((r0, dr, rn)) = rest {
+            let others: Vec<u32> = (0..rn as u32).map(|c| c + cpus as u32).collect();
+            a.rest = Some(RestSnapshot { busy_ns: r0, cpus: others.clone() });
+            b.rest = Some(RestSnapshot { busy_ns: r0.wrapping_add(dr), cpus: others });
+        }
+        let j = JobWindow { cpu_ns, throttled_ns, cap_cores: cap, profiler_ns: 0, profiler_total_ns, run_wait_ns: None, pressure_ns: None };
         if let Some(l) = judge(&a, &b, j) {
+            if let Some(e) = l.elsewhere_cores {
+                let rn = rest.map_or(0, |r| r.2) as f64;
+                prop_assert!(e.is_finite() && (0.0..=rn).contains(&e), "{l:?}");
+            }
+            prop_assert_eq!(l.elsewhere_cores.is_some(), rest.is_some() && b.rest.as_ref().unwrap().busy_ns >= a.rest.as_ref().unwrap().busy_ns);
+            if l.disturbed_by == Some(DisturbedBy::BusyElsewhere) {
+                return Ok(());
+            }
             for v in [l.seconds, l.job_cores, l.other_cores, l.idle_cores] {
                 prop_assert!(v.is_finite() && v >= 0.0, "{l:?}");
             }
@@ -450,7 +527,7 @@ proptest! {
         b.at = a.at + Duration::from_secs_f64(seconds);
         let cap = cap_share * n;
         let cpu_ns = (busy as f64 * job_share) as u64;
-        let j = JobWindow { cpu_ns, throttled_ns: 0, cap_cores: cap, profiler_ns: 0, run_wait_ns: None, pressure_ns: None };
+        let j = JobWindow { cpu_ns, throttled_ns: 0, cap_cores: cap, profiler_ns: 0, profiler_total_ns: 0, run_wait_ns: None, pressure_ns: None };
         let l = judge(&a, &b, j);
         prop_assert!(l.is_some());
         let l = l.unwrap();
@@ -620,6 +697,29 @@ fn a_disturbed_cell_says_what_disturbed_it() {
         note.contains("waiting for a CPU")
             && note.contains("waited 0.80 cores")
             && note.contains("used 0.12 cores"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_cell_disturbed_from_elsewhere_says_so() {
+    let mut t = InterferenceTracker::new(1);
+    let busy = WindowLoad {
+        elsewhere_cores: Some(0.98),
+        disturbed_by: Some(DisturbedBy::BusyElsewhere),
+        ..load(false, 0.0).unwrap()
+    };
+    assert!(t.push(Some(busy)) && t.push(Some(busy)));
+    assert!(!t.push(Some(busy)), "re-measurements run out");
+    let s = t.summary().expect("summary");
+    assert!(s.disturbed && s.elsewhere_cores == Some(0.98), "{s:?}");
+    assert_eq!(
+        s.disturbed_by.as_deref(),
+        Some("other processes busy on the machine's other CPUs")
+    );
+    let note = t.note().expect("note");
+    assert!(
+        note.contains("0.98 cores of the machine's other CPUs") && !note.contains("waited"),
         "{note}"
     );
 }

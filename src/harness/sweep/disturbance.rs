@@ -57,7 +57,7 @@ impl WindowJudge {
         let cgroup = cgroup?;
         let job_cpus = pinned_cpus(cpus, cap_cores);
         let profiler = OffJobCpus::move_off(&job_cpus, cpus);
-        let host = HostCpu::new(PROC_ROOT, &job_cpus);
+        let host = HostCpu::new(PROC_ROOT, &job_cpus).with_rest_of(cpus);
         let snapshot = Snapshot::take(&host, cgroup)?;
         Some(WindowJudge {
             host,
@@ -84,6 +84,7 @@ impl WindowJudge {
                         true => 0,
                         false => b.profiler_ns.saturating_sub(a.profiler_ns),
                     },
+                    profiler_total_ns: b.profiler_ns.saturating_sub(a.profiler_ns),
                     run_wait_ns: match (&a.run_wait, &b.run_wait) {
                         (Some(x), Some(y)) => Some(y.since(x)),
                         _ => None,
