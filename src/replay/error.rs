@@ -81,6 +81,22 @@ pub enum ReplayError {
     Plot(#[from] crate::plot::PlotError),
     #[error("no progress: {0} (every waiting job gets no throughput; check profiles and cluster)")]
     NoProgress(String),
+    /// A mechanism's placements break the cluster (a GPU booked twice, a server over its
+    /// CPUs or memory, a job on the wrong number of GPUs).
+    #[error("mechanism {mechanism} placed jobs wrongly in the round at t={t} s: {message}")]
+    Placement {
+        mechanism: String,
+        t: f64,
+        message: String,
+    },
+    /// A policy or mechanism written outside the crate (a Python plug-in) failed.
+    #[error("{name} failed in the round at t={t} s: {message}")]
+    Plugin {
+        /// `policy NAME` or `mechanism NAME`.
+        name: String,
+        t: f64,
+        message: String,
+    },
     /// An invariant of the engine broke; this is a bug.
     #[error("internal error (bug): {0}")]
     Internal(String),

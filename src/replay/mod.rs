@@ -15,26 +15,28 @@ pub mod input;
 pub mod job;
 pub mod mechanism;
 pub mod metrics;
+pub mod model_names;
 pub mod plot;
 pub mod policy;
 pub mod profile;
 pub mod report;
+pub mod runner;
+pub mod scenario;
 pub mod tables;
 pub mod workload;
 pub mod zoo;
 
 pub use error::ReplayError;
 pub use profile::Semantics;
+pub use runner::{Scheme, run_schemes, schemes_by_name};
+pub use scenario::Scenario;
 
-use cluster::{Cluster, ClusterSpec};
-use engine::{EngineConfig, RoundRow, simulate, simulate_into};
-use job::JobSpec;
+use cluster::ClusterSpec;
+use engine::RoundRow;
 use metrics::{JobRecord, Summary};
-use profile::ProfileSet;
-use std::collections::HashMap;
 use std::path::PathBuf;
-use workload::synthetic::{Synthetic, SyntheticSpec};
-use workload::{Assigner, Binder, WideJobs};
+use workload::WideJobs;
+use workload::synthetic::SyntheticSpec;
 
 /// Where the jobs come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,65 +134,6 @@ pub struct ReplaySummary {
     pub runs: Vec<RunResult>,
 }
 
-/// Jobs loaded from a trace, or the synthetic spec to generate them lazily per run.
-enum Loaded {
-    Jobs(Vec<JobSpec>),
-    Synthetic(SyntheticSpec),
-}
-
-/// Where each trace job came from: the trace, and job id -> line.
-type Origins = Option<(PathBuf, HashMap<u64, usize>)>;
-
-fn load_workload(
-    opts: &ReplayOptions,
-    cluster: &Cluster,
-    profiles: &ProfileSet,
-) -> Result<(Loaded, u64, Origins), ReplayError> {
-    let path = match &opts.workload {
-        WorkloadSpec::Synthetic(s) => return Ok((Loaded::Synthetic(s.clone()), 0, None)),
-        WorkloadSpec::SynergyCsv(p)
-        | WorkloadSpec::PhillyCsv(p)
-        | WorkloadSpec::PhillyJson(p)
-        | WorkloadSpec::Alibaba(p)
-        | WorkloadSpec::Canonical(p) => p.clone(),
-    };
-    let mut binder = Binder::new(profiles, cluster.total_gpus, path.clone(), opts.wide_jobs);
-    let assigner = || {
-        Assigner::new(
-            profiles,
-            opts.split,
-            opts.seed,
-            cluster.reference_share(),
-            opts.semantics,
-        )
-    };
-    let jobs = match &opts.workload {
-        WorkloadSpec::SynergyCsv(_) => workload::synergy_csv::read(&path, &mut binder)?,
-        WorkloadSpec::Canonical(_) => workload::canonical::read(&path, &mut binder)?,
-        WorkloadSpec::PhillyCsv(_) => {
-            workload::philly::read_csv(&path, &mut binder, &mut assigner()?)?
-        }
-        WorkloadSpec::PhillyJson(_) => {
-            workload::philly::read_json(&path, &mut binder, &mut assigner()?)?
-        }
-        WorkloadSpec::Alibaba(_) => workload::alibaba::read(&path, &mut binder, &mut assigner()?)?,
-        WorkloadSpec::Synthetic(_) => unreachable!("handled above"),
-    };
-    if jobs.is_empty() {
-        return Err(ReplayError::parse(
-            &path,
-            1,
-            "the trace has no jobs to replay",
-        ));
-    }
-    let origins = std::mem::take(&mut binder.origins);
-    Ok((
-        Loaded::Jobs(jobs),
-        binder.skipped_wide,
-        Some((path, origins)),
-    ))
-}
-
 /// Checks the round length, horizon and window against [`bounds`] ([`run`] does this first).
 pub fn check_options(opts: &ReplayOptions) -> Result<(), ReplayError> {
     let opt = |r: Result<f64, String>| r.map(|_| ()).map_err(ReplayError::Options);
@@ -227,30 +170,6 @@ pub fn check_options(opts: &ReplayOptions) -> Result<(), ReplayError> {
     Ok(())
 }
 
-/// Names the trace line of each job a horizon error lists.
-fn with_origins(e: ReplayError, origins: &Origins) -> ReplayError {
-    match (e, origins) {
-        (
-            ReplayError::Horizon {
-                horizon_s,
-                count,
-                mut jobs,
-            },
-            Some((path, lines)),
-        ) => {
-            for j in &mut jobs {
-                j.origin = lines.get(&j.job_id).map(|&l| (path.clone(), l));
-            }
-            ReplayError::Horizon {
-                horizon_s,
-                count,
-                jobs,
-            }
-        }
-        (e, _) => e,
-    }
-}
-
 /// Progress of a replay, per scheme `k` (index into the options' schemes). The CLI draws bars
 /// from it; [`run`] reports to no one.
 pub trait ReplayObserver: Sync {
@@ -276,225 +195,13 @@ pub fn run(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayError> {
     run_observed(opts, &Unobserved)
 }
 
-/// [`run`], reporting progress to `observer`.
+/// [`run`], reporting progress to `observer`: the built-in schemes the options name, on the
+/// scenario they describe.
 pub fn run_observed(
     opts: &ReplayOptions,
     observer: &dyn ReplayObserver,
 ) -> Result<ReplaySummary, ReplayError> {
-    let cluster = opts.cluster.build()?;
-    let mut profiles = match &opts.profiles {
-        Some(p) => ProfileSet::load(p)?,
-        None => ProfileSet::builtin_zoo(),
-    };
-    if let Some(penalty) = opts.spread_penalty {
-        if !(penalty > 0.0 && penalty <= 1.0) {
-            return Err(ReplayError::Options(format!(
-                "--spread-penalty {penalty}: expected a throughput multiplier in (0, 1]"
-            )));
-        }
-        profiles.set_placement_penalty(penalty);
-    }
-    if opts.schemes.is_empty() {
-        return Err(ReplayError::Options(
-            "no policy/mechanism pair to run".into(),
-        ));
-    }
-    let mut schemes = Vec::new();
-    for (p, m) in &opts.schemes {
-        let policy = policy::by_name(p).ok_or_else(|| {
-            ReplayError::Options(format!("unknown policy {p:?}; known: {}", policy::names()))
-        })?;
-        let mech = mechanism::by_name(m).ok_or_else(|| {
-            ReplayError::Options(format!(
-                "unknown mechanism {m:?}; known: {}",
-                mechanism::names()
-            ))
-        })?;
-        schemes.push((policy, mech));
-    }
-    check_options(opts)?;
-    let (mut loaded, skipped, origins) = load_workload(opts, &cluster, &profiles)?;
-    // A synthetic workload with a window and no job count: arrivals go on for as many jobs
-    // again as the window holds after it, then stop, so that a policy that starves long jobs
-    // under overload (SRTF) still lets the window finish.
-    if let (Loaded::Synthetic(s), Some((a, b))) = (&mut loaded, opts.window)
-        && s.max_jobs.is_none()
-    {
-        s.max_jobs = Some(b + 1 + (b - a + 1));
-    }
-    if let (Loaded::Synthetic(s), None) = (&loaded, opts.window)
-        && s.max_jobs.is_none()
-    {
-        return Err(ReplayError::Options(
-            "a synthetic workload needs --jobs N or --window A..B to know when to stop".into(),
-        ));
-    }
-    if let (Loaded::Jobs(jobs), Some((_, b))) = (&loaded, opts.window)
-        && !jobs.iter().any(|j| j.id >= b)
-    {
-        return Err(ReplayError::Options(format!(
-            "window ends at job {b} but the trace has no job with that id or a later one"
-        )));
-    }
-    if let (Loaded::Jobs(jobs), Some((a, b))) = (&loaded, opts.window)
-        && !jobs.iter().any(|j| (a..=b).contains(&j.id))
-    {
-        return Err(ReplayError::Options(format!(
-            "window {a}..{b} holds no job of the trace, so there would be nothing to measure"
-        )));
-    }
-    let workload_name = match &opts.workload {
-        WorkloadSpec::Synthetic(s) => format!(
-            "synthetic: {} jobs/h, seed {}, split {:?}, GPUs {:?}",
-            s.jobs_per_hour, s.seed, s.split, s.gpu_demand
-        ),
-        WorkloadSpec::SynergyCsv(p)
-        | WorkloadSpec::PhillyCsv(p)
-        | WorkloadSpec::PhillyJson(p)
-        | WorkloadSpec::Alibaba(p)
-        | WorkloadSpec::Canonical(p) => p.display().to_string(),
-    };
-
-    let total_jobs = match (&loaded, opts.window) {
-        (_, Some((a, b))) => Some(b - a + 1),
-        (Loaded::Jobs(jobs), None) => Some(jobs.len() as u64),
-        (Loaded::Synthetic(s), None) => s.max_jobs,
-    };
-    let run_one = |k: usize| -> Result<RunResult, ReplayError> {
-        let (policy, mech) = &schemes[k];
-        observer.scheme_started(k, &format!("{}+{}", policy.name(), mech.name()), total_jobs);
-        let progress = |finished: u64| observer.jobs_finished(k, finished);
-        let cfg = EngineConfig {
-            cluster: &cluster,
-            profiles: &profiles,
-            policy: policy.as_ref(),
-            mechanism: mech.as_ref(),
-            semantics: opts.semantics,
-            round_s: opts.round_s,
-            window: opts.window,
-            horizon_s: opts.horizon_s,
-            max_rounds: opts.max_rounds,
-            first_round_s: opts.first_round_s,
-            audit: None,
-            progress: Some(&progress),
-            fast: true,
-        };
-        let mut recorder = match (&opts.record, k) {
-            (Some(p), 0) => Some(workload::canonical::Recorder::create(p)?),
-            _ => None,
-        };
-        let stream_to = match (&opts.out_dir, opts.stream) {
-            (Some(dir), true) => Some(tables::JobTableWriter::create(
-                dir,
-                &format!("{}-{}.jobs", policy.name(), mech.name()),
-            )?),
-            (None, true) => {
-                return Err(ReplayError::Options(
-                    "--stream writes each job's row to the output directory: give --out DIR".into(),
-                ));
-            }
-            _ => None,
-        };
-        let started = std::time::Instant::now();
-        let mut tally = metrics::JobTally::new(opts.window);
-        let mut writer = stream_to;
-        let mut sink = |job: engine::JobState| -> Result<(), ReplayError> {
-            let record = metrics::job_record(&job);
-            tally.add(&record);
-            match &mut writer {
-                Some(w) => w.push(record),
-                None => Ok(()),
-            }
-        };
-        let mut simulate_with = |arrivals: &mut dyn Iterator<Item = JobSpec>| {
-            if opts.stream {
-                simulate_into(&cfg, arrivals, recorder.as_mut(), &mut sink)
-            } else {
-                simulate(&cfg, arrivals, recorder.as_mut())
-            }
-        };
-        let out = match &loaded {
-            Loaded::Jobs(jobs) => {
-                simulate_with(&mut jobs.iter().cloned()).map_err(|e| with_origins(e, &origins))?
-            }
-            Loaded::Synthetic(s) => {
-                let mut generator = Synthetic::new(
-                    s,
-                    &profiles,
-                    cluster.reference_share(),
-                    cluster.total_gpus,
-                    opts.semantics,
-                )?;
-                simulate_with(&mut generator)?
-            }
-        };
-        let wall_s = started.elapsed().as_secs_f64();
-        observer.scheme_done(k);
-        if let Some(r) = recorder {
-            r.finish()?;
-        }
-        // What the sink did not take: every job, or those still active at the end.
-        let jobs = metrics::job_records(&out);
-        for r in &jobs {
-            tally.add(r);
-        }
-        let (jobs, streamed) = match writer {
-            Some(mut w) => {
-                for r in jobs {
-                    w.push(r)?;
-                }
-                w.finish()?;
-                (Vec::new(), true)
-            }
-            None => (jobs, false),
-        };
-        let mut summary = tally.summary(policy.name(), mech.name(), &out.rounds, &cluster);
-        summary.lp_failures = out.lp_failures;
-        summary.wall_s = wall_s;
-        Ok(RunResult {
-            summary,
-            jobs,
-            rounds: out.rounds,
-            finished_jct_s: tally.finished_jcts(),
-            streamed,
-        })
-    };
-    let runs: Vec<RunResult> = if schemes.len() == 1 {
-        vec![run_one(0)?]
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..schemes.len())
-                .map(|k| s.spawn(move || run_one(k)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(ReplayError::Internal("a replay thread panicked".into()))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })?
-    };
-    let summary = ReplaySummary {
-        cluster: format!(
-            "{} ({} servers, {} GPUs, {} cores, {} GB)",
-            cluster.name,
-            cluster.servers.len(),
-            cluster.total_gpus,
-            cluster.total_cpus,
-            cluster.total_mem_gb
-        ),
-        profiles: profiles.origin.clone(),
-        workload: workload_name,
-        semantics: opts.semantics,
-        skipped_wide_jobs: skipped,
-        totals: (cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb),
-        runs,
-    };
-    if let Some(dir) = &opts.out_dir {
-        tables::write_tables(&summary.runs, dir)?;
-        plot::write_plots(&summary, dir)?;
-    }
-    Ok(summary)
+    let schemes = runner::schemes_by_name(&opts.schemes)?;
+    let scenario = Scenario::load(opts)?;
+    runner::run_schemes(opts, &scenario, &schemes, observer)
 }

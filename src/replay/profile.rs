@@ -66,8 +66,7 @@ pub fn builtin_class(model: &str) -> Option<JobClass> {
     }
 }
 
-/// Names traces use for zoo models, mapped explicitly (Synergy's traces say `res18`).
-pub const ALIASES: &[(&str, &str)] = &[("res18", "resnet18"), ("res50", "resnet50")];
+pub use super::model_names::ALIASES;
 
 /// One model's per-GPU throughput surface, with what the replay derives from it once.
 #[derive(Debug, Clone)]
@@ -195,7 +194,7 @@ fn zoo_declared_best() -> BTreeMap<String, (f64, f64)> {
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
             (f.len() >= 4 && f[0] == "3").then(|| {
-                let name = super::zoo::canonical_name(f[1]).to_owned();
+                let name = super::model_names::canonical_name(f[1]).to_owned();
                 let num = |s: &str| s.parse::<f64>().expect("shipped zoo scalars are numbers");
                 (name, (num(f[2]), num(f[3])))
             })

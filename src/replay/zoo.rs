@@ -14,13 +14,7 @@ use crate::matrix::{
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Our name for a zoo model.
-pub fn canonical_name(zoo_name: &str) -> &str {
-    super::profile::ALIASES
-        .iter()
-        .find(|(a, _)| *a == zoo_name)
-        .map_or(zoo_name, |(_, to)| to)
-}
+pub use super::model_names::canonical_name;
 
 fn read_csv(path: &Path) -> Result<Vec<(usize, Vec<String>)>, ReplayError> {
     let text = std::fs::read_to_string(path).map_err(ReplayError::io(path))?;

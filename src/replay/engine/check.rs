@@ -41,17 +41,31 @@ pub fn allocations(
     scratch: &mut Scratch,
     mut allocs: Vec<Alloc>,
 ) -> Result<Vec<Alloc>, ReplayError> {
-    let internal = |m: String| Err(ReplayError::Internal(m));
+    let internal = |message: String| {
+        Err(ReplayError::Placement {
+            mechanism: by.to_string(),
+            t,
+            message,
+        })
+    };
     let ns = cluster.servers.len();
     let used = &mut scratch.used;
     used.clear();
     used.resize(ns, (0, 0.0, 0.0));
     for p in placements {
         let Some(job) = active.get(p.job) else {
-            return internal(format!("placement of unknown job index {}", p.job));
+            return internal(format!(
+                "placement of job index {} but the round has {} jobs",
+                p.job,
+                active.len()
+            ));
         };
         if p.gpus == 0 || p.server >= ns || !(p.cpus >= 0.0 && p.mem_gb >= 0.0) {
-            return internal(format!("bad placement {p:?} of job {}", job.spec.id));
+            return internal(format!(
+                "job {} placed on {} GPUs, {} cores, {} GB of server {} (the cluster has {} \
+                 servers; GPUs must be at least 1, cores and GB not negative)",
+                job.spec.id, p.gpus, p.cpus, p.mem_gb, p.server, ns
+            ));
         }
         let u = &mut used[p.server];
         u.0 += p.gpus;
@@ -65,8 +79,20 @@ pub fn allocations(
             || u.2 > srv.mem_gb * (1.0 + 1e-9) + EPS
         {
             return internal(format!(
-                "{by} over-allocated server {s} at t={t}: {} GPUs, {} cores, {} GB of {}, {}, {}",
-                u.0, u.1, u.2, srv.gpus, srv.cpus, srv.mem_gb
+                "server {s} over-allocated: {} GPUs, {} cores, {} GB placed of {}, {}, {} \
+                 (jobs {})",
+                u.0,
+                u.1,
+                u.2,
+                srv.gpus,
+                srv.cpus,
+                srv.mem_gb,
+                placements
+                    .iter()
+                    .filter(|p| p.server == s)
+                    .filter_map(|p| active.get(p.job).map(|j| j.spec.id.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
@@ -209,6 +235,9 @@ mod tests {
         let short = check(&cl, &jobs, &[part(0, 0, 1, 1.0)]).unwrap_err();
         assert!(short.contains("wants 2"), "{short}");
         let over = check(&cl, &jobs, &[part(0, 0, 2, 20.0), part(1, 0, 1, 5.0)]).unwrap_err();
-        assert!(over.contains("test over-allocated server 0"), "{over}");
+        assert!(
+            over.contains("mechanism test") && over.contains("server 0 over-allocated"),
+            "{over}"
+        );
     }
 }

@@ -424,7 +424,24 @@ impl<'c, 'a> Replay<'c, 'a> {
         if self.t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
             return Err(horizon_reached(cfg.horizon_s, &self.active));
         }
-        self.round()?;
+        let t = self.t;
+        let round = self.round();
+        // A plug-in's failure comes first: the round's own error is its consequence.
+        if let Some(message) = cfg.policy.failure() {
+            return Err(ReplayError::Plugin {
+                name: format!("policy {}", cfg.policy.name()),
+                t,
+                message,
+            });
+        }
+        if let Some(message) = cfg.mechanism.failure() {
+            return Err(ReplayError::Plugin {
+                name: format!("mechanism {}", cfg.mechanism.name()),
+                t,
+                message,
+            });
+        }
+        round?;
         Ok(true)
     }
 

@@ -112,6 +112,11 @@ pub trait Mechanism: Send + Sync {
     fn synergy_tune(&self) -> bool {
         false
     }
+    /// A plug-in mechanism's first failure (its code raised or returned something that is not
+    /// a list of placements): the engine stops the replay with it after the round.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 type Ctor = fn() -> Box<dyn Mechanism>;

@@ -60,6 +60,11 @@ pub trait Policy: Send + Sync {
     fn synergy_selected_only(&self) -> bool {
         false
     }
+    /// A plug-in policy's first failure (its code raised, or gave a key that is not a
+    /// number): the engine stops the replay with it after the round. Built-ins never fail.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 type Ctor = fn() -> Box<dyn Policy>;
