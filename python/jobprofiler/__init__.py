@@ -1,0 +1,256 @@
+"""Sensitivity matrices as DataFrames, and cluster-schedule replays with policies and
+mechanisms of your own, on the same library as the ``profiler`` command.
+
+    >>> import jobprofiler as jp
+    >>> zoo = jp.load("matrices/zoo")                  # a folder, or matrix files
+    >>> zoo.cells.select("job_model", "cpu", "memory_bytes", "samples_per_s")
+    >>> r = jp.replay(window=(4000, 4999), policy=MyPolicy(), mechanism="tune")
+    >>> r.summary, r.jobs, r.rounds                     # polars DataFrames
+
+Keyword arguments of :func:`load`, :func:`export` and :func:`replay` are the options of
+``profiler export`` and ``profiler replay`` (``--round-s 60`` is ``round_s=60``); see
+docs/PYTHON.md.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import polars as pl
+
+from . import _native
+from ._native import (
+    FreePool,
+    JobView,
+    MechanismView,
+    OrderView,
+    Placement,
+    ProfilerError,
+    RoundView,
+)
+from .plugins import Mechanism, Policy, mechanisms, policies
+
+__all__ = [
+    "FreePool",
+    "JobView",
+    "Matrices",
+    "Mechanism",
+    "MechanismView",
+    "OrderView",
+    "Placement",
+    "Policy",
+    "ProfilerError",
+    "ReplayResult",
+    "RoundView",
+    "Run",
+    "export",
+    "load",
+    "mechanisms",
+    "policies",
+    "replay",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+MATRIX_SUFFIX = ".matrix.jsonl"
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _value(name: str, value: Any) -> str:
+    if name == "window" and isinstance(value, (tuple, list)) and len(value) == 2:
+        return f"{value[0]}..{value[1]}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _argv(options: Mapping[str, Any]) -> list[str]:
+    """Command-line arguments from keyword arguments: ``round_s=60`` is ``--round-s 60``,
+    ``True`` a bare flag, ``None`` and ``False`` left out, a pair ``window=(a, b)`` is
+    ``--window a..b`` and other sequences are joined with commas."""
+    argv: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        argv.append(_flag(name))
+        if value is not True:
+            argv.append(_value(name, value))
+    return argv
+
+
+def _matrix_files(paths: Iterable[PathLike]) -> list[str]:
+    """Matrix files: each path itself, or a folder's ``*.matrix.jsonl`` files, sorted."""
+    files: list[str] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.iterdir() if f.name.endswith(MATRIX_SUFFIX))
+            if not found:
+                raise ProfilerError(f"{p}: no *{MATRIX_SUFFIX} file in this folder")
+            files.extend(found)
+        else:
+            files.append(str(p))
+    if not files:
+        raise ProfilerError("no matrix given")
+    return files
+
+
+def _frame(parquet: bytes) -> pl.DataFrame:
+    return pl.read_parquet(io.BytesIO(parquet))
+
+
+@dataclass(frozen=True)
+class Matrices:
+    """Matrices read from files: their headers, best-case demands and one table of cells.
+
+    ``cells`` has the rows and columns of ``profiler export --format csv``: one row per cell
+    of every matrix, the job and machine, the cell's measurement, and the matrix's best-case
+    demand (docs/EXPORT.md)."""
+
+    paths: list[str]
+    #: Each matrix's header (job, machine, axes, spread, validation) as a dict.
+    headers: list[dict]
+    #: Each matrix's best-case demand per GPU (cpus_per_gpu, mem_gb_per_gpu, speed-up, ...).
+    demands: list[dict]
+    #: One row per cell of every matrix (polars).
+    cells: pl.DataFrame
+    options: dict = field(default_factory=dict)
+
+    def to_pandas(self):
+        """The cells as a pandas DataFrame (needs pandas and pyarrow)."""
+        return self.cells.to_pandas()
+
+    def export(self, format: str, out: PathLike | None = None, **options: Any) -> list[str] | str:
+        """Writes the matrices as ``profiler export --format FORMAT -o OUT`` does; returns the
+        files written (without ``out``, a text format's text)."""
+        return export(self.paths, format=format, out=out, **{**self.options, **options})
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def load(*paths: PathLike, **options: Any) -> Matrices:
+    """Reads matrices: files, or folders of ``*.matrix.jsonl`` (the model zoo).
+
+    Options are those of ``profiler export`` that shape the demand: ``server="24:8:500"``,
+    ``eps=0.05``, ``cpu_weight``, ``mem_weight``, ``cell``."""
+    files = _matrix_files(paths)
+    argv = files + ["--format", "csv"] + _argv(options)
+    summaries = _native.matrix_summaries(argv)
+    import json
+
+    return Matrices(
+        paths=[s[0] for s in summaries],
+        headers=[json.loads(s[1]) for s in summaries],
+        demands=[s[2] for s in summaries],
+        cells=_frame(_native.cells_table(argv)),
+        options=dict(options),
+    )
+
+
+def export(
+    paths: PathLike | Sequence[PathLike],
+    format: str,
+    out: PathLike | None = None,
+    **options: Any,
+) -> list[str] | str:
+    """``profiler export PATHS --format FORMAT -o OUT [options]``; returns the files written.
+    Without ``out``, a text format (csv, json, gavel, kubernetes) is returned as one string
+    instead, what the CLI prints. Notes (values snapped to a grid, disturbed cells) are
+    warnings."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    argv = _matrix_files(paths) + ["--format", format] + _argv({"output": out, **options})
+    written, notes, text = _native.export_matrices(argv)
+    _warn(notes)
+    return text if out is None else written
+
+
+def _warn(notes: Iterable[str]) -> None:
+    import warnings
+
+    for note in notes:
+        warnings.warn(note, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One scheme's results."""
+
+    #: ``policy+mechanism``.
+    label: str
+    #: One row per job: arrival, start, finish, JCT, ... (``<label>.jobs.csv`` of ``--out``).
+    jobs: pl.DataFrame
+    #: One row per round: time, active, running, allocated shares (``<label>.rounds.csv``).
+    rounds: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A replay's results: per scheme its tables, and the summary (one row per scheme)."""
+
+    runs: dict[str, Run]
+    summary: pl.DataFrame
+    cluster: str
+    profiles: str
+    workload: str
+
+    @property
+    def jobs(self) -> pl.DataFrame:
+        """The per-job table of the only scheme (use ``runs`` when several ran)."""
+        return self._only().jobs
+
+    @property
+    def rounds(self) -> pl.DataFrame:
+        """The per-round table of the only scheme."""
+        return self._only().rounds
+
+    def _only(self) -> Run:
+        if len(self.runs) != 1:
+            raise ValueError(f"{len(self.runs)} schemes ran: pick one from .runs ({', '.join(self.runs)})")
+        return next(iter(self.runs.values()))
+
+
+def replay(
+    *,
+    policy: str | Policy | Any = "fifo",
+    mechanism: str | Mechanism | Any = "proportional",
+    **options: Any,
+) -> ReplayResult:
+    """Replays a cluster schedule, as ``profiler replay`` does.
+
+    ``policy`` and ``mechanism`` are built-in names (``"srtf"``, ``"tune"``) or objects: a
+    policy has ``key(job, round) -> float`` (lower runs first), a mechanism
+    ``allocate(round, order) -> list of placements`` (see :class:`Policy`,
+    :class:`Mechanism`). The other options are those of ``profiler replay``: ``cluster``,
+    ``trace``, ``profiles``, ``window=(4000, 4999)``, ``semantics="synergy"``, ``round_s``,
+    ``first_round_s``, ``jobs``, ``seed``, ``compare=["fifo+tune", "fifo+opt"]``,
+    ``out="results/"`` (the same files as the CLI's ``--out``), ...
+
+    A plug-in that raises, returns the wrong type or places jobs that do not fit stops the
+    replay with :class:`ProfilerError` naming the round (and the job and server); no table is
+    written then."""
+    argv_options = dict(options)
+    if isinstance(policy, str):
+        argv_options["policy"] = policy
+        policy = None
+    if isinstance(mechanism, str):
+        argv_options["mechanism"] = mechanism
+        mechanism = None
+    runs, summary, (cluster, profiles, workload) = _native.replay_run(
+        _argv(argv_options), policy, mechanism
+    )
+    return ReplayResult(
+        runs={label: Run(label, _frame(jobs), _frame(rounds)) for label, jobs, rounds in runs},
+        summary=_frame(summary),
+        cluster=cluster,
+        profiles=profiles,
+        workload=workload,
+    )

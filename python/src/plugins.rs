@@ -1,0 +1,788 @@
+//! Policies and mechanisms written in Python, behind the library's own [`Policy`] and
+//! [`Mechanism`] traits, so the engine keeps its fast path and calls Python only when it needs
+//! a decision: a job's key (when the policy's `key_update` says it may have changed) and a
+//! round's placements (when the jobs the mechanism pulled changed).
+//!
+//! What Python sees is read-only: [`JobView`] (a copy of the job's state), [`RoundView`] (the
+//! round a key is asked in), [`MechanismView`] (the round's cluster and jobs, with helpers that
+//! place the way the built-ins do) and [`OrderView`] (the policy order, pulled lazily). The
+//! round views point into the engine's state for the length of one call only: they check a flag
+//! the call clears when it returns, so a view kept past its call raises instead of reading freed
+//! memory.
+//!
+//! A plug-in that raises, returns the wrong type or a key that is not a number does not panic:
+//! its first failure (with the Python traceback) is kept, the engine stops the replay after the
+//! round, and the error names the round. The engine checks every placement itself.
+
+use crate::traceback;
+use profiler::replay::job::JobState;
+use profiler::replay::mechanism::{
+    self, Free, Home, MechCtx, MechStats, Mechanism, Order, Placement,
+};
+use profiler::replay::policy::{self, KeyUpdate, Policy, PolicyCtx};
+use profiler::replay::profile::Semantics;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The first failure of a plug-in; later calls are skipped.
+#[derive(Default)]
+struct Failure(Mutex<Option<String>>);
+
+impl Failure {
+    fn set(&self, message: String) {
+        let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(message);
+        }
+    }
+    fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    fn failed(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+}
+
+/// Whether a round view's call is still running.
+#[derive(Clone)]
+struct Alive(Arc<AtomicBool>);
+
+impl Alive {
+    fn new() -> Self {
+        Alive(Arc::new(AtomicBool::new(true)))
+    }
+    fn end(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+    fn check(&self, what: &str) -> PyResult<()> {
+        if self.0.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(PyRuntimeError::new_err(format!(
+                "this {what} belongs to a call that has returned; keep the values you need, not the view"
+            )))
+        }
+    }
+}
+
+fn semantics_name(s: Semantics) -> &'static str {
+    match s {
+        Semantics::Exact => "exact",
+        Semantics::Synergy => "synergy",
+    }
+}
+
+/// A plug-in's `name` attribute, or its class's name.
+fn plugin_name(obj: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    let name: String = match obj.getattr("name") {
+        Ok(n) => n.extract()?,
+        Err(_) => obj.get_type().name()?.extract()?,
+    };
+    // Names live as long as the built-ins' (`&'static str`); a replay makes one per plug-in.
+    Ok(Box::leak(name.into_boxed_str()))
+}
+
+fn bool_attr(obj: &Bound<'_, PyAny>, name: &str, default: bool) -> PyResult<bool> {
+    match obj.getattr(name) {
+        Ok(v) => v
+            .extract()
+            .map_err(|_| PyTypeError::new_err(format!("`{name}` must be True or False"))),
+        Err(_) => Ok(default),
+    }
+}
+
+/// A job as a policy or mechanism sees it: a copy of its state in the round.
+#[pyclass(frozen, module = "jobprofiler._native")]
+pub struct JobView {
+    state: JobState,
+    /// Its index in the round's jobs (what a placement names).
+    index: usize,
+}
+
+#[pymethods]
+impl JobView {
+    /// The job's id in the trace.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.state.spec.id
+    }
+    /// Index of the job in the round (what a placement names).
+    #[getter]
+    fn index(&self) -> usize {
+        self.index
+    }
+    #[getter]
+    fn model(&self) -> &str {
+        &self.state.spec.model
+    }
+    #[getter]
+    fn arrival_s(&self) -> f64 {
+        self.state.spec.arrival_s
+    }
+    #[getter]
+    fn gpus(&self) -> u32 {
+        self.state.spec.gpus
+    }
+    /// All of its work, samples.
+    #[getter]
+    fn work_samples(&self) -> f64 {
+        self.state.spec.work_samples
+    }
+    /// Work left, samples.
+    #[getter]
+    fn remaining_samples(&self) -> f64 {
+        self.state.remaining
+    }
+    /// Samples/s at the proportional share of the reference server.
+    #[getter]
+    fn prop_rate(&self) -> f64 {
+        self.state.prop_rate
+    }
+    /// Samples/s at its best case (the matrix's maximum).
+    #[getter]
+    fn best_rate(&self) -> f64 {
+        self.state.best_rate
+    }
+    /// Best-case demand of the whole job: cores.
+    #[getter]
+    fn best_cpus(&self) -> f64 {
+        self.state.best_cpu
+    }
+    /// Best-case demand of the whole job: GB.
+    #[getter]
+    fn best_mem_gb(&self) -> f64 {
+        self.state.best_mem
+    }
+    /// GPU-seconds received so far.
+    #[getter]
+    fn attained_gpu_s(&self) -> f64 {
+        self.state.attained_gpu_s
+    }
+    /// Dominant-share-seconds received so far (DRF).
+    #[getter]
+    fn attained_dominant_s(&self) -> f64 {
+        self.state.attained_dominant_s
+    }
+    /// When it first ran, seconds; None before.
+    #[getter]
+    fn first_start_s(&self) -> Option<f64> {
+        self.state.first_start
+    }
+    #[getter]
+    fn rounds_run(&self) -> u32 {
+        self.state.rounds_run
+    }
+    /// CPU cores and GB the trace requested (Alibaba), where it did.
+    #[getter]
+    fn requests(&self) -> (Option<f64>, Option<f64>) {
+        (self.state.spec.cpu_request, self.state.spec.mem_request_gb)
+    }
+    /// Synergy's starvation priority (1 once it waited 1000 h without running).
+    #[getter]
+    fn synergy_priority(&self) -> u8 {
+        self.state.synergy.priority
+    }
+    /// Synergy's remaining time: remaining iterations x iteration time at the proportional
+    /// share, divided by the speed-up it ran at last unless `fair`.
+    fn synergy_remaining_s(&self, fair: bool) -> f64 {
+        self.state.synergy.remaining_s(fair)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "JobView(id={}, model={:?}, gpus={}, arrival_s={}, remaining_samples={:.6e})",
+            self.state.spec.id,
+            self.state.spec.model,
+            self.state.spec.gpus,
+            self.state.spec.arrival_s,
+            self.state.remaining
+        )
+    }
+}
+
+/// The round a policy is asked a key in.
+#[pyclass(frozen, unsendable, module = "jobprofiler._native")]
+pub struct RoundView {
+    ctx: *const PolicyCtx<'static>,
+    alive: Alive,
+}
+
+impl RoundView {
+    fn ctx(&self) -> PyResult<&PolicyCtx<'static>> {
+        self.alive.check("RoundView")?;
+        // SAFETY: the pointer is to the engine's context of the call that made this view,
+        // which outlives the call; `alive` is cleared when the call returns.
+        Ok(unsafe { &*self.ctx })
+    }
+}
+
+#[pymethods]
+impl RoundView {
+    /// Simulated time of the round, seconds.
+    #[getter]
+    fn now(&self) -> PyResult<f64> {
+        Ok(self.ctx()?.now)
+    }
+    /// max(1, GPUs the active jobs demand / the cluster's GPUs).
+    #[getter]
+    fn contention(&self) -> PyResult<f64> {
+        Ok(self.ctx()?.contention)
+    }
+    /// Share of (GPUs, CPUs, memory) left unallocated in the previous round.
+    #[getter]
+    fn free_frac(&self) -> PyResult<(f64, f64, f64)> {
+        let f = self.ctx()?.free_frac;
+        Ok((f[0], f[1], f[2]))
+    }
+    /// `exact` or `synergy`.
+    #[getter]
+    fn semantics(&self) -> PyResult<&'static str> {
+        Ok(semantics_name(self.ctx()?.semantics))
+    }
+    /// The mechanism ignores speed-ups (Synergy's `+fair` mode, proportional).
+    #[getter]
+    fn fair(&self) -> PyResult<bool> {
+        Ok(self.ctx()?.fair)
+    }
+}
+
+/// A Python object with `key(job, round) -> float` as a [`Policy`].
+pub struct PyPolicy {
+    obj: Py<PyAny>,
+    name: &'static str,
+    update: KeyUpdate,
+    uses_priority: bool,
+    selected_only: bool,
+    failure: Failure,
+}
+
+impl PyPolicy {
+    pub fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if !obj.hasattr("key")? {
+            return Err(PyTypeError::new_err(
+                "a policy needs a method key(job, round) -> float (lower runs first)",
+            ));
+        }
+        let update = match obj.getattr("key_update") {
+            Err(_) => KeyUpdate::EveryRound,
+            Ok(v) => match v.extract::<String>()?.as_str() {
+                "static" => KeyUpdate::Static,
+                "when_run" => KeyUpdate::WhenRun,
+                "every_round" => KeyUpdate::EveryRound,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "key_update {other:?}: expected \"static\", \"when_run\" or \"every_round\""
+                    )));
+                }
+            },
+        };
+        Ok(PyPolicy {
+            obj: obj.clone().unbind(),
+            name: plugin_name(obj)?,
+            update,
+            uses_priority: bool_attr(obj, "uses_priority", true)?,
+            selected_only: bool_attr(obj, "synergy_selected_only", false)?,
+            failure: Failure::default(),
+        })
+    }
+}
+
+impl Policy for PyPolicy {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn key(&self, job: &JobState, ctx: &PolicyCtx) -> f64 {
+        if self.failure.failed() {
+            return 0.0;
+        }
+        Python::attach(|py| {
+            let alive = Alive::new();
+            let round = RoundView {
+                // SAFETY: only the lifetime is erased; the view checks `alive` before use.
+                ctx: unsafe {
+                    std::mem::transmute::<*const PolicyCtx<'_>, *const PolicyCtx<'static>>(ctx)
+                },
+                alive: alive.clone(),
+            };
+            let view = JobView {
+                state: job.clone(),
+                index: 0,
+            };
+            let result = self.obj.bind(py).call_method1("key", (view, round));
+            alive.end();
+            let key = match result {
+                Err(e) => Err(format!(
+                    "key() of job {} raised:\n{}",
+                    job.spec.id,
+                    traceback(py, &e)
+                )),
+                Ok(v) => match v.extract::<f64>() {
+                    Ok(k) if !k.is_nan() => Ok(k),
+                    Ok(_) => Err(format!("key() of job {} returned NaN", job.spec.id)),
+                    Err(_) => Err(format!(
+                        "key() of job {} returned {}, not a number",
+                        job.spec.id,
+                        v.get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    )),
+                },
+            };
+            key.unwrap_or_else(|message| {
+                self.failure.set(message);
+                0.0
+            })
+        })
+    }
+    fn key_update(&self, _: Semantics) -> KeyUpdate {
+        self.update
+    }
+    fn uses_priority(&self) -> bool {
+        self.uses_priority
+    }
+    fn synergy_selected_only(&self) -> bool {
+        self.selected_only
+    }
+    fn failure(&self) -> Option<String> {
+        self.failure.get()
+    }
+}
+
+/// A built-in policy's key, for Python classes that derive from a built-in.
+#[pyfunction]
+fn builtin_key(name: &str, job: &JobView, round: &RoundView) -> PyResult<f64> {
+    let p = policy::by_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown policy {name:?}")))?;
+    Ok(p.key(&job.state, round.ctx()?))
+}
+
+/// A built-in policy's traits: (key_update, uses_priority, synergy_selected_only).
+#[pyfunction]
+fn builtin_policy_traits(name: &str) -> PyResult<(&'static str, bool, bool)> {
+    let p = policy::by_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown policy {name:?}")))?;
+    let update = match p.key_update(Semantics::Exact) {
+        KeyUpdate::Static => "static",
+        KeyUpdate::WhenRun => "when_run",
+        KeyUpdate::EveryRound => "every_round",
+    };
+    Ok((update, p.uses_priority(), p.synergy_selected_only()))
+}
+
+/// The round a mechanism decides: the cluster, the jobs, and how the built-ins place.
+#[pyclass(frozen, unsendable, module = "jobprofiler._native")]
+pub struct MechanismView {
+    ctx: *const MechCtx<'static>,
+    alive: Alive,
+}
+
+impl MechanismView {
+    fn ctx(&self) -> PyResult<&MechCtx<'static>> {
+        self.alive.check("MechanismView")?;
+        // SAFETY: as RoundView's.
+        Ok(unsafe { &*self.ctx })
+    }
+    fn job(&self, job: &JobView) -> PyResult<usize> {
+        let n = self.ctx()?.jobs.len();
+        if job.index < n {
+            Ok(job.index)
+        } else {
+            Err(PyValueError::new_err(format!(
+                "job {} is not a job of this round",
+                job.state.spec.id
+            )))
+        }
+    }
+    fn server(&self, s: usize) -> PyResult<usize> {
+        let n = self.ctx()?.cluster.servers.len();
+        if s < n {
+            Ok(s)
+        } else {
+            Err(PyValueError::new_err(format!(
+                "server {s}: the cluster has servers 0..{}",
+                n.saturating_sub(1)
+            )))
+        }
+    }
+}
+
+#[pymethods]
+impl MechanismView {
+    /// Every server's capacity: (GPUs, cores, GB).
+    #[getter]
+    fn servers(&self) -> PyResult<Vec<(u32, f64, f64)>> {
+        Ok(self
+            .ctx()?
+            .cluster
+            .servers
+            .iter()
+            .map(|s| (s.gpus, s.cpus, s.mem_gb))
+            .collect())
+    }
+    /// `exact` or `synergy`.
+    #[getter]
+    fn semantics(&self) -> PyResult<&'static str> {
+        Ok(semantics_name(self.ctx()?.semantics))
+    }
+    /// The job's best-case demand (cores, GB), capped at server `server`'s capacity when the
+    /// job fits on one server.
+    fn best_on(&self, job: &JobView, server: usize) -> PyResult<(f64, f64)> {
+        let (j, s) = (self.job(job)?, self.server(server)?);
+        Ok(mechanism::best_on(self.ctx()?, j, s))
+    }
+    /// The job's proportional share on server `server`: (cores, GB).
+    fn proportional(&self, job: &JobView, server: usize) -> PyResult<(f64, f64)> {
+        let (j, s) = (self.job(job)?, self.server(server)?);
+        Ok(self.ctx()?.proportional(j, s))
+    }
+    /// Samples/s of the job given `cpus` cores and `mem_gb` GB (its matrix, interpolated).
+    fn rate(&self, job: &JobView, cpus: f64, mem_gb: f64) -> PyResult<f64> {
+        let j = self.job(job)?;
+        Ok(self.ctx()?.rate(j, cpus, mem_gb))
+    }
+    /// Free GPUs, CPUs and memory of every server, to place jobs into one by one.
+    fn free(&self) -> PyResult<FreePool> {
+        let ctx = self.ctx()?;
+        Ok(FreePool {
+            free: Free::new(ctx.cluster),
+            view: MechanismView {
+                ctx: self.ctx,
+                alive: self.alive.clone(),
+            },
+        })
+    }
+}
+
+/// Demand (cores, GB) of a job on a server, from a Python argument: a pair for every server,
+/// or a callable `demand(server) -> (cores, GB)`.
+fn demand_of(
+    demand: &Bound<'_, PyAny>,
+    failure: &mut Option<PyErr>,
+) -> impl Fn(usize) -> (f64, f64) {
+    let fixed: Option<(f64, f64)> = demand.extract().ok();
+    let call = demand.clone();
+    let failure = std::cell::RefCell::new(failure.take());
+    move |s: usize| match fixed {
+        Some(d) => d,
+        None => match call.call1((s,)).and_then(|v| v.extract::<(f64, f64)>()) {
+            Ok(d) => d,
+            Err(e) => {
+                failure.borrow_mut().get_or_insert(e);
+                (f64::INFINITY, f64::INFINITY)
+            }
+        },
+    }
+}
+
+/// Free resources of the round's servers, placing jobs the way the built-in mechanisms do.
+#[pyclass(unsendable, module = "jobprofiler._native")]
+pub struct FreePool {
+    free: Free,
+    view: MechanismView,
+}
+
+#[pymethods]
+impl FreePool {
+    /// Free GPUs left in the cluster.
+    #[getter]
+    fn total_gpus(&self) -> PyResult<u32> {
+        self.view.ctx()?;
+        Ok(self.free.total_gpus)
+    }
+    /// What server `server` has free: (GPUs, cores, GB).
+    fn server(&self, server: usize) -> PyResult<(u32, f64, f64)> {
+        let s = self.view.server(server)?;
+        let r = self.free.server(s);
+        Ok((r.gpus, r.cpus, r.mem_gb))
+    }
+    /// Where the job would go at `demand` (a (cores, GB) pair for the whole job, or a callable
+    /// `demand(server) -> (cores, GB)`): a list of (server, GPUs), as the built-ins choose
+    /// (Synergy's GPU walk under `synergy` semantics; else the best-fitting server, else the
+    /// fewest servers); None when it does not fit.
+    fn find(
+        &self,
+        job: &JobView,
+        demand: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Vec<(usize, u32)>>> {
+        let j = self.view.job(job)?;
+        let ctx = self.view.ctx()?;
+        let mut failure = None;
+        let d = demand_of(demand, &mut failure);
+        let home = self.free.find(ctx.semantics, ctx.jobs[j].spec.gpus, d);
+        Ok(home.map(|h| match h {
+            Home::One(p) => vec![p],
+            Home::Spread(parts) => parts,
+        }))
+    }
+    /// Places the job on `parts` (what `find` gave), each part taking its GPUs' share of
+    /// `demand`; returns the placements.
+    fn place(
+        &mut self,
+        job: &JobView,
+        parts: Vec<(usize, u32)>,
+        demand: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<PlacementView>> {
+        let j = self.view.job(job)?;
+        for &(s, g) in &parts {
+            self.view.server(s)?;
+            let r = self.free.server(s);
+            if g > r.gpus {
+                return Err(PyValueError::new_err(format!(
+                    "server {s} has {} free GPUs, not {g}",
+                    r.gpus
+                )));
+            }
+        }
+        let g = self.view.ctx()?.jobs[j].spec.gpus;
+        let mut failure = None;
+        let d = demand_of(demand, &mut failure);
+        let mut out = Vec::new();
+        self.free.place_parts(&mut out, j, g, &parts, d);
+        Ok(out.into_iter().map(PlacementView::from).collect())
+    }
+}
+
+/// One part of a job's allocation: its GPUs on one server with their cores and GB.
+#[pyclass(frozen, get_all, module = "jobprofiler._native")]
+#[derive(Clone)]
+pub struct PlacementView {
+    /// Index of the job in the round.
+    job: usize,
+    server: usize,
+    gpus: u32,
+    cpus: f64,
+    mem_gb: f64,
+}
+
+impl From<Placement> for PlacementView {
+    fn from(p: Placement) -> Self {
+        PlacementView {
+            job: p.job,
+            server: p.server,
+            gpus: p.gpus,
+            cpus: p.cpus,
+            mem_gb: p.mem_gb,
+        }
+    }
+}
+
+#[pymethods]
+impl PlacementView {
+    #[new]
+    fn new(
+        job: &Bound<'_, PyAny>,
+        server: usize,
+        gpus: u32,
+        cpus: f64,
+        mem_gb: f64,
+    ) -> PyResult<Self> {
+        let job = match job.cast::<JobView>() {
+            Ok(v) => v.get().index,
+            Err(_) => job.extract::<usize>().map_err(|_| {
+                PyTypeError::new_err(
+                    "a placement's job is a JobView or the job's index in the round",
+                )
+            })?,
+        };
+        Ok(PlacementView {
+            job,
+            server,
+            gpus,
+            cpus,
+            mem_gb,
+        })
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Placement(job={}, server={}, gpus={}, cpus={}, mem_gb={})",
+            self.job, self.server, self.gpus, self.cpus, self.mem_gb
+        )
+    }
+}
+
+/// The policy order of the round's jobs, pulled one at a time (pull only what you place: the
+/// engine reuses a decision while the jobs pulled stay first in the order).
+#[pyclass(unsendable, module = "jobprofiler._native")]
+pub struct OrderView {
+    order: *mut (dyn Iterator<Item = usize> + 'static),
+    jobs: *const [JobState],
+    alive: Alive,
+}
+
+#[pymethods]
+impl OrderView {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+    fn __next__(&mut self) -> PyResult<Option<JobView>> {
+        self.alive.check("order")?;
+        // SAFETY: both point into the engine's round for the length of the call (`alive`).
+        let (order, jobs) = unsafe { (&mut *self.order, &*self.jobs) };
+        Ok(order.next().map(|i| JobView {
+            state: jobs[i].clone(),
+            index: i,
+        }))
+    }
+}
+
+/// A Python object with `allocate(round, order) -> placements` as a [`Mechanism`].
+pub struct PyMechanism {
+    obj: Py<PyAny>,
+    name: &'static str,
+    fair: bool,
+    tune: bool,
+    failure: Failure,
+}
+
+impl PyMechanism {
+    pub fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if !obj.hasattr("allocate")? {
+            return Err(PyTypeError::new_err(
+                "a mechanism needs a method allocate(round, order) -> list of placements",
+            ));
+        }
+        Ok(PyMechanism {
+            obj: obj.clone().unbind(),
+            name: plugin_name(obj)?,
+            fair: bool_attr(obj, "synergy_fair", false)?,
+            tune: bool_attr(obj, "synergy_tune", false)?,
+            failure: Failure::default(),
+        })
+    }
+}
+
+/// A placement from what `allocate` returned: a Placement or a tuple (job, server, GPUs,
+/// cores, GB) whose job is a JobView or its index.
+fn placement_of(item: &Bound<'_, PyAny>) -> PyResult<Placement> {
+    let p = match item.cast::<PlacementView>() {
+        Ok(p) => p.get().clone(),
+        Err(_) => {
+            let (job, server, gpus, cpus, mem_gb): (Bound<'_, PyAny>, usize, u32, f64, f64) =
+                item.extract().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "expected a Placement or a tuple (job, server, gpus, cpus, mem_gb), got {}",
+                        item.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ))
+                })?;
+            PlacementView::new(&job, server, gpus, cpus, mem_gb)?
+        }
+    };
+    Ok(Placement {
+        job: p.job,
+        server: p.server,
+        gpus: p.gpus,
+        cpus: p.cpus,
+        mem_gb: p.mem_gb,
+    })
+}
+
+impl Mechanism for PyMechanism {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn allocate(
+        &self,
+        ctx: &MechCtx,
+        order: &mut Order,
+        out: &mut Vec<Placement>,
+        _: &mut MechStats,
+    ) {
+        if self.failure.failed() {
+            return;
+        }
+        Python::attach(|py| {
+            let alive = Alive::new();
+            // SAFETY (both): only lifetimes are erased; the views check `alive` before use.
+            let view = MechanismView {
+                ctx: unsafe {
+                    std::mem::transmute::<*const MechCtx<'_>, *const MechCtx<'static>>(ctx)
+                },
+                alive: alive.clone(),
+            };
+            let order = OrderView {
+                order: unsafe {
+                    std::mem::transmute::<
+                        *mut (dyn Iterator<Item = usize> + '_),
+                        *mut (dyn Iterator<Item = usize> + 'static),
+                    >(order)
+                },
+                jobs: ctx.jobs as *const [JobState],
+                alive: alive.clone(),
+            };
+            let result = self.obj.bind(py).call_method1("allocate", (view, order));
+            let placed = result.and_then(|r| {
+                r.try_iter()
+                    .map_err(|_| {
+                        PyTypeError::new_err(format!(
+                            "allocate() must return a list of placements, got {}",
+                            r.get_type()
+                                .name()
+                                .map(|n| n.to_string())
+                                .unwrap_or_default()
+                        ))
+                    })?
+                    .map(|item| placement_of(&item?))
+                    .collect::<PyResult<Vec<Placement>>>()
+            });
+            alive.end();
+            match placed {
+                Ok(p) => out.extend(p),
+                Err(e) => self
+                    .failure
+                    .set(format!("allocate() failed:\n{}", traceback(py, &e))),
+            }
+        })
+    }
+    fn synergy_fair(&self) -> bool {
+        self.fair
+    }
+    fn synergy_tune(&self) -> bool {
+        self.tune
+    }
+    fn failure(&self) -> Option<String> {
+        self.failure.get()
+    }
+}
+
+/// A built-in mechanism's placements for the round, for Python classes that derive from one.
+#[pyfunction]
+fn builtin_allocate(
+    name: &str,
+    round: &MechanismView,
+    order: &mut OrderView,
+) -> PyResult<Vec<PlacementView>> {
+    let m = mechanism::by_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown mechanism {name:?}")))?;
+    let ctx = round.ctx()?;
+    order.alive.check("order")?;
+    // SAFETY: as OrderView::__next__.
+    let iter = unsafe { &mut *order.order };
+    let mut out = Vec::new();
+    m.allocate(ctx, iter, &mut out, &mut MechStats::default());
+    Ok(out.into_iter().map(PlacementView::from).collect())
+}
+
+/// A built-in mechanism's traits: (synergy_fair, synergy_tune).
+#[pyfunction]
+fn builtin_mechanism_traits(name: &str) -> PyResult<(bool, bool)> {
+    let m = mechanism::by_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown mechanism {name:?}")))?;
+    Ok((m.synergy_fair(), m.synergy_tune()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<JobView>()?;
+    m.add_class::<RoundView>()?;
+    m.add_class::<MechanismView>()?;
+    m.add_class::<FreePool>()?;
+    m.add_class::<OrderView>()?;
+    m.add("Placement", m.py().get_type::<PlacementView>())?;
+    m.add_function(wrap_pyfunction!(builtin_key, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_policy_traits, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_allocate, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_mechanism_traits, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! Replays for Python: the options parsed as `profiler replay` parses them, the scenario loaded
+//! and the schemes run by the library's own steps, with a Python policy or mechanism in place of
+//! a built-in where one is given. Results come back as Parquet tables.
+
+use crate::plugins::{PyMechanism, PyPolicy};
+use crate::{error, parquet, parse_args};
+use profiler::replay::cli::ReplayArgs;
+use profiler::replay::{
+    ReplayObserver, Scenario, Scheme, mechanism, policy, runner, schemes_by_name, tables,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+struct Unobserved;
+impl ReplayObserver for Unobserved {}
+
+/// One scheme's results: (policy+mechanism, per-job table, per-round table).
+type RunTables<'py> = (String, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// Runs the replay `argv` describes (`profiler replay` arguments). `policy` / `mechanism`, where
+/// given, are Python objects that replace the named built-in. Returns every scheme's tables, the
+/// summary table, and the description of the scenario (cluster, profiles, workload).
+#[pyfunction]
+#[pyo3(signature = (argv, policy=None, mechanism=None))]
+fn replay_run<'py>(
+    py: Python<'py>,
+    argv: Vec<String>,
+    policy: Option<Bound<'py, PyAny>>,
+    mechanism: Option<Bound<'py, PyAny>>,
+) -> PyResult<(Vec<RunTables<'py>>, Bound<'py, PyBytes>, Vec<String>)> {
+    let args = parse_args::<ReplayArgs>("replay", argv)?;
+    if args.is_elastic() || args.grid.grid.is_some() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "elastic replays and grids run from the CLI (`profiler replay --elastic`, `--grid`)",
+        ));
+    }
+    let opts = args.to_options().map_err(error)?;
+    let custom = policy.is_some() || mechanism.is_some();
+    let schemes: Vec<Scheme> = if custom {
+        let (p, m) = opts.schemes.first().cloned().unwrap_or_default();
+        let policy: Box<dyn policy::Policy> = match policy {
+            Some(obj) => Box::new(PyPolicy::new(&obj)?),
+            None => policy::by_name(&p).ok_or_else(|| error(format!("unknown policy {p:?}")))?,
+        };
+        let mechanism: Box<dyn mechanism::Mechanism> = match mechanism {
+            Some(obj) => Box::new(PyMechanism::new(&obj)?),
+            None => {
+                mechanism::by_name(&m).ok_or_else(|| error(format!("unknown mechanism {m:?}")))?
+            }
+        };
+        vec![(policy, mechanism)]
+    } else {
+        schemes_by_name(&opts.schemes).map_err(error)?
+    };
+    // The replay runs with the interpreter released; a plug-in takes it back for each call.
+    let summary = py.detach(|| {
+        let scenario = Scenario::load(&opts)?;
+        runner::run_schemes(&opts, &scenario, &schemes, &Unobserved)
+    });
+    let summary = summary.map_err(error)?;
+    let mut runs = Vec::new();
+    for run in &summary.runs {
+        let label = format!("{}+{}", run.summary.policy, run.summary.mechanism);
+        let jobs = parquet(tables::jobs_frame(&run.jobs).map_err(error)?)?;
+        let rounds = parquet(tables::rounds_frame(&run.rounds).map_err(error)?)?;
+        runs.push((label, PyBytes::new(py, &jobs), PyBytes::new(py, &rounds)));
+    }
+    let table =
+        parquet(tables::summary_frame(summary.runs.iter().map(|r| &r.summary)).map_err(error)?)?;
+    let described = vec![
+        summary.cluster.clone(),
+        summary.profiles.clone(),
+        summary.workload.clone(),
+    ];
+    Ok((runs, PyBytes::new(py, &table), described))
+}
+
+/// (name, one-line description) of each built-in.
+type Described = Vec<(String, String)>;
+
+/// Names and one-line descriptions of the built-in policies and mechanisms.
+#[pyfunction]
+fn builtins() -> (Described, Described) {
+    let list = |all: &[(&str, &str)]| {
+        all.iter()
+            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .collect()
+    };
+    let policies: Vec<(&str, &str)> = policy::ALL.iter().map(|p| (p.0, p.1)).collect();
+    let mechanisms: Vec<(&str, &str)> = mechanism::ALL.iter().map(|m| (m.0, m.1)).collect();
+    (list(&policies), list(&mechanisms))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(replay_run, m)?)?;
+    m.add_function(wrap_pyfunction!(builtins, m)?)?;
+    Ok(())
+}
