@@ -6,6 +6,8 @@
 #     scripts/local-slurm.sh)
 #   - a Python venv with current PyTorch, torchvision, tqdm, Transformers, Keras, Lightning from PyPI
 #     (scripts/python-env.sh; the real-framework tests run their training scripts in it)
+#   - the Python package (python/) built and installed into that venv with pytest
+#     (scripts/python-package.sh); its tests and the examples in examples/python run first
 # Run as root, so the real-cgroup tests run instead of skipping. Extra arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +27,10 @@ fi
 
 # The venv is cached under target/; the tests find it there.
 scripts/python-env.sh >/dev/null
+
+# The Python package's suite compares with the CLI, so the CLI is built first.
+cargo build --bin profiler
+python=$(scripts/python-package.sh | tail -1)
+PROFILER_BIN=target/debug/profiler "$python" -m pytest -q python/tests
 
 cargo test "$@"

@@ -50,7 +50,12 @@ pub(crate) fn parquet(mut df: DataFrame) -> PyResult<Vec<u8>> {
 pub(crate) fn traceback(py: Python<'_>, err: &PyErr) -> String {
     let formatted = py
         .import("traceback")
-        .and_then(|m| m.call_method1("format_exception", (err.value(py),)))
+        .and_then(|m| {
+            m.call_method1(
+                "format_exception",
+                (err.get_type(py), err.value(py), err.traceback(py)),
+            )
+        })
         .and_then(|lines| lines.extract::<Vec<String>>());
     match formatted {
         Ok(lines) => lines.concat().trim_end().to_string(),

@@ -456,24 +456,53 @@ impl MechanismView {
     }
 }
 
-/// Demand (cores, GB) of a job on a server, from a Python argument: a pair for every server,
-/// or a callable `demand(server) -> (cores, GB)`.
-fn demand_of(
-    demand: &Bound<'_, PyAny>,
-    failure: &mut Option<PyErr>,
-) -> impl Fn(usize) -> (f64, f64) {
-    let fixed: Option<(f64, f64)> = demand.extract().ok();
+/// (cores, GB) a job wants on server `s`.
+type Demand<'a> = Box<dyn Fn(usize) -> (f64, f64) + 'a>;
+
+/// Demand (cores, GB) of job `j` on a server, from a Python argument: `"best"` (its best case
+/// capped at the server, as greedy and Tune give), `"proportional"` (its GPUs' share of the
+/// server), a pair for every server, or a callable `demand(server) -> (cores, GB)`. A callable
+/// that fails is reported after the call.
+fn demand_of<'a>(
+    demand: &Bound<'a, PyAny>,
+    ctx: &'a MechCtx<'static>,
+    j: usize,
+    failure: &'a std::cell::RefCell<Option<PyErr>>,
+) -> PyResult<Demand<'a>> {
+    if let Ok(name) = demand.extract::<String>() {
+        return match name.as_str() {
+            "best" => Ok(Box::new(move |s| mechanism::best_on(ctx, j, s))),
+            "proportional" => Ok(Box::new(move |s| ctx.proportional(j, s))),
+            other => Err(PyValueError::new_err(format!(
+                "demand {other:?}: expected \"best\", \"proportional\", (cores, GB) or a callable"
+            ))),
+        };
+    }
+    if let Ok(d) = demand.extract::<(f64, f64)>() {
+        return Ok(Box::new(move |_| d));
+    }
+    if !demand.is_callable() {
+        return Err(PyTypeError::new_err(
+            "demand: expected \"best\", \"proportional\", (cores, GB) or a callable demand(server) -> (cores, GB)",
+        ));
+    }
     let call = demand.clone();
-    let failure = std::cell::RefCell::new(failure.take());
-    move |s: usize| match fixed {
-        Some(d) => d,
-        None => match call.call1((s,)).and_then(|v| v.extract::<(f64, f64)>()) {
+    Ok(Box::new(move |s| {
+        match call.call1((s,)).and_then(|v| v.extract::<(f64, f64)>()) {
             Ok(d) => d,
             Err(e) => {
                 failure.borrow_mut().get_or_insert(e);
                 (f64::INFINITY, f64::INFINITY)
             }
-        },
+        }
+    }))
+}
+
+/// The first error a demand callable raised, if any.
+fn demand_failed(failure: std::cell::RefCell<Option<PyErr>>) -> PyResult<()> {
+    match failure.into_inner() {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
@@ -498,8 +527,8 @@ impl FreePool {
         let r = self.free.server(s);
         Ok((r.gpus, r.cpus, r.mem_gb))
     }
-    /// Where the job would go at `demand` (a (cores, GB) pair for the whole job, or a callable
-    /// `demand(server) -> (cores, GB)`): a list of (server, GPUs), as the built-ins choose
+    /// Where the job would go at `demand` (`"best"`, `"proportional"`, a (cores, GB) pair for
+    /// the whole job, or a callable `demand(server) -> (cores, GB)`): a list of (server, GPUs), as the built-ins choose
     /// (Synergy's GPU walk under `synergy` semantics; else the best-fitting server, else the
     /// fewest servers); None when it does not fit.
     fn find(
@@ -509,9 +538,12 @@ impl FreePool {
     ) -> PyResult<Option<Vec<(usize, u32)>>> {
         let j = self.view.job(job)?;
         let ctx = self.view.ctx()?;
-        let mut failure = None;
-        let d = demand_of(demand, &mut failure);
-        let home = self.free.find(ctx.semantics, ctx.jobs[j].spec.gpus, d);
+        let failure = std::cell::RefCell::new(None);
+        let home = {
+            let d = demand_of(demand, ctx, j, &failure)?;
+            self.free.find(ctx.semantics, ctx.jobs[j].spec.gpus, d)
+        };
+        demand_failed(failure)?;
         Ok(home.map(|h| match h {
             Home::One(p) => vec![p],
             Home::Spread(parts) => parts,
@@ -536,11 +568,15 @@ impl FreePool {
                 )));
             }
         }
-        let g = self.view.ctx()?.jobs[j].spec.gpus;
-        let mut failure = None;
-        let d = demand_of(demand, &mut failure);
+        let ctx = self.view.ctx()?;
+        let g = ctx.jobs[j].spec.gpus;
+        let failure = std::cell::RefCell::new(None);
         let mut out = Vec::new();
-        self.free.place_parts(&mut out, j, g, &parts, d);
+        {
+            let d = demand_of(demand, ctx, j, &failure)?;
+            self.free.place_parts(&mut out, j, g, &parts, d);
+        }
+        demand_failed(failure)?;
         Ok(out.into_iter().map(PlacementView::from).collect())
     }
 }

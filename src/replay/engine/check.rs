@@ -87,12 +87,12 @@ pub fn allocations(
                 srv.gpus,
                 srv.cpus,
                 srv.mem_gb,
-                placements
-                    .iter()
-                    .filter(|p| p.server == s)
-                    .filter_map(|p| active.get(p.job).map(|j| j.spec.id.to_string()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                job_list(
+                    placements
+                        .iter()
+                        .filter(|p| p.server == s)
+                        .filter_map(|p| active.get(p.job).map(|j| j.spec.id))
+                )
             ));
         }
     }
@@ -154,6 +154,17 @@ pub fn allocations(
         }
     }
     Ok(allocs)
+}
+
+/// The first few job ids, then how many more.
+fn job_list(ids: impl Iterator<Item = u64>) -> String {
+    const SHOWN: usize = 8;
+    let ids: Vec<u64> = ids.collect();
+    let mut list: Vec<String> = ids.iter().take(SHOWN).map(u64::to_string).collect();
+    if ids.len() > SHOWN {
+        list.push(format!("and {} more", ids.len() - SHOWN));
+    }
+    list.join(", ")
 }
 
 #[cfg(test)]

@@ -1,0 +1,72 @@
+import io
+import subprocess
+
+import polars as pl
+import pytest
+
+import jobprofiler as jp
+
+ZOO = "matrices/zoo"
+
+
+def test_the_zoo_reads_as_the_clis_csv_row_for_row(profiler_bin):
+    zoo = jp.load(ZOO)
+    files = zoo.paths
+    cli = subprocess.run(
+        [str(profiler_bin), "export", *files, "--format", "csv"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    expected = pl.read_csv(io.BytesIO(cli), infer_schema_length=None)
+    # The CSV has no types: compare values, column by column, in the same order.
+    assert zoo.cells.columns == expected.columns
+    assert zoo.cells.height == expected.height == 540
+    for name in expected.columns:
+        got, want = zoo.cells[name], expected[name]
+        if want.dtype.is_numeric() and got.dtype.is_numeric():
+            assert (got.cast(pl.Float64) - want.cast(pl.Float64)).abs().max() in (None, 0.0), name
+        else:
+            assert got.cast(pl.String).fill_null("").to_list() == want.cast(pl.String).fill_null("").to_list(), name
+
+
+def test_headers_demands_and_pandas():
+    zoo = jp.load(ZOO)
+    assert len(zoo) == len(zoo.headers) == len(zoo.demands) == 12
+    models = [h["job"]["model"] for h in zoo.headers]
+    assert "resnet18" in models
+    r18 = zoo.demands[models.index("resnet18")]
+    assert r18["cpus_per_gpu"] > 0 and r18["speedup_over_proportional"] >= 1.0
+    assert zoo.to_pandas().shape == zoo.cells.shape
+
+
+def test_the_demand_follows_the_export_options():
+    wide = jp.load(f"{ZOO}/resnet18.matrix.jsonl", eps=0.2)
+    tight = jp.load(f"{ZOO}/resnet18.matrix.jsonl", eps=0.0)
+    assert wide.demands[0]["cpus_per_gpu"] <= tight.demands[0]["cpus_per_gpu"]
+
+
+def test_exports_write_what_the_cli_writes(tmp_path, profiler_bin):
+    zoo = jp.load(ZOO)
+    written = zoo.export("synergy", out=tmp_path / "py")
+    assert written and all(p.endswith(".py") for p in written)
+    subprocess.run(
+        [str(profiler_bin), "export", *zoo.paths, "--format", "synergy", "-o", str(tmp_path / "cli")],
+        check=True,
+        capture_output=True,
+    )
+    for path in written:
+        name = path.rsplit("/", 1)[-1]
+        assert open(path).read() == (tmp_path / "cli" / name).read_text(), name
+    text = jp.export(f"{ZOO}/resnet18.matrix.jsonl", format="kubernetes")
+    assert "resources" in text
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    with pytest.raises(jp.ProfilerError, match="no \\*.matrix.jsonl"):
+        jp.load(tmp_path)
+    bad = tmp_path / "bad.matrix.jsonl"
+    bad.write_text('{"kind": "nope"}\n')
+    with pytest.raises(jp.ProfilerError, match="bad.matrix.jsonl"):
+        jp.load(bad)
+    with pytest.raises(ValueError, match="--eps"):
+        jp.load(ZOO, eps="lots")
