@@ -24,6 +24,9 @@ import polars as pl
 
 from . import _native
 from ._native import (
+    DecisionView,
+    ElasticAllocation,
+    ElasticJobView,
     FreePool,
     JobView,
     MechanismView,
@@ -32,9 +35,14 @@ from ._native import (
     ProfilerError,
     RoundView,
 )
-from .plugins import Mechanism, Policy, mechanisms, policies
+from .plugins import ElasticPolicy, Mechanism, Policy, mechanisms, policies
 
 __all__ = [
+    "DecisionView",
+    "ElasticAllocation",
+    "ElasticJobView",
+    "ElasticPolicy",
+    "ElasticResult",
     "FreePool",
     "JobView",
     "Matrices",
@@ -52,6 +60,7 @@ __all__ = [
     "mechanisms",
     "policies",
     "replay",
+    "replay_elastic",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -222,6 +231,7 @@ def replay(
     *,
     policy: str | Policy | Any = "fifo",
     mechanism: str | Mechanism | Any = "proportional",
+    decision_timeout: float | None = None,
     **options: Any,
 ) -> ReplayResult:
     """Replays a cluster schedule, as ``profiler replay`` does.
@@ -235,8 +245,8 @@ def replay(
     ``out="results/"`` (the same files as the CLI's ``--out``), ...
 
     A plug-in that raises, returns the wrong type or places jobs that do not fit stops the
-    replay with :class:`ProfilerError` naming the round (and the job and server); no table is
-    written then."""
+    replay with :class:`ProfilerError` naming the round (and the job and server); so does one
+    call that takes longer than ``decision_timeout`` seconds. No table is written then."""
     argv_options = dict(options)
     if isinstance(policy, str):
         argv_options["policy"] = policy
@@ -245,12 +255,58 @@ def replay(
         argv_options["mechanism"] = mechanism
         mechanism = None
     runs, summary, (cluster, profiles, workload) = _native.replay_run(
-        _argv(argv_options), policy, mechanism
+        _argv(argv_options), policy, mechanism, decision_timeout
     )
     return ReplayResult(
         runs={label: Run(label, _frame(jobs), _frame(rounds)) for label, jobs, rounds in runs},
         summary=_frame(summary),
         cluster=cluster,
         profiles=profiles,
+        workload=workload,
+    )
+
+
+@dataclass(frozen=True)
+class ElasticResult:
+    """An elastic replay's results: one summary row and one jobs table per (policy, seed)."""
+
+    #: One row per (policy, seed): mean, median and p99 JCT, makespan, utilisation, restarts.
+    summary: pl.DataFrame
+    #: Per (policy, seed): one row per job (arrival, start, finish, JCT, GPU-seconds, restarts).
+    jobs: dict
+    cluster: str
+    workload: str
+
+
+def replay_elastic(
+    *,
+    policies: Sequence[str | Any],
+    elastic_trace: str,
+    decision_timeout: float | None = None,
+    **options: Any,
+) -> ElasticResult:
+    """Replays elastic jobs (their GPUs and batch change while they run), as
+    ``profiler replay --elastic POLICIES --elastic-trace TRACE`` does.
+
+    ``policies`` are built-in names (``"tiresias"``, ``"pollux"``, ``"ones"``) or
+    :class:`ElasticPolicy` objects, each run with every seed. ``elastic_trace`` is
+    ``pollux:workloads/traces/pollux/workload-1.csv`` or ``ones:...``; other options are the
+    CLI's: ``seeds``, ``seed``, ``noise``, ``interval``, ``first``, ``cluster``, ``versus``.
+    A policy object is shared by its runs (one per seed). A decision that raises, returns
+    something else than one allocation or None per job, does not fit the cluster, or takes
+    longer than ``decision_timeout`` seconds stops the replay with :class:`ProfilerError`."""
+    names, plugins = [], []
+    for p in policies:
+        if isinstance(p, str):
+            names.append(p)
+        else:
+            plugins.append(p)
+            names.append(getattr(p, "name", type(p).__name__))
+    argv = _argv({"elastic": names, "elastic_trace": elastic_trace, **options})
+    runs, cluster, workload = _native.elastic_run(argv, plugins, decision_timeout)
+    return ElasticResult(
+        summary=pl.DataFrame([summary for summary, _ in runs]),
+        jobs={(s["policy"], s["seed"]): pl.DataFrame(jobs) for s, jobs in runs},
+        cluster=cluster,
         workload=workload,
     )

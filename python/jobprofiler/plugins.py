@@ -7,7 +7,15 @@ from types import SimpleNamespace
 from typing import Iterable, Literal, Sequence, Union
 
 from . import _native
-from ._native import JobView, MechanismView, OrderView, Placement, RoundView
+from ._native import (
+    DecisionView,
+    ElasticAllocation,
+    JobView,
+    MechanismView,
+    OrderView,
+    Placement,
+    RoundView,
+)
 
 KeyUpdate = Literal["static", "when_run", "every_round"]
 
@@ -61,6 +69,28 @@ class Mechanism:
 
     def allocate(self, round: MechanismView, order: OrderView) -> Sequence[PlacementLike]:
         raise NotImplementedError("a mechanism defines allocate(round, order) -> placements")
+
+
+class ElasticPolicy:
+    """Decides, every decision interval of an elastic replay, each active job's allocation:
+    ``decide(ctx)`` returns one entry per job of ``ctx.jobs`` (same order): an
+    :class:`ElasticAllocation` (GPUs per server, global batch, CPUs and GB per GPU) until the
+    next decision, or None to leave the job queued (or preempt it). The engine checks the whole
+    decision against the cluster and charges a restart to every job whose GPUs change.
+
+    ``ctx`` (:class:`DecisionView`) has the helpers the built-ins place with:
+    ``gang_gpus(i)``, ``own_batch(i, gpus)``, ``place_most_free_keeping(counts, order)`` and
+    ``place_in_order(order, gpus, preemptive)``.
+
+    ``rescales_in_place``: the policy resizes running jobs in place (charged the cheaper
+    rescale time) rather than by checkpoint and restart.
+    """
+
+    name: str = "custom-elastic"
+    rescales_in_place: bool = False
+
+    def decide(self, ctx: DecisionView) -> Sequence[ElasticAllocation | None]:
+        raise NotImplementedError("an elastic policy defines decide(ctx) -> allocations")
 
 
 def _builtin_policy(name: str, cls_name: str, doc: str) -> type[Policy]:

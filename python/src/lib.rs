@@ -3,6 +3,8 @@
 //! keyword arguments into them) and calls the same library steps; tables cross as Parquet bytes
 //! that polars reads without copying row by row.
 
+mod deadline;
+mod elastic;
 mod matrices;
 mod plugins;
 mod replay;
@@ -69,5 +71,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     matrices::register(m)?;
     replay::register(m)?;
     plugins::register(m)?;
+    elastic::register(m)?;
     Ok(())
 }

@@ -14,6 +14,7 @@
 //! its first failure (with the Python traceback) is kept, the engine stops the replay after the
 //! round, and the error names the round. The engine checks every placement itself.
 
+use crate::deadline::Deadline;
 use crate::traceback;
 use profiler::replay::job::JobState;
 use profiler::replay::mechanism::{
@@ -29,35 +30,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The first failure of a plug-in; later calls are skipped.
 #[derive(Default)]
-struct Failure(Mutex<Option<String>>);
+pub(crate) struct Failure(Mutex<Option<String>>);
 
 impl Failure {
-    fn set(&self, message: String) {
+    pub(crate) fn set(&self, message: String) {
         let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if f.is_none() {
             *f = Some(message);
         }
     }
-    fn get(&self) -> Option<String> {
+    pub(crate) fn get(&self) -> Option<String> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-    fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 }
 
 /// Whether a round view's call is still running.
 #[derive(Clone)]
-struct Alive(Arc<AtomicBool>);
+pub(crate) struct Alive(Arc<AtomicBool>);
 
 impl Alive {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Alive(Arc::new(AtomicBool::new(true)))
     }
-    fn end(&self) {
+    pub(crate) fn end(&self) {
         self.0.store(false, Ordering::SeqCst);
     }
-    fn check(&self, what: &str) -> PyResult<()> {
+    pub(crate) fn check(&self, what: &str) -> PyResult<()> {
         if self.0.load(Ordering::SeqCst) {
             Ok(())
         } else {
@@ -76,7 +77,7 @@ fn semantics_name(s: Semantics) -> &'static str {
 }
 
 /// A plug-in's `name` attribute, or its class's name.
-fn plugin_name(obj: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+pub(crate) fn plugin_name(obj: &Bound<'_, PyAny>) -> PyResult<&'static str> {
     let name: String = match obj.getattr("name") {
         Ok(n) => n.extract()?,
         Err(_) => obj.get_type().name()?.extract()?,
@@ -251,6 +252,7 @@ impl RoundView {
 /// A Python object with `key(job, round) -> float` as a [`Policy`].
 pub struct PyPolicy {
     obj: Py<PyAny>,
+    deadline: Arc<Deadline>,
     name: &'static str,
     update: KeyUpdate,
     uses_priority: bool,
@@ -259,7 +261,7 @@ pub struct PyPolicy {
 }
 
 impl PyPolicy {
-    pub fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub fn new(obj: &Bound<'_, PyAny>, deadline: Arc<Deadline>) -> PyResult<Self> {
         if !obj.hasattr("key")? {
             return Err(PyTypeError::new_err(
                 "a policy needs a method key(job, round) -> float (lower runs first)",
@@ -280,6 +282,7 @@ impl PyPolicy {
         };
         Ok(PyPolicy {
             obj: obj.clone().unbind(),
+            deadline,
             name: plugin_name(obj)?,
             update,
             uses_priority: bool_attr(obj, "uses_priority", true)?,
@@ -310,9 +313,17 @@ impl Policy for PyPolicy {
                 state: job.clone(),
                 index: 0,
             };
-            let result = self.obj.bind(py).call_method1("key", (view, round));
+            let (result, late) = self
+                .deadline
+                .call(py, || self.obj.bind(py).call_method1("key", (view, round)));
             alive.end();
             let key = match result {
+                Err(e) if late => Err(format!(
+                    "key() of job {} did not return within {}:\n{}",
+                    job.spec.id,
+                    self.deadline.describe(),
+                    traceback(py, &e)
+                )),
                 Err(e) => Err(format!(
                     "key() of job {} raised:\n{}",
                     job.spec.id,
@@ -667,6 +678,7 @@ impl OrderView {
 /// A Python object with `allocate(round, order) -> placements` as a [`Mechanism`].
 pub struct PyMechanism {
     obj: Py<PyAny>,
+    deadline: Arc<Deadline>,
     name: &'static str,
     fair: bool,
     tune: bool,
@@ -674,7 +686,7 @@ pub struct PyMechanism {
 }
 
 impl PyMechanism {
-    pub fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub fn new(obj: &Bound<'_, PyAny>, deadline: Arc<Deadline>) -> PyResult<Self> {
         if !obj.hasattr("allocate")? {
             return Err(PyTypeError::new_err(
                 "a mechanism needs a method allocate(round, order) -> list of placements",
@@ -682,6 +694,7 @@ impl PyMechanism {
         }
         Ok(PyMechanism {
             obj: obj.clone().unbind(),
+            deadline,
             name: plugin_name(obj)?,
             fair: bool_attr(obj, "synergy_fair", false)?,
             tune: bool_attr(obj, "synergy_tune", false)?,
@@ -748,7 +761,9 @@ impl Mechanism for PyMechanism {
                 jobs: ctx.jobs as *const [JobState],
                 alive: alive.clone(),
             };
-            let result = self.obj.bind(py).call_method1("allocate", (view, order));
+            let (result, late) = self.deadline.call(py, || {
+                self.obj.bind(py).call_method1("allocate", (view, order))
+            });
             let placed = result.and_then(|r| {
                 r.try_iter()
                     .map_err(|_| {
@@ -766,6 +781,11 @@ impl Mechanism for PyMechanism {
             alive.end();
             match placed {
                 Ok(p) => out.extend(p),
+                Err(e) if late => self.failure.set(format!(
+                    "allocate() did not return within {}:\n{}",
+                    self.deadline.describe(),
+                    traceback(py, &e)
+                )),
                 Err(e) => self
                     .failure
                     .set(format!("allocate() failed:\n{}", traceback(py, &e))),

@@ -2,6 +2,7 @@
 //! and the schemes run by the library's own steps, with a Python policy or mechanism in place of
 //! a built-in where one is given. Results come back as Parquet tables.
 
+use crate::deadline::Deadline;
 use crate::plugins::{PyMechanism, PyPolicy};
 use crate::{error, parquet, parse_args};
 use profiler::replay::cli::ReplayArgs;
@@ -18,15 +19,17 @@ impl ReplayObserver for Unobserved {}
 type RunTables<'py> = (String, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// Runs the replay `argv` describes (`profiler replay` arguments). `policy` / `mechanism`, where
-/// given, are Python objects that replace the named built-in. Returns every scheme's tables, the
+/// given, are Python objects that replace the named built-in; each call into them may take at
+/// most `decision_timeout` seconds. Returns every scheme's tables, the
 /// summary table, and the description of the scenario (cluster, profiles, workload).
 #[pyfunction]
-#[pyo3(signature = (argv, policy=None, mechanism=None))]
+#[pyo3(signature = (argv, policy=None, mechanism=None, decision_timeout=None))]
 fn replay_run<'py>(
     py: Python<'py>,
     argv: Vec<String>,
     policy: Option<Bound<'py, PyAny>>,
     mechanism: Option<Bound<'py, PyAny>>,
+    decision_timeout: Option<f64>,
 ) -> PyResult<(Vec<RunTables<'py>>, Bound<'py, PyBytes>, Vec<String>)> {
     let args = parse_args::<ReplayArgs>("replay", argv)?;
     if args.is_elastic() || args.grid.grid.is_some() {
@@ -35,15 +38,16 @@ fn replay_run<'py>(
         ));
     }
     let opts = args.to_options().map_err(error)?;
+    let deadline = Deadline::new(decision_timeout)?;
     let custom = policy.is_some() || mechanism.is_some();
     let schemes: Vec<Scheme> = if custom {
         let (p, m) = opts.schemes.first().cloned().unwrap_or_default();
         let policy: Box<dyn policy::Policy> = match policy {
-            Some(obj) => Box::new(PyPolicy::new(&obj)?),
+            Some(obj) => Box::new(PyPolicy::new(&obj, deadline.clone())?),
             None => policy::by_name(&p).ok_or_else(|| error(format!("unknown policy {p:?}")))?,
         };
         let mechanism: Box<dyn mechanism::Mechanism> = match mechanism {
-            Some(obj) => Box::new(PyMechanism::new(&obj)?),
+            Some(obj) => Box::new(PyMechanism::new(&obj, deadline.clone())?),
             None => {
                 mechanism::by_name(&m).ok_or_else(|| error(format!("unknown mechanism {m:?}")))?
             }
@@ -54,8 +58,10 @@ fn replay_run<'py>(
     };
     // The replay runs with the interpreter released; a plug-in takes it back for each call.
     let summary = py.detach(|| {
-        let scenario = Scenario::load(&opts)?;
-        runner::run_schemes(&opts, &scenario, &schemes, &Unobserved)
+        let summary = Scenario::load(&opts)
+            .and_then(|scenario| runner::run_schemes(&opts, &scenario, &schemes, &Unobserved));
+        deadline.stop();
+        summary
     });
     let summary = summary.map_err(error)?;
     let mut runs = Vec::new();

@@ -124,3 +124,35 @@ def test_objects_without_the_method_are_refused_before_the_replay():
         jp.replay(policy=object(), **TRACE)
     with pytest.raises(TypeError, match="allocate\\(round, order\\)"):
         jp.replay(mechanism=object(), **TRACE)
+
+
+class NeverReturns(jp.Mechanism):
+    name = "never-returns"
+
+    def allocate(self, round, order):
+        while True:
+            pass
+
+
+class SlowKey(jp.Policy):
+    name = "slow-key"
+
+    def key(self, job, round):
+        while True:
+            pass
+
+
+def test_a_plugin_that_never_returns_is_stopped_by_the_decision_timeout(tmp_path):
+    import time
+
+    start = time.monotonic()
+    message = replay_fails(tmp_path, mechanism=NeverReturns(), decision_timeout=0.5)
+    assert time.monotonic() - start < 30
+    assert "allocate() did not return within the decision timeout of 0.5 s" in message
+    assert "TimeoutError" in message
+    message = replay_fails(tmp_path, policy=SlowKey(), decision_timeout=0.2)
+    assert "did not return within the decision timeout of 0.2 s" in message
+    # The replay after it runs normally: no exception is left pending.
+    assert jp.replay(**TRACE).jobs.height == 100
+    with pytest.raises(ValueError, match="decision_timeout"):
+        jp.replay(mechanism=NeverReturns(), decision_timeout=0, **TRACE)

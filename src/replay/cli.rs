@@ -242,6 +242,15 @@ impl ReplayArgs {
     /// The elastic run these arguments ask for; errors for options that belong to the other
     /// replay, or elastic options without `--elastic`.
     pub fn to_elastic(&self) -> Result<ElasticRun, ReplayError> {
+        self.to_elastic_with(&super::elastic::policy::by_name)
+    }
+
+    /// [`ReplayArgs::to_elastic`], the policy names checked against `make` (a front end's own
+    /// policies beside the built-ins).
+    pub fn to_elastic_with(
+        &self,
+        make: &super::elastic::policy::Factory,
+    ) -> Result<ElasticRun, ReplayError> {
         let opt = |m: String| Err(ReplayError::Options(m));
         let Some(trace) = self.elastic_trace.clone() else {
             return opt(
@@ -300,7 +309,7 @@ impl ReplayArgs {
             versus: self.versus.clone(),
             out_dir: self.out.clone(),
         };
-        super::elastic::experiment::check(&options)?;
+        super::elastic::experiment::check_with(&options, make)?;
         Ok(ElasticRun {
             options,
             trace,

@@ -83,9 +83,10 @@ pub enum ReplayError {
     NoProgress(String),
     /// A mechanism's placements break the cluster (a GPU booked twice, a server over its
     /// CPUs or memory, a job on the wrong number of GPUs).
-    #[error("mechanism {mechanism} placed jobs wrongly in the round at t={t} s: {message}")]
+    #[error("{by} placed jobs wrongly in the round at t={t} s: {message}")]
     Placement {
-        mechanism: String,
+        /// `mechanism NAME` or `elastic policy NAME`.
+        by: String,
         t: f64,
         message: String,
     },

@@ -429,11 +429,17 @@ impl<'a> ElasticReplay<'a> {
             self.config.reconfiguration_s
         };
         let wall = started.elapsed().as_secs_f64();
-        check(&self.active, &decision, self.cluster).map_err(|e| {
-            ReplayError::Internal(format!(
-                "policy {} returned an infeasible decision at t = {t} s: {e}",
-                self.policy.name()
-            ))
+        if let Some(message) = self.policy.failure() {
+            return Err(ReplayError::Plugin {
+                name: format!("elastic policy {}", self.policy.name()),
+                t,
+                message,
+            });
+        }
+        check(&self.active, &decision, self.cluster).map_err(|e| ReplayError::Placement {
+            by: format!("elastic policy {}", self.policy.name()),
+            t,
+            message: format!("an infeasible decision: {e}"),
         })?;
         let mut row = DecisionRow {
             t,

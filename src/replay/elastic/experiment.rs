@@ -45,11 +45,16 @@ pub struct ElasticExperiment {
 
 /// Checks the policy names, `versus` and the seed count.
 pub fn check(opts: &ElasticOptions) -> Result<(), ReplayError> {
+    check_with(opts, &policy::by_name)
+}
+
+/// [`check`], the names known to `make`.
+pub fn check_with(opts: &ElasticOptions, make: &policy::Factory) -> Result<(), ReplayError> {
     if opts.policies.is_empty() {
         return Err(ReplayError::Options("no elastic policy to run".into()));
     }
     for p in opts.policies.iter() {
-        if policy::by_name(p, 0).is_none() {
+        if make(p, 0).is_none() {
             return Err(ReplayError::Options(format!(
                 "unknown elastic policy {p:?}; known: {}",
                 policy::names()
@@ -88,7 +93,18 @@ pub fn run(
     models: &AppModels,
     workload: &str,
 ) -> Result<ElasticExperiment, ReplayError> {
-    check(opts)?;
+    run_with(opts, jobs, models, workload, &policy::by_name)
+}
+
+/// [`run`], each policy made by `make` (a front end's own policies beside the built-ins).
+pub fn run_with(
+    opts: &ElasticOptions,
+    jobs: &[ElasticJobSpec],
+    models: &AppModels,
+    workload: &str,
+    make: &policy::Factory,
+) -> Result<ElasticExperiment, ReplayError> {
+    check_with(opts, make)?;
     if jobs.is_empty() {
         return Err(ReplayError::Options("the workload has no jobs".into()));
     }
@@ -103,7 +119,7 @@ pub fn run(
     let run_one = |(p, s): (usize, u64)| -> Result<ElasticOutcome, ReplayError> {
         let seed = opts.first_seed + s;
         let name = &opts.policies[p];
-        let policy = policy::by_name(name, seed)
+        let policy = make(name, seed)
             .ok_or_else(|| ReplayError::Options(format!("unknown elastic policy {name:?}")))?;
         let config = EngineConfig {
             seed,
@@ -487,7 +503,15 @@ pub fn load_trace(trace: &ElasticTrace) -> Result<(Vec<ElasticJobSpec>, AppModel
 
 /// Loads the trace, keeps its first `run.first` jobs (by arrival) and runs the experiment.
 pub fn run_trace(r: &ElasticRun) -> Result<ElasticExperiment, ReplayError> {
-    check(&r.options)?;
+    run_trace_with(r, &policy::by_name)
+}
+
+/// [`run_trace`], each policy made by `make`.
+pub fn run_trace_with(
+    r: &ElasticRun,
+    make: &policy::Factory,
+) -> Result<ElasticExperiment, ReplayError> {
+    check_with(&r.options, make)?;
     let (mut jobs, mut models) = load_trace(&r.trace)?;
     if r.resources {
         // Applications with no zoo counterpart keep running unconstrained (docs/REPLAY.md).
@@ -504,5 +528,5 @@ pub fn run_trace(r: &ElasticRun) -> Result<ElasticExperiment, ReplayError> {
         Some(n) => format!("{} (first {n} jobs)", r.trace.path.display()),
         None => r.trace.path.display().to_string(),
     };
-    run(&r.options, &jobs, &models, &name)
+    run_with(&r.options, &jobs, &models, &name, make)
 }

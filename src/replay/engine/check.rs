@@ -43,7 +43,7 @@ pub fn allocations(
 ) -> Result<Vec<Alloc>, ReplayError> {
     let internal = |message: String| {
         Err(ReplayError::Placement {
-            mechanism: by.to_string(),
+            by: format!("mechanism {by}"),
             t,
             message,
         })

@@ -40,6 +40,11 @@ pub trait ElasticPolicy: Send {
     fn rescales_in_place(&self) -> bool {
         false
     }
+    /// A plug-in policy's failure in its last decision (its code raised, or returned something
+    /// that is not a decision): the engine stops the replay with it. Built-ins never fail.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Builds a policy from the replay's seed (policies that draw random numbers use only it).
@@ -123,6 +128,10 @@ pub const ALL: &[(&str, &str, Ctor)] = &[
         joint::joint_resources,
     ),
 ];
+
+/// Makes the policy named `name` for a run with `seed`; `None`: no such policy. The built-ins'
+/// is [`by_name`]; a front end with policies of its own passes one that knows them too.
+pub type Factory<'a> = dyn Fn(&str, u64) -> Option<Box<dyn ElasticPolicy>> + Sync + 'a;
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn ElasticPolicy>> {
     ALL.iter().find(|p| p.0 == name).map(|p| (p.2)(seed))
