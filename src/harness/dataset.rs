@@ -100,20 +100,6 @@ pub fn measure_dataset(path: &Path) -> Result<DatasetSize, DatasetError> {
     Ok(size)
 }
 
-/// Drops the dataset's clean pages from the page cache. The memory cgroup charges a cached page
-/// to whoever first read it, so without this a dataset cached by an earlier run (or by its
-/// generator) would not count against the job's memory cap and a cap could not shrink its cache.
-pub fn evict_from_page_cache(paths: &[PathBuf]) {
-    use nix::fcntl::{PosixFadviseAdvice, posix_fadvise};
-    for path in paths {
-        if let Ok(file) = std::fs::File::open(path) {
-            // Dirty pages (a dataset just generated) are not dropped: write them back first.
-            let _ = file.sync_data();
-            let _ = posix_fadvise(&file, 0, 0, PosixFadviseAdvice::POSIX_FADV_DONTNEED);
-        }
-    }
-}
-
 /// A private read-only mapping of a whole file, unmapped on drop.
 pub(crate) struct FileMapping {
     addr: *mut libc::c_void,
@@ -149,7 +135,7 @@ impl FileMapping {
     }
 
     /// Bytes of page cache the file holds now (`mincore`; whole pages), `None` where it fails.
-    fn resident_bytes(&self) -> Option<u64> {
+    pub(crate) fn resident_bytes(&self) -> Option<u64> {
         let page = procfs::page_size();
         let mut vec = vec![0u8; self.len.div_ceil(page as usize)];
         // SAFETY: `vec` has one byte per page of the mapping, as mincore writes.
@@ -166,14 +152,17 @@ impl Drop for FileMapping {
     }
 }
 
-/// Bytes of page cache `paths` hold now, in whole pages (`mincore` over a read-only mapping of
-/// each file). Unreadable files count 0.
-pub fn cached_bytes(paths: &[PathBuf]) -> u64 {
-    paths
-        .iter()
-        .filter_map(|p| std::fs::File::open(p).ok())
-        .filter_map(|file| FileMapping::new(&file)?.resident_bytes())
-        .sum()
+impl DatasetSize {
+    /// Bytes of the dataset in the page cache now ([`super::page_cache::cached`]: every file
+    /// asked, or a sample of a dataset of millions).
+    pub fn cached(&self) -> super::page_cache::Cached {
+        super::page_cache::cached(&self.paths, self.page_cache_bytes)
+    }
+
+    /// Drops the dataset from the page cache ([`super::page_cache::evict`]).
+    pub fn evict(&self) {
+        super::page_cache::evict(&self.paths);
+    }
 }
 
 /// The whole-disk block device (`major`, `minor`) holding `path`: throttles apply to disks, so a
@@ -205,7 +194,8 @@ mod tests {
         let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i * 7 + 3) as u8).collect();
         std::fs::write(&path, &data).unwrap();
         let files = vec![path.clone(), dir.path().join("missing")];
-        evict_from_page_cache(&files);
+        let cached_bytes = |files: &[PathBuf]| crate::harness::page_cache::cached(files, 0).bytes;
+        crate::harness::page_cache::evict(&files);
         let on_disk = block_device_of(&path).is_some();
         if on_disk {
             assert!(

@@ -391,10 +391,16 @@ pub struct Telemetry {
     /// libraries), which the kernel charges as page cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anon_peak_bytes: Option<u64>,
-    /// Bytes of the dataset in the page cache at the end of the window (`mincore`); the rest
-    /// of `page_cache_bytes` is the job's other files (its libraries, code, logs).
+    /// Bytes of the dataset in the page cache at the end of the window (`cachestat` or
+    /// `mincore` per file); the rest of `page_cache_bytes` is the job's other files (its
+    /// libraries, code, logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_cached_bytes: Option<u64>,
+    /// 95% half-width of `dataset_cached_bytes` where it was estimated from a sample of the
+    /// dataset's files (datasets of more than 100,000 files); absent where every file was
+    /// asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_cached_half_width_bytes: Option<u64>,
     /// Mapped file pages outside the dataset that the job's processes touched during the window
     /// (shared libraries, memory-mapped files), each once: the part of its other files a memory
     /// limit must keep cached. The rest of them (library code run once at import) the kernel

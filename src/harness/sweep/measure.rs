@@ -196,7 +196,7 @@ impl Sweep<'_> {
     /// gives the rate a job really gets.
     fn partly_cached_epoch(&self) -> Option<f64> {
         let ds = self.dataset.as_ref()?;
-        let cached = crate::harness::dataset::cached_bytes(&ds.paths);
+        let cached = ds.cached().bytes;
         ((cached as f64) < PARTLY_CACHED * ds.page_cache_bytes as f64)
             .then(|| self.epoch_samples())
             .flatten()
@@ -316,6 +316,7 @@ impl Sweep<'_> {
             std::thread::sleep(POLL);
         }
         let elapsed = clock.elapsed().as_secs_f64();
+        let dataset_cached = self.dataset.as_ref().map(|d| d.cached());
         let telemetry = match (c0, run.cgroup.as_ref().map(|c| c.counters())) {
             (Some(a), Some(b)) => Some(Telemetry {
                 cpu_cores_used: (b.cpu_usage_ns - a.cpu_usage_ns) as f64 / 1e9 / elapsed,
@@ -327,10 +328,8 @@ impl Sweep<'_> {
                 storage_read_bytes_per_s: (b.read_bytes.saturating_sub(a.read_bytes)) as f64
                     / elapsed,
                 anon_peak_bytes: Some(anon_peak.max(b.anon_bytes)),
-                dataset_cached_bytes: self
-                    .dataset
-                    .as_ref()
-                    .map(|d| crate::harness::dataset::cached_bytes(&d.paths)),
+                dataset_cached_bytes: dataset_cached.map(|c| c.bytes),
+                dataset_cached_half_width_bytes: dataset_cached.and_then(|c| c.half_width_bytes),
                 mapped_hot_bytes: self.mapped_hot_bytes(run),
             }),
             _ => Some(Telemetry {

@@ -4,7 +4,6 @@
 use super::{Sweep, SweepError, absolute, base_vars, render_all};
 use crate::harness::cgroup::RunCgroup;
 use crate::harness::cgroup::effective::EffectiveCaps;
-use crate::harness::dataset::evict_from_page_cache;
 use crate::harness::launch::{Launch, PROGRESS_FILE_ENV, RunningJob, path_with_own_dir};
 use crate::harness::plan::{Point, cpu_text, label};
 use crate::harness::progress::{ProgressPaths, ProgressTail, Report};
@@ -86,7 +85,7 @@ impl Sweep<'_> {
             Some(root) => {
                 // Start every launch with a cold cache, charged to the job's own cgroup.
                 if let Some(ds) = &self.dataset {
-                    evict_from_page_cache(&ds.paths);
+                    ds.evict();
                 }
                 let cg = root.create_launch(&spec.spec.name, self.launches)?;
                 cg.set_cpu(first.cpu)?;
