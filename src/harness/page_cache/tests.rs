@@ -31,7 +31,10 @@ fn every_file_asked_gives_the_exact_count_and_eviction_drops_it() {
     let total = paths.len() as u64 * 4 * page;
     assert!(evict(&paths) > 0, "freshly written files hold pages");
     let cold = cached(&paths, total);
-    assert_eq!((cold.bytes, cold.half_width_bytes, cold.files_asked), (0, None, 3000));
+    assert_eq!(
+        (cold.bytes, cold.half_width_bytes, cold.files_asked),
+        (0, None, 3000)
+    );
     assert_eq!(evict(&paths), 0, "nothing left to drop");
     for p in paths.iter().step_by(3) {
         let _ = std::fs::read(p).unwrap();
@@ -95,7 +98,11 @@ fn the_stated_error_covers_the_truth() {
     let population: Vec<(u64, u64)> = (0..20_000)
         .map(|_| {
             let pages = 1 + rng.next_u64() % 64;
-            let cached = if rng.next_u64() % 100 < 20 + pages { pages } else { 0 };
+            let cached = if rng.next_u64() % 100 < 20 + pages {
+                pages
+            } else {
+                0
+            };
             (pages, cached)
         })
         .collect();
