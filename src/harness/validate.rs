@@ -3,8 +3,11 @@
 //! and report how far each model is from the measurement. The result goes into the matrix
 //! header (`validation`), so later exports and plots can show how far to trust modelled cells.
 
+mod diagnosis;
+
 use super::model_fill::modelled_cells;
 use super::sweep::{SweepError, SweepObserver, SweepOptions, run_sweep};
+use crate::cache_model::CacheModel;
 use crate::matrix::{
     CacheKind, Cell, CellKey, CellSource, Matrix, MatrixError, ModelAccuracy, Validation,
     ValidationCell, load_matrix, rewrite_header,
@@ -67,12 +70,14 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             let rate = modelled[0].samples_per_s().unwrap_or(0.0);
             predicted.insert(kind, rate);
         }
+        let check = diagnosis::check(cell, top, &CacheModel::new(inputs.clone()), samples);
         cells.push(ValidationCell {
             cpu: cell.cpu,
             memory_bytes: cell.memory_bytes,
             params: cell.params.clone(),
             measured_samples_per_s: measured,
             predicted,
+            check: Some(check),
         });
     }
     if cells.is_empty() {
@@ -112,7 +117,11 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-/// The comparison as a table, one line per cell, then one line per model.
+/// Cells whose chosen model is off by more than this (percent) get a line saying why.
+pub const EXPLAIN_ABOVE_PCT: f64 = 5.0;
+
+/// The comparison as a table, one line per cell (and, where the chosen model is off by more
+/// than [`EXPLAIN_ABOVE_PCT`], the assumption that failed), then one line per model.
 pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
     let mut out = String::new();
@@ -142,6 +151,15 @@ pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
             let _ = write!(out, "  [{}]", params.join(", "));
         }
         out.push('\n');
+        // Why the chosen model is off, where it is off by more than the launches vary.
+        let kind = chosen.unwrap_or(CacheKind::PageCache);
+        if let Some(check) = c
+            .check
+            .as_ref()
+            .filter(|_| error_pct(c, kind).abs() > EXPLAIN_ABOVE_PCT)
+        {
+            let _ = writeln!(out, "{:>28} why: {}", "", check.explanation);
+        }
     }
     let _ = writeln!(out, "{}", v.summary(chosen));
     out

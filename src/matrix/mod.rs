@@ -213,6 +213,33 @@ pub struct ValidationCell {
     pub measured_samples_per_s: f64,
     /// Predicted samples/s by model name (`minio`, `page-cache`).
     pub predicted: BTreeMap<CacheKind, f64>,
+    /// The model's assumptions against the cell's own telemetry, and which one is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CellCheck>,
+}
+
+/// A validated cell's telemetry against what the cache model assumed for it
+/// (`src/harness/validate/diagnosis.rs`): shares of the dataset and of reads, bytes/s, and the
+/// CPU time per sample relative to the top memory level. Absent figures were not recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellCheck {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_share_measured: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_share_modelled: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_ratio_measured: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_ratio_modelled: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_bytes_per_s_measured: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_bytes_per_s_modelled: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_per_sample_vs_top: Option<f64>,
+    /// The assumption furthest off, in words.
+    pub explanation: String,
 }
 
 impl Validation {

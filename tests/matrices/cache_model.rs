@@ -136,3 +136,44 @@ fn the_cache_the_model_assumes_is_what_the_kernel_held() {
         }
     }
 }
+
+/// Every validated cell of the recorded loaders gets the model's assumptions against its own
+/// telemetry: the cache share and the hit ratio it measured match what the model assumed
+/// within the tolerances the explanation uses where the model is close, and the explanation of
+/// the worst cell names a figure.
+#[test]
+fn validate_explains_each_cell_from_its_own_telemetry() {
+    for name in LOADERS {
+        let m = recorded(name);
+        let v = compare(&m, Path::new(&m.header.job.name)).unwrap();
+        for c in &v.cells {
+            let check = c.check.as_ref().expect("every validated cell is checked");
+            let err = error_pct(c, CacheKind::PageCache);
+            eprintln!(
+                "{name} cpu {} mem {:.0} MB: {err:+.1}%: cache {:.2} vs {:.2}, hits {:.2} vs {:.2}, cpu/sample x{:.2}: {}",
+                c.cpu,
+                c.memory_bytes as f64 / 1e6,
+                check.cache_share_measured.unwrap_or(f64::NAN),
+                check.cache_share_modelled.unwrap_or(f64::NAN),
+                check.hit_ratio_measured.unwrap_or(f64::NAN),
+                check.hit_ratio_modelled.unwrap_or(f64::NAN),
+                check.cpu_per_sample_vs_top.unwrap_or(f64::NAN),
+                check.explanation
+            );
+            for share in [check.cache_share_measured, check.hit_ratio_measured]
+                .into_iter()
+                .flatten()
+            {
+                assert!((0.0..=1.0).contains(&share), "{check:?}");
+            }
+            assert!(!check.explanation.is_empty());
+        }
+        let rendered = profiler::harness::validate::render(&v, Some(CacheKind::PageCache));
+        let off = v
+            .cells
+            .iter()
+            .filter(|c| error_pct(c, CacheKind::PageCache).abs() > 5.0)
+            .count();
+        assert_eq!(rendered.matches(" why: ").count(), off, "{rendered}");
+    }
+}

@@ -1,0 +1,180 @@
+//! Why a validated cell's prediction is off, from the cell's own telemetry. The cache model
+//! rests on four assumptions; each has a measured counterpart in the cell:
+//!
+//! - **cache share**: the cache holds `x = (limit - resident) / dataset`, with `resident` the
+//!   top cell's memory besides the dataset; measured: the dataset's bytes in the page cache at
+//!   the end of the window (`dataset_cached_bytes`).
+//! - **hit ratio**: the model's `h(x)` (LRU under per-epoch shuffles for `page-cache`);
+//!   measured: `1 - storage reads / (rate x bytes per sample)`.
+//! - **storage rate**: the bandwidth measured once per sweep; measured: the cell's read rate,
+//!   where the model has storage set the rate and the cell misses enough to matter.
+//! - **CPU per sample**: the top cell's; measured: the cell's CPU time per sample (reclaim under
+//!   a tight cap costs CPU the model does not count).
+//!
+//! The explanation names the assumption that is furthest off, with both figures.
+
+use crate::cache_model::CacheModel;
+use crate::matrix::{Cell, CellCheck, Telemetry};
+
+/// Deviations below these are not worth naming: shares of the dataset or of reads...
+const SHARE_TOLERANCE: f64 = 0.05;
+/// ... and relative differences of rates.
+const RATE_TOLERANCE: f64 = 0.10;
+/// Storage rates are compared only where at least this share of reads misses the cache.
+const MIN_MISS_FOR_STORAGE: f64 = 0.1;
+
+/// The check of `cell` (measured at a lower memory level) against what `model` assumed from
+/// `top` (the same CPU level, all memory); `dataset_samples` the samples of one epoch.
+pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) -> CellCheck {
+    let dataset = model.inputs.dataset_bytes as f64;
+    let (t, top_t) = (cell.telemetry.as_ref(), top.telemetry.as_ref());
+    let rate = cell.samples_per_s().unwrap_or(0.0);
+    let top_rate = top.samples_per_s().unwrap_or(0.0);
+    let resident = top_t.map_or(0, |t| t.resident_besides_dataset());
+    let cache_modelled = (dataset > 0.0)
+        .then(|| (cell.memory_bytes.saturating_sub(resident) as f64 / dataset).clamp(0.0, 1.0));
+    let cache_measured = t
+        .and_then(|t| t.dataset_cached_bytes)
+        .filter(|_| dataset > 0.0)
+        .map(|c| (c as f64 / dataset).clamp(0.0, 1.0));
+    let bytes_per_sample = (dataset_samples > 0).then(|| dataset / dataset_samples as f64);
+    let hit_measured = match (t, bytes_per_sample) {
+        (Some(t), Some(b)) if rate > 0.0 => {
+            Some((1.0 - t.storage_read_bytes_per_s / (rate * b)).clamp(0.0, 1.0))
+        }
+        _ => None,
+    };
+    let hit_modelled = cache_modelled.map(|x| model.hit_ratio(x));
+    let storage_measured = t.map(|t| t.storage_read_bytes_per_s);
+    let storage_modelled =
+        Some(model.inputs.storage_bytes_per_s).filter(|b| b.is_finite() && *b > 0.0);
+    let cpu_per_sample = |t: Option<&Telemetry>, r: f64| {
+        t.map(|t| t.cpu_cores_used / r)
+            .filter(|c| c.is_finite() && *c > 0.0)
+    };
+    let cpu_vs_top = match (cpu_per_sample(t, rate), cpu_per_sample(top_t, top_rate)) {
+        (Some(c), Some(c0)) => Some(c / c0),
+        _ => None,
+    };
+    // Storage sets the rate only where the model predicts less than the top cell's.
+    let predicted = model
+        .predict_samples_per_s(
+            top_rate,
+            cell.cpu,
+            cell.memory_bytes,
+            resident,
+            dataset_samples,
+        )
+        .samples_per_s();
+    let storage_bound = predicted.is_some_and(|p| p < top_rate * (1.0 - 1e-9));
+    let mut check = CellCheck {
+        cache_share_measured: cache_measured,
+        cache_share_modelled: cache_modelled,
+        hit_ratio_measured: hit_measured,
+        hit_ratio_modelled: hit_modelled,
+        storage_bytes_per_s_measured: storage_measured,
+        storage_bytes_per_s_modelled: storage_modelled,
+        cpu_per_sample_vs_top: cpu_vs_top,
+        explanation: String::new(),
+    };
+    let error = predicted.map_or(0.0, |p| p - rate);
+    check.explanation = explain(
+        &check,
+        storage_bound,
+        error,
+        resident,
+        t.map(|t| t.resident_besides_dataset()),
+    );
+    check
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", 100.0 * x)
+}
+
+fn mb(x: f64) -> String {
+    format!("{:.1} MB/s", x / 1e6)
+}
+
+/// The assumption furthest off (by how far past its tolerance) among those that push the
+/// prediction the way it is off (`error`: predicted minus measured samples/s), in words.
+fn explain(
+    c: &CellCheck,
+    storage_bound: bool,
+    error: f64,
+    resident_top: u64,
+    resident_here: Option<u64>,
+) -> String {
+    // (how far past its tolerance, which way it moves the error, what it is).
+    let mut candidates: Vec<(f64, f64, String)> = Vec::new();
+    if let (Some(m), Some(p)) = (c.cache_share_measured, c.cache_share_modelled) {
+        let mut why = format!(
+            "the cache held {} of the dataset, the model gave it {}",
+            pct(m),
+            pct(p)
+        );
+        if let Some(r) = resident_here {
+            why.push_str(&format!(
+                " (the job's other memory: {:.0} MB here, {:.0} MB at the top level)",
+                r as f64 / 1e6,
+                resident_top as f64 / 1e6
+            ));
+        }
+        // More cached than modelled: more hits, a faster job, a prediction too low.
+        candidates.push(((m - p).abs() / SHARE_TOLERANCE, p - m, why));
+    }
+    if let (Some(m), Some(p)) = (c.hit_ratio_measured, c.hit_ratio_modelled) {
+        candidates.push((
+            (m - p).abs() / SHARE_TOLERANCE,
+            p - m,
+            format!(
+                "{} of reads hit the cache, the model expects {}",
+                pct(m),
+                pct(p)
+            ),
+        ));
+    }
+    if let (Some(m), Some(p), Some(h)) = (
+        c.storage_bytes_per_s_measured,
+        c.storage_bytes_per_s_modelled,
+        c.hit_ratio_measured,
+    ) && storage_bound
+        && 1.0 - h >= MIN_MISS_FOR_STORAGE
+    {
+        candidates.push((
+            (m / p - 1.0).abs() / RATE_TOLERANCE,
+            p - m,
+            format!("storage delivered {}, the model assumes {}", mb(m), mb(p)),
+        ));
+    }
+    if let Some(k) = c.cpu_per_sample_vs_top {
+        // More CPU per sample: a slower job, a prediction too high.
+        candidates.push((
+            (k - 1.0).abs() / RATE_TOLERANCE,
+            k - 1.0,
+            format!(
+                "each sample took {:+.0}% CPU time against the top memory level (reclaim \
+                 under the cap)",
+                100.0 * (k - 1.0)
+            ),
+        ));
+    }
+    candidates.retain(|c| c.0 > 1.0);
+    // Those that explain the error's sign first, then the furthest off.
+    candidates.sort_by(|a, b| {
+        let agrees = |c: &(f64, f64, String)| c.1 * error > 0.0;
+        agrees(b).cmp(&agrees(a)).then(b.0.total_cmp(&a.0))
+    });
+    match candidates.first() {
+        Some((_, _, why)) => why.clone(),
+        None if c.cache_share_measured.is_none() && c.cpu_per_sample_vs_top.is_none() => {
+            "the cell recorded no telemetry to check the model against".into()
+        }
+        None => "every assumption held within its tolerance (cache share and hit ratio 5 \
+                 points, storage and CPU 10%): the difference is launch-to-launch variation"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,152 @@
+use super::*;
+use crate::matrix::{CacheKind, CacheModelInputs, CellSource, Throughput};
+
+const MB: u64 = 1_000_000;
+
+/// A cell at 1 CPU and `mem_mb` reading `storage` bytes/s, using `cpu` cores, with `cached_mb`
+/// of the dataset in the page cache and `resident_mb` of other memory.
+fn cell(mem_mb: u64, rate: f64, storage: f64, cpu: f64, cached_mb: u64, resident_mb: u64) -> Cell {
+    Cell {
+        cpu: 1.0,
+        memory_bytes: mem_mb * MB,
+        params: Default::default(),
+        source: CellSource::Measured,
+        throughput: Some(Throughput {
+            samples_per_s: rate,
+            ci95_low: rate,
+            ci95_high: rate,
+            windows: 4,
+            measured_s: 4.0,
+            launches: Vec::new(),
+        }),
+        iteration_time_s: None,
+        telemetry: Some(Telemetry {
+            cpu_cores_used: cpu,
+            storage_read_bytes_per_s: storage,
+            rss_peak_bytes: resident_mb * MB,
+            anon_peak_bytes: Some(resident_mb * MB),
+            mapped_hot_bytes: Some(0),
+            dataset_cached_bytes: Some(cached_mb * MB),
+            ..Telemetry::default()
+        }),
+        gpu: None,
+        note: None,
+        wall_s: 5.0,
+        node: None,
+        interference: None,
+        measured_unix_s: None,
+    }
+}
+
+/// 100 MB of 1,000 samples (100 KB each), storage at 20 MB/s, the page-cache model.
+fn model() -> CacheModel {
+    CacheModel::new(CacheModelInputs {
+        kind: CacheKind::PageCache,
+        dataset_bytes: 100 * MB,
+        storage_bytes_per_s: 20.0 * MB as f64,
+        memory_bytes_per_s_per_core: 5e9,
+    })
+}
+
+#[test]
+fn a_cell_that_held_what_the_model_said_is_variation() {
+    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
+    // 100 MB limit, 50 MB resident: half the dataset; LRU hits 15.3%, so 84.7% of 100 KB per
+    // sample come from storage.
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    let rate = model()
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000)
+        .samples_per_s()
+        .unwrap();
+    assert!(rate < 400.0, "storage-bound: {rate}");
+    let storage = rate * 100_000.0 * (1.0 - h);
+    let c = check(
+        &cell(100, rate, storage, rate / 400.0, 50, 50),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!((c.hit_ratio_measured.unwrap() - h).abs() < 1e-9, "{c:?}");
+    assert!(
+        c.explanation.contains("launch-to-launch variation"),
+        "{}",
+        c.explanation
+    );
+}
+
+#[test]
+fn the_assumption_furthest_off_is_named_with_both_figures() {
+    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    // The job held 30 MB more besides the dataset here: the cache held 20% less.
+    let rate = 150.0;
+    let c = check(
+        &cell(100, rate, rate * 100_000.0 * (1.0 - 0.05), 0.375, 30, 80),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(
+        c.explanation
+            .contains("the cache held 30% of the dataset, the model gave it 50%")
+            && c.explanation.contains("80 MB here, 50 MB at the top level"),
+        "{}",
+        c.explanation
+    );
+    // The cache held its share but served far more hits than LRU under shuffles would.
+    let c = check(
+        &cell(100, 300.0, 300.0 * 100_000.0 * 0.5, 0.75, 50, 50),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(
+        c.explanation
+            .contains("50% of reads hit the cache, the model expects 15%"),
+        "{} (h = {h})",
+        c.explanation
+    );
+    // Everything as modelled but CPU time per sample up by half: reclaim.
+    let rate = model()
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000)
+        .samples_per_s()
+        .unwrap();
+    let storage = rate * 100_000.0 * (1.0 - h);
+    let c = check(
+        &cell(100, rate, storage, 1.5 * rate / 400.0, 50, 50),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(c.explanation.contains("+50% CPU time"), "{}", c.explanation);
+}
+
+#[test]
+fn slow_storage_is_named_where_reads_matter() {
+    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    // Storage delivered 12 MB/s where the model assumes 20: fewer samples, as many misses each.
+    let storage = 12.0 * MB as f64;
+    let rate = storage / (100_000.0 * (1.0 - h));
+    let c = check(
+        &cell(100, rate, storage, rate / 400.0, 50, 50),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(
+        c.explanation
+            .contains("storage delivered 12.0 MB/s, the model assumes 20.0 MB/s"),
+        "{}",
+        c.explanation
+    );
+}
+
+#[test]
+fn no_telemetry_says_so() {
+    let mut bare = cell(100, 100.0, 0.0, 1.0, 0, 0);
+    bare.telemetry = None;
+    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
+    let c = check(&bare, &top, &model(), 1000);
+    assert!(c.explanation.contains("cache held") || c.explanation.contains("no telemetry"));
+}
