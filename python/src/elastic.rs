@@ -3,7 +3,8 @@
 //! engine checks the whole decision; helpers place the way the built-ins do.
 
 use crate::deadline::Deadline;
-use crate::plugins::{Alive, Failure, plugin_name};
+use crate::plugins::{Failure, plugin_name};
+use crate::views::Alive;
 use crate::{error, parse_args, traceback};
 use profiler::replay::cli::ReplayArgs;
 use profiler::replay::elastic::allocation::Allocation;

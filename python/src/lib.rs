@@ -8,6 +8,7 @@ mod elastic;
 mod matrices;
 mod plugins;
 mod replay;
+mod views;
 
 use polars::prelude::{DataFrame, ParquetWriter};
 use pyo3::prelude::*;
@@ -70,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ProfilerError", m.py().get_type::<ProfilerError>())?;
     matrices::register(m)?;
     replay::register(m)?;
+    views::register(m)?;
     plugins::register(m)?;
     elastic::register(m)?;
     Ok(())
