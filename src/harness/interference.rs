@@ -135,7 +135,9 @@ pub struct HostCpu {
 /// Busy time on the CPUs the job is not pinned to, at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RestSnapshot {
-    /// user + nice + system + irq + softirq + steal, summed over `cpus`.
+    /// user + nice + system + irq + softirq, summed over `cpus`: this machine's own work there.
+    /// Steal (other guests of a hypervisor on those CPUs) is left out: it is not a process
+    /// beside the job.
     pub busy_ns: u64,
     /// The CPUs summed, ascending; never empty.
     pub cpus: Vec<u32>,
@@ -219,12 +221,13 @@ impl HostCpu {
             .collect();
         let rest = match rest.is_empty() {
             true => None,
-            false => Some(RestSnapshot {
-                busy_ns: cpu_ticks(&text, &rest, &path)?
-                    .0
-                    .saturating_mul(self.tick_ns),
-                cpus: rest,
-            }),
+            false => {
+                let (busy, _, steal) = cpu_ticks(&text, &rest, &path)?;
+                Some(RestSnapshot {
+                    busy_ns: busy.saturating_sub(steal).saturating_mul(self.tick_ns),
+                    cpus: rest,
+                })
+            }
         };
         Ok(HostSnapshot {
             at,

@@ -104,34 +104,42 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
     let quiet_rate = quiet.samples_per_s().expect("measured");
 
     // A hog for the first 3 s of the measurement: its windows are discarded, and the cell is
-    // measured again once it is gone.
-    let mut passing = HogAtMeasure {
-        seconds: 3.0,
-        hog: None,
-    };
-    let cell = measure_spin(dir.path(), "passing", &mut passing);
-    let i = cell.interference.clone().expect("interference is recorded");
-    assert!(i.discarded_windows > 0, "the hog was not seen: {i:?}");
-    assert!(!i.disturbed, "{i:?}");
-    // A window the hog shared would add half a core to the other load of the windows used (a
-    // quarter of them at least) and pull the rate down (the hog takes half the job's CPU). The
-    // rate check is one-sided: a higher rate than a quiet launch's is launch-to-launch
-    // variation (up to 20% on a busy 2-core VM), never the hog. Quiet launches before and
-    // after bracket that variation.
-    assert!(
-        i.other_cores < 0.1,
-        "a window the hog shared was used: {i:?}"
-    );
-    let rate = cell.samples_per_s().expect("measured");
-    let quiet_after = measure_spin(dir.path(), "quiet-after", &mut Silent)
-        .samples_per_s()
-        .expect("measured");
-    let slowest_quiet = quiet_rate.min(quiet_after);
-    assert!(
-        rate > 0.8 * slowest_quiet,
-        "re-measured {rate:.1} vs undisturbed {quiet_rate:.1} and {quiet_after:.1} samples/s: \
-         a disturbed window was kept"
-    );
+    // measured again once it is gone. A window the hog shared would add half a core to the
+    // other load of the windows used (a quarter of them at least) and pull the rate down (the
+    // hog takes half the job's CPU). The rate check is one-sided: a higher rate than a quiet
+    // launch's is launch-to-launch variation (up to 20% on a busy 2-core VM), never the hog.
+    // Quiet launches before and after bracket that variation; a rate below both by more than
+    // that is measured once more, since a VM's host can slow it for seconds without a counter
+    // here showing it, while a kept disturbed window would be kept again.
+    for attempt in 1..=2 {
+        let mut passing = HogAtMeasure {
+            seconds: 3.0,
+            hog: None,
+        };
+        let cell = measure_spin(dir.path(), "passing", &mut passing);
+        drop(passing);
+        let i = cell.interference.clone().expect("interference is recorded");
+        assert!(i.discarded_windows > 0, "the hog was not seen: {i:?}");
+        assert!(!i.disturbed, "{i:?}");
+        assert!(
+            i.other_cores < 0.1,
+            "a window the hog shared was used: {i:?}"
+        );
+        let rate = cell.samples_per_s().expect("measured");
+        let quiet_after = measure_spin(dir.path(), "quiet-after", &mut Silent)
+            .samples_per_s()
+            .expect("measured");
+        let slowest_quiet = quiet_rate.min(quiet_after);
+        if rate > 0.8 * slowest_quiet {
+            break;
+        }
+        let message = format!(
+            "re-measured {rate:.1} vs undisturbed {quiet_rate:.1} and {quiet_after:.1} \
+             samples/s: a disturbed window was kept"
+        );
+        assert!(attempt < 2, "{message}, twice");
+        eprintln!("{message}? measuring once more");
+    }
 
     // A hog that never leaves: the cell is kept, marked disturbed, and shown so.
     let mut staying = HogAtMeasure {
