@@ -202,13 +202,7 @@ impl DecisionView {
     /// Every server's capacity: (GPUs, cores, GB).
     #[getter]
     fn servers(&self) -> PyResult<Vec<(u32, f64, f64)>> {
-        Ok(self
-            .ctx()?
-            .cluster
-            .servers
-            .iter()
-            .map(|s| (s.gpus, s.cpus, s.mem_gb))
-            .collect())
+        Ok(self.ctx()?.cluster.capacities())
     }
     /// The active jobs, ascending by id (the decision lists one entry per job, in this order).
     #[getter]

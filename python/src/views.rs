@@ -239,13 +239,7 @@ impl MechanismView {
     /// Every server's capacity: (GPUs, cores, GB).
     #[getter]
     fn servers(&self) -> PyResult<Vec<(u32, f64, f64)>> {
-        Ok(self
-            .ctx()?
-            .cluster
-            .servers
-            .iter()
-            .map(|s| (s.gpus, s.cpus, s.mem_gb))
-            .collect())
+        Ok(self.ctx()?.cluster.capacities())
     }
     /// `exact` or `synergy`.
     #[getter]

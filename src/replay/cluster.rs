@@ -283,6 +283,26 @@ impl ClusterSpec {
 }
 
 impl Cluster {
+    /// The cluster in words: name, servers, GPUs, cores, GB.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({} servers, {} GPUs, {} cores, {} GB)",
+            self.name,
+            self.servers.len(),
+            self.total_gpus,
+            self.total_cpus,
+            self.total_mem_gb
+        )
+    }
+
+    /// Every server's capacity: (GPUs, cores, GB).
+    pub fn capacities(&self) -> Vec<(u32, f64, f64)> {
+        self.servers
+            .iter()
+            .map(|s| (s.gpus, s.cpus, s.mem_gb))
+            .collect()
+    }
+
     /// Proportional share per GPU of the first group, the reference shape used to turn
     /// durations into work and to estimate remaining times.
     pub fn reference_share(&self) -> (f64, f64) {

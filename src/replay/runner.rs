@@ -183,7 +183,7 @@ pub fn run_schemes(
     };
     let cluster = &scenario.cluster;
     let summary = ReplaySummary {
-        cluster: scenario.cluster_name(),
+        cluster: scenario.cluster.describe(),
         profiles: scenario.profiles.origin.clone(),
         workload: scenario.workload_name.clone(),
         semantics: opts.semantics,

@@ -107,19 +107,6 @@ impl Scenario {
             total_jobs,
         })
     }
-
-    /// The cluster in words: name, servers, GPUs, cores, GB.
-    pub fn cluster_name(&self) -> String {
-        let c = &self.cluster;
-        format!(
-            "{} ({} servers, {} GPUs, {} cores, {} GB)",
-            c.name,
-            c.servers.len(),
-            c.total_gpus,
-            c.total_cpus,
-            c.total_mem_gb
-        )
-    }
 }
 
 fn load_workload(

@@ -2,7 +2,7 @@
 //! parallel; the table of results (mean over seeds with their spread), per-job and summary
 //! CSVs and a JCT CDF plot.
 
-use super::super::cluster::{Cluster, ClusterSpec};
+use super::super::cluster::ClusterSpec;
 use super::super::error::ReplayError;
 use super::engine::{ElasticOutcome, ElasticReplay, ElasticSummary, EngineConfig};
 use super::job::ElasticJobSpec;
@@ -167,7 +167,7 @@ pub fn run_with(
         runs[*p].push(o);
     }
     let exp = ElasticExperiment {
-        cluster: describe(&cluster),
+        cluster: cluster.describe(),
         workload: workload.to_owned(),
         policies: opts.policies.clone(),
         versus: opts.versus.clone(),
@@ -177,17 +177,6 @@ pub fn run_with(
         write_outputs(&exp, dir)?;
     }
     Ok(exp)
-}
-
-fn describe(c: &Cluster) -> String {
-    format!(
-        "{} ({} servers, {} GPUs, {} cores, {} GB)",
-        c.name,
-        c.servers.len(),
-        c.total_gpus,
-        c.total_cpus,
-        c.total_mem_gb
-    )
 }
 
 /// Mean and sample standard deviation.
