@@ -49,7 +49,8 @@ pub fn clear_referenced(pids: &[u32]) {
 /// File-backed mapped pages of `pids` referenced since [`clear_referenced`]: the job's hot
 /// mapped files (shared libraries such as libtorch, memory-mapped data). A mapping that several
 /// processes share (forked workers) counts once, at its largest; mappings of files under
-/// `exclude` (the dataset, which the cache model accounts for itself) are left out.
+/// `exclude` (the dataset, which the cache model accounts for itself) are left out, and so is
+/// shared memory (`/dev/shm`, memfd, System V), which the cgroup counts as `shmem` already.
 pub fn referenced_file_bytes(pids: &[u32], exclude: Option<&std::path::Path>) -> u64 {
     let mut hot: std::collections::HashMap<MappingKey, u64> = std::collections::HashMap::new();
     for pid in pids {
@@ -62,6 +63,11 @@ pub fn referenced_file_bytes(pids: &[u32], exclude: Option<&std::path::Path>) ->
         }
     }
     hot.values().sum::<u64>() * 1024
+}
+
+/// Whether a mapping's path is shared memory rather than a file on a disk.
+fn is_shared_memory(path: &str) -> bool {
+    path.starts_with("/dev/shm/") || path.starts_with("/memfd:") || path.starts_with("/SYSV")
 }
 
 /// A file mapping: device, inode, offset in the file.
@@ -77,7 +83,7 @@ fn referenced_file_kib(smaps: &str, exclude: Option<&std::path::Path>) -> Vec<(M
         if fields.len() >= 5 && fields[0].contains('-') && !fields[0].ends_with(':') {
             let inode: u64 = fields[4].parse().unwrap_or(0);
             let path = fields.get(5).copied().unwrap_or("");
-            let file_backed = inode != 0 && path.starts_with('/');
+            let file_backed = inode != 0 && path.starts_with('/') && !is_shared_memory(path);
             let excluded = exclude.is_some_and(|d| std::path::Path::new(path).starts_with(d));
             current = (file_backed && !excluded).then(|| {
                 (
@@ -117,9 +123,13 @@ Referenced: 5000 kB
 Referenced: 64 kB
 7ffc-7ffd rw-p 00000000 00:00 0 [stack]
 Referenced: 12 kB
+7e00-7e40 rw-s 00000000 00:1a 991 /dev/shm/torch_1234_5678_0 (deleted)
+Referenced: 150000 kB
+7d00-7d40 rw-s 00000000 00:01 992 /memfd:torch (deleted)
+Referenced: 150000 kB
 ";
         let all = referenced_file_kib(smaps, None);
-        assert_eq!(all.len(), 2, "{all:?}");
+        assert_eq!(all.len(), 2, "shared memory is the cgroup's shmem: {all:?}");
         assert_eq!(all[0], (("fe:01".into(), 4242, 0x1000), 300));
         let without_data = referenced_file_kib(smaps, Some(std::path::Path::new("/data/shards")));
         assert_eq!(without_data.len(), 1, "the dataset's mapping is left out");

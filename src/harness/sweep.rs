@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 mod cache;
 mod disturbance;
+mod footprint;
 mod header;
 mod launches;
 mod live_check;
@@ -181,8 +182,11 @@ struct Sweep<'a> {
     cache_inputs: Option<CacheModelInputs>,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
     storage_throttle: Option<((u64, u64), u64)>,
-    /// Why memory levels relative to the dataset leave out the job's resident size, if they do.
+    /// Why memory levels relative to the dataset leave out the job's resident size, or were
+    /// sized again, if they were.
     memory_note: Option<String>,
+    /// How levels relative to the dataset were sized from the job's footprint.
+    sizing: Option<footprint::Sizing>,
     /// The memory axis has a dataset but no cache model (measuring storage failed): lower
     /// memory levels are not filled in rather than filled with the top level's rate.
     model_unavailable: bool,
@@ -412,6 +416,7 @@ fn run_sweep_with(
         cache_inputs: None,
         storage_throttle,
         memory_note: None,
+        sizing: None,
         model_unavailable: false,
         step: step_caps,
     };

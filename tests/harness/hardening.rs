@@ -74,6 +74,43 @@ fn levels_relative_to_the_dataset_stay_resumable_when_the_first_launch_dies() {
     assert_eq!(resumed.launches, 0, "nothing left to run");
 }
 
+/// Holds 60 MiB, reports 100 samples/s, and one second after its first report takes 40 MiB
+/// more: its footprint after warm-up is short of what it needs.
+const GROWING_JOB: &str = "import json,os,time\nkeep=bytearray(60<<20)\nfor i in range(0,len(keep),4096): keep[i]=1\nf=open(os.environ['PROFILER_PROGRESS_FILE'],'a')\nt0=time.time()\nmore=None\ni=0\nwhile True:\n    i+=1\n    if more is None and time.time()-t0>1.0:\n        more=bytearray(40<<20)\n        for j in range(0,len(more),4096): more[j]=1\n    f.write(json.dumps({'samples':i*5,'t':time.time()})+'\\n'); f.flush(); time.sleep(0.05)\n";
+
+#[test]
+fn a_first_launch_that_outgrows_its_footprint_sizes_the_levels_again() {
+    require_caps!("a_first_launch_that_outgrows_its_footprint_sizes_the_levels_again");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("part-0"), vec![7u8; 1 << 20]).unwrap();
+    std::fs::write(dir.path().join("grows.py"), GROWING_JOB).unwrap();
+    let mut spec = quick_spec(
+        dir.path(),
+        "outgrows",
+        r#"["python3", "grows.py"]"#,
+        Some(&data),
+        "cpu = [1]\nmemory_pct_of_dataset = [100]\nmode = \"relaunch\"",
+    );
+    spec.spec.measure.launches = 1;
+    let out = dir.path().join("m.matrix.jsonl");
+    let opts = options(spec, out.clone(), "profiler-test-outgrows");
+    let outcome = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).expect("sweep runs");
+    let on_disk = load_matrix(&out).expect("the file loads");
+    assert_eq!(on_disk.cells.len(), 1, "{:?}", on_disk.cells);
+    let cell = &on_disk.cells[0];
+    assert_eq!(cell.source, CellSource::Measured, "{:?}", cell.note);
+    let provenance = on_disk.header.provenance.clone().unwrap_or_default();
+    assert!(provenance.contains("outgrew"), "{provenance}");
+    assert!(outcome.launches >= 2, "{} launches", outcome.launches);
+    // The level that held it has room for the job's 100 MiB besides the dataset.
+    let level = on_disk.header.axes.memory_bytes[0];
+    assert_eq!(cell.memory_bytes, level);
+    assert!(level > 100 << 20, "{level}");
+}
+
 #[test]
 fn without_a_storage_measurement_no_lower_level_is_modelled() {
     require_caps!("without_a_storage_measurement_no_lower_level_is_modelled");

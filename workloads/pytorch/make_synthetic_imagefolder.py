@@ -3,7 +3,9 @@
 
     python3 make_synthetic_imagefolder.py --dir data/imagenet-synth --samples 20000 --classes 100
 
-Layout: DIR/class_KKK/img_IIIIII.jpg.  Deterministic for a given --seed.
+Layout: DIR/class_KKK/img_IIIIII.jpg.  Deterministic for a given --seed, whatever --jobs
+(each image depends on the seed and its index only), so images are written by --jobs processes
+at once (default: every CPU this process may run on).
 Idempotent: DIR/.complete (written last) records the parameters; a rerun with
 the same parameters does nothing, an interrupted or different dataset is
 regenerated (files are written to a temp name and renamed).
@@ -11,6 +13,7 @@ regenerated (files are written to a temp name and renamed).
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -47,6 +50,18 @@ def synth(seed, index, classes, width, height, quality):
     return img
 
 
+def write_one(args):
+    """Write image `index` under a temporary name, then rename it: a crash leaves no half image."""
+    root, seed, index, classes, width, height, quality = args
+    d = os.path.join(root, "class_%03d" % (index % classes))
+    path = os.path.join(d, "img_%06d.jpg" % index)
+    tmp = os.path.join(d, ".img_%06d.jpg.tmp" % index)
+    synth(seed, index, classes, width, height, quality).save(tmp, "JPEG", quality=quality)
+    size = os.path.getsize(tmp)
+    os.replace(tmp, path)
+    return size
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", required=True)
@@ -56,9 +71,11 @@ def main(argv=None):
     ap.add_argument("--height", type=int, default=320)
     ap.add_argument("--quality", type=int, default=90)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                    help="processes writing images at once (default: the CPUs this process may use)")
     a = ap.parse_args(argv)
-    if a.samples < 1 or a.classes < 1 or a.width < 8 or a.height < 8:
-        ap.error("--samples/--classes must be >= 1 and --width/--height >= 8")
+    if a.samples < 1 or a.classes < 1 or a.width < 8 or a.height < 8 or a.jobs < 1:
+        ap.error("--samples/--classes/--jobs must be >= 1 and --width/--height >= 8")
 
     params = {"generator": "make_synthetic_imagefolder", "version": VERSION, "samples": a.samples,
               "classes": a.classes, "width": a.width, "height": a.height, "quality": a.quality,
@@ -79,19 +96,18 @@ def main(argv=None):
         if name.startswith("class_") and os.path.isdir(os.path.join(a.dir, name)):
             shutil.rmtree(os.path.join(a.dir, name))
 
+    for k in range(min(a.classes, a.samples)):
+        os.makedirs(os.path.join(a.dir, "class_%03d" % k), exist_ok=True)
     start = time.time()
     total_bytes = 0
     every = max(1, a.samples // 20)
-    for i in range(a.samples):
-        d = os.path.join(a.dir, "class_%03d" % (i % a.classes))
-        os.makedirs(d, exist_ok=True)
-        path = os.path.join(d, "img_%06d.jpg" % i)
-        tmp = os.path.join(d, ".img_%06d.jpg.tmp" % i)
-        synth(a.seed, i, a.classes, a.width, a.height, a.quality).save(tmp, "JPEG", quality=a.quality)
-        total_bytes += os.path.getsize(tmp)
-        os.replace(tmp, path)
-        if (i + 1) % every == 0 or i + 1 == a.samples:
-            print(f"{i + 1}/{a.samples} images ({time.time() - start:.1f} s)", file=sys.stderr)
+    jobs = max(1, min(a.jobs, a.samples))
+    work = [(a.dir, a.seed, i, a.classes, a.width, a.height, a.quality) for i in range(a.samples)]
+    with multiprocessing.Pool(jobs) as pool:
+        for done, size in enumerate(pool.imap_unordered(write_one, work, chunksize=16), 1):
+            total_bytes += size
+            if done % every == 0 or done == a.samples:
+                print(f"{done}/{a.samples} images ({time.time() - start:.1f} s)", file=sys.stderr)
     tmp = marker + ".tmp"
     with open(tmp, "w") as f:
         json.dump(params, f)

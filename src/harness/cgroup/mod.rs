@@ -650,6 +650,10 @@ pub struct CgroupCounters {
     pub memory_usage_bytes: u64,
     /// Current anonymous (resident) memory.
     pub anon_bytes: u64,
+    /// Current shared memory (tmpfs, `/dev/shm`, memfd: how PyTorch's loader workers hand
+    /// batches over). Counted as page cache by the kernel, yet without swap it cannot be
+    /// reclaimed: it belongs with the job's own memory, not with its cache.
+    pub shmem_bytes: u64,
     /// Current page cache.
     pub page_cache_bytes: u64,
     pub oom_kills: u64,

@@ -75,6 +75,7 @@ impl Controls for V1 {
             throttled_ns: cpu.get("throttled_time").copied().unwrap_or(0),
             memory_usage_bytes: read_u64(&dirs.memory, MEMORY_USAGE).unwrap_or(0),
             anon_bytes: mem.get("total_rss").copied().unwrap_or(0),
+            shmem_bytes: mem.get("total_shmem").copied().unwrap_or(0),
             page_cache_bytes: mem.get("total_cache").copied().unwrap_or(0),
             oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
             read_bytes: blkio_v1_read(&io),
@@ -116,7 +117,7 @@ mod tests {
             (
                 "memory",
                 MEMORY_STAT,
-                "cache 10\nrss 20\ntotal_cache 3000\ntotal_rss 1000\n",
+                "cache 10\nrss 20\nshmem 5\ntotal_cache 3000\ntotal_rss 1000\ntotal_shmem 500\n",
             ),
             (
                 "memory",
@@ -197,6 +198,7 @@ mod tests {
                 throttled_ns: 123_456,
                 memory_usage_bytes: 4_096_000,
                 anon_bytes: 1000,
+                shmem_bytes: 500,
                 page_cache_bytes: 3000,
                 oom_kills: 2,
                 read_bytes: 4196,

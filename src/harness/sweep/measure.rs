@@ -280,7 +280,9 @@ impl Sweep<'_> {
             }
             rss_peak = rss_peak.max(run.resident_bytes());
             if let Some(cg) = &run.cgroup {
-                anon_peak = anon_peak.max(cg.counters().anon_bytes);
+                let c = cg.counters();
+                anon_peak = anon_peak.max(c.anon_bytes);
+                run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
             }
             if run.job.try_status().is_some() {
                 return Ok(Outcome::Died(self.death_cell(

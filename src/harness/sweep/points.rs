@@ -15,8 +15,19 @@ impl Sweep<'_> {
     /// re-capping); when the job dies, the next point is relaunched.
     pub(super) fn run_points(&mut self, source: &mut dyn PointSource) -> Result<(), SweepError> {
         let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
-        while let Some(first) = source.peek(&self.recorded()) {
-            source.take();
+        // A point launched again because its launch outgrew the memory levels it sized.
+        let mut resized: Option<Point> = None;
+        loop {
+            let first = match resized.take() {
+                Some(p) => p,
+                None => match source.peek(&self.recorded()) {
+                    Some(p) => {
+                        source.take();
+                        p
+                    }
+                    None => break,
+                },
+            };
             let started = Instant::now();
             self.observer
                 .status(&format!("{}: starting job", label(&first)));
@@ -39,22 +50,9 @@ impl Sweep<'_> {
                 continue;
             }
             if self.memory.bytes().is_none() {
-                // Memory levels relative to the dataset: now what the job holds besides the
-                // dataset is known, as the cache model counts it (Telemetry::
-                // resident_besides_dataset): its anonymous memory and the mapped files it
-                // touched while warming up. Not its whole page cache: the libraries a job is the
-                // first to load are charged to it as page cache, and most of them (start-up
-                // code) are cold and the first thing the kernel evicts under a cap.
-                let resident = match (&run.cgroup, self.mapped_hot_bytes(&run)) {
-                    (Some(cg), Some(hot)) => cg.counters().anon_bytes + hot,
-                    _ => run.resident_bytes(),
-                };
-                self.memory.resolve(resident);
+                self.size_memory_levels(&run);
                 self.check_step_caps(&first)?;
-                let bytes = self.memory.bytes().expect("resolved")[first.mem];
-                if let Some(cg) = &run.cgroup {
-                    cg.set_memory_limit(Some(bytes))?;
-                }
+                self.apply_sized_limit(&run, &first)?;
                 self.ensure_writer()?;
                 std::thread::sleep(Duration::from_secs_f64(
                     self.opts.spec.spec.measure.settle_s,
@@ -72,6 +70,10 @@ impl Sweep<'_> {
                         break;
                     }
                     Outcome::Cell(cell) => self.record(cell)?,
+                    Outcome::Died(cell) if self.outgrew_sizing(&cell, &point, run.held_peak) => {
+                        resized = Some(point.clone());
+                        break;
+                    }
                     Outcome::Died(cell) => {
                         self.record(cell)?;
                         self.record_ruled_out_by_oom(source, &point);

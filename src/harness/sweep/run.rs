@@ -19,6 +19,9 @@ pub(super) struct Run {
     /// job shares with the profiler, for its OOM kills.
     step: Option<EffectiveCaps>,
     oom_base: u64,
+    /// The most anonymous and shared memory the job's cgroup was seen holding while measured,
+    /// bytes: what the kernel cannot reclaim without swap.
+    pub(super) held_peak: u64,
 }
 
 impl Run {
@@ -157,6 +160,7 @@ impl Sweep<'_> {
             tail: ProgressTail::new(&spec.spec, progress_paths),
             step,
             oom_base,
+            held_peak: 0,
         })
     }
 }

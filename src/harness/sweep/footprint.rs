@@ -1,0 +1,105 @@
+//! Memory levels relative to the dataset are sized from the job's own footprint: what the first
+//! launch holds besides the dataset once it is warm. A job can outgrow that footprint after
+//! warm-up (loader workers with more batches in flight, pinned-memory caches that only grow, a
+//! process per worker that touches more as the epoch goes on). When the launch that sized the
+//! levels is then OOM-killed before any cell is recorded, the kill says the estimate was short,
+//! not that the allocation cannot run the job: the levels are sized again, larger, and the point
+//! is launched again.
+
+use super::run::Run;
+use super::{Sweep, SweepError};
+use crate::harness::plan::{MemoryLevels, Point, cpu_text};
+use crate::matrix::{Cell, CellSource};
+
+/// How many times the levels are sized again before an OOM kill is taken at its word.
+const MAX_RESIZES: u32 = 2;
+/// Each new estimate is at least this many times the last.
+const GROWTH: f64 = 1.5;
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// How the memory levels relative to the dataset were sized.
+pub(super) struct Sizing {
+    /// The levels as the spec gives them (percentages of the dataset), to size again.
+    unresolved: MemoryLevels,
+    /// The footprint they were sized from, bytes.
+    resident: u64,
+    /// The least the next sizing may use (after an OOM kill), bytes.
+    floor: u64,
+    resizes: u32,
+}
+
+impl Sweep<'_> {
+    /// Fixes levels relative to the dataset from `run`, the first launch, once it is warm: what
+    /// the job holds besides the dataset, as the cache model counts it (`Telemetry::
+    /// resident_besides_dataset`), its anonymous memory and the mapped files it touched while
+    /// warming up. Not its whole page cache: the libraries a job is the first to load are
+    /// charged to it as page cache, and most of them (start-up code) are cold and the first
+    /// thing the kernel evicts under a cap. After an OOM kill, never less than the grown
+    /// estimate.
+    pub(super) fn size_memory_levels(&mut self, run: &Run) {
+        let footprint = match (&run.cgroup, self.mapped_hot_bytes(run)) {
+            (Some(cg), Some(hot)) => {
+                let c = cg.counters();
+                c.anon_bytes + c.shmem_bytes + hot
+            }
+            _ => run.resident_bytes(),
+        };
+        let (floor, resizes) = self.sizing.as_ref().map_or((0, 0), |s| (s.floor, s.resizes));
+        let resident = footprint.max(floor);
+        let unresolved = self.memory.clone();
+        self.memory.resolve(resident);
+        self.sizing = Some(Sizing {
+            unresolved,
+            resident,
+            floor,
+            resizes,
+        });
+    }
+
+    /// Whether `died`, the first launch's cell, is an OOM kill of a job that outgrew the
+    /// footprint its levels were sized from; if so the levels are unfixed, to be sized again
+    /// (at least `GROWTH` times larger, and no less than the anonymous and shared memory the
+    /// launch was seen holding) by the point's next launch, and the header is rewritten with them.
+    pub(super) fn outgrew_sizing(&mut self, died: &Cell, p: &Point, held_peak: u64) -> bool {
+        let Some(sizing) = self.sizing.as_mut() else {
+            return false;
+        };
+        if died.source != CellSource::Infeasible
+            || !self.cells.is_empty()
+            || sizing.resizes >= MAX_RESIZES
+        {
+            return false;
+        }
+        let killed_at = self.memory.bytes().map_or(0, |b| b[p.mem]);
+        let estimate = ((sizing.resident as f64 * GROWTH) as u64).max(held_peak);
+        sizing.floor = estimate;
+        sizing.resizes += 1;
+        let note = format!(
+            "the first launch ({} CPUs) outgrew the {:.2} GiB its memory levels were sized from \
+             (its footprint after warm-up) and was OOM-killed under {:.2} GiB: levels sized \
+             from {:.2} GiB instead ({} time{})",
+            cpu_text(p.cpu),
+            sizing.resident as f64 / GIB,
+            killed_at as f64 / GIB,
+            estimate as f64 / GIB,
+            sizing.resizes,
+            if sizing.resizes == 1 { "" } else { "s" }
+        );
+        self.memory = sizing.unresolved.clone();
+        self.observer.warn(&note);
+        self.memory_note = Some(note);
+        // The file holds the header alone, with the old levels: it is replaced.
+        self.writer = None;
+        self.header = None;
+        true
+    }
+
+    /// Sets the limit of the level `p` measures on `run`'s cgroup, once levels are sized.
+    pub(super) fn apply_sized_limit(&self, run: &Run, p: &Point) -> Result<(), SweepError> {
+        let bytes = self.memory.bytes().expect("sized")[p.mem];
+        if let Some(cg) = &run.cgroup {
+            cg.set_memory_limit(Some(bytes))?;
+        }
+        Ok(())
+    }
+}
