@@ -112,7 +112,10 @@ mod tests {
                  full avg10=0.00 avg60=0.00 avg300=0.00 total=17\n",
             ),
             (MEMORY_CURRENT, "8192\n"),
-            (MEMORY_STAT, "anon 4096\nfile 2048\nshmem 1024\nkernel 100\n"),
+            (
+                MEMORY_STAT,
+                "anon 4096\nfile 2048\nshmem 1024\nkernel 100\n",
+            ),
             (MEMORY_EVENTS, "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n"),
             (IO_MAX, ""),
             (

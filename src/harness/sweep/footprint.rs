@@ -44,7 +44,10 @@ impl Sweep<'_> {
             }
             _ => run.resident_bytes(),
         };
-        let (floor, resizes) = self.sizing.as_ref().map_or((0, 0), |s| (s.floor, s.resizes));
+        let (floor, resizes) = self
+            .sizing
+            .as_ref()
+            .map_or((0, 0), |s| (s.floor, s.resizes));
         let resident = footprint.max(floor);
         let unresolved = self.memory.clone();
         self.memory.resolve(resident);

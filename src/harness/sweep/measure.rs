@@ -78,10 +78,18 @@ impl Sweep<'_> {
             .unwrap_or_else(|| "stopped".into());
         let wall = started.elapsed().as_secs_f64();
         if run.oom_killed() {
+            // What it held says whether the job outgrew the cap or the cap was far too tight.
+            let held = match run.held_peak {
+                0 => String::new(),
+                b => format!(
+                    "; it was seen holding up to {:.2} GiB of anonymous and shared memory",
+                    b as f64 / (1u64 << 30) as f64
+                ),
+            };
             return self.empty_cell(
                 p,
                 CellSource::Infeasible,
-                format!("OOM-killed under the memory cap during {phase} ({status})"),
+                format!("OOM-killed under the memory cap during {phase} ({status}){held}"),
                 wall,
             );
         }
