@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Writes the datasets of the loaders in this folder, each in its library's own format, with the
+library's own writer. Deterministic for a given --seed; idempotent (DIR/.complete, written last,
+records the parameters: a rerun with the same ones does nothing, anything else is rewritten).
+
+    make_loader_data.py arrow DIR --samples 12000   # Hugging Face datasets: save_to_disk, Arrow shards of JPEGs
+    make_loader_data.py wds DIR --samples 12000     # WebDataset: ShardWriter tar shards (jpg + cls)
+    make_loader_data.py lmdb DIR --samples 110000   # LMDB: 32x32x3 uint8 images + label, 3 KiB values
+    make_loader_data.py npy DIR --samples 450       # numpy: one .npy of 1 MiB uint8 samples (512x512x4)
+
+The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
+classes, 320x320, about 39 KB each), written by one process per CPU.
+"""
+
+import argparse
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "pytorch"))
+MARKER = ".complete"
+CLASSES = 20
+
+
+def jpeg(args):
+    """JPEG bytes of synthetic image `index` (the ImageFolder generator's image)."""
+    from make_synthetic_imagefolder import synth
+    seed, index = args
+    buf = io.BytesIO()
+    synth(seed, index, CLASSES, 320, 320, 90).save(buf, "JPEG", quality=90)
+    return index, buf.getvalue()
+
+
+def jpegs(samples, seed):
+    """(index, label, JPEG bytes) in index order."""
+    with multiprocessing.Pool(len(os.sched_getaffinity(0))) as pool:
+        for index, data in pool.imap(jpeg, ((seed, i) for i in range(samples)), chunksize=16):
+            yield index, index % CLASSES, data
+
+
+def write_arrow(out, samples, seed):
+    import datasets
+    features = datasets.Features({"image": datasets.Image(),
+                                  "label": datasets.ClassLabel(num_classes=CLASSES)})
+    rows = {"image": [], "label": []}
+    for _, label, data in jpegs(samples, seed):
+        rows["image"].append({"bytes": data, "path": None})
+        rows["label"].append(label)
+    ds = datasets.Dataset.from_dict(rows, features=features)
+    ds.save_to_disk(out, max_shard_size="128MB")
+
+
+def write_wds(out, samples, seed):
+    import webdataset as wds
+    with wds.ShardWriter(os.path.join(out, "shard-%04d.tar"), maxsize=8e6, verbose=0) as sink:
+        for index, label, data in jpegs(samples, seed):
+            sink.write({"__key__": "%06d" % index, "jpg": data, "cls": label})
+
+
+def write_lmdb(out, samples, seed):
+    import lmdb
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    env = lmdb.open(out, map_size=4 << 30, subdir=True)
+    batch = 5000
+    for start in range(0, samples, batch):
+        with env.begin(write=True) as txn:
+            for i in range(start, min(samples, start + batch)):
+                label = i % CLASSES
+                pixels = rng.integers(0, 256, size=32 * 32 * 3, dtype=np.uint8)
+                txn.put(b"%08d" % i, bytes([label]) + pixels.tobytes())
+    with env.begin(write=True) as txn:
+        txn.put(b"__len__", str(samples).encode())
+    env.close()
+
+
+def write_npy(out, samples, seed):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    arr = np.lib.format.open_memmap(os.path.join(out, "samples.npy"), mode="w+",
+                                    dtype=np.uint8, shape=(samples, 512, 512, 4))
+    for i in range(samples):
+        arr[i] = rng.integers(0, 256, size=(512, 512, 4), dtype=np.uint8)
+    arr.flush()
+    del arr
+
+
+WRITERS = {"arrow": write_arrow, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("format", choices=sorted(WRITERS))
+    ap.add_argument("dir")
+    ap.add_argument("--samples", type=int, required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    if a.samples < 1:
+        ap.error("--samples must be >= 1")
+    params = {"format": a.format, "samples": a.samples, "seed": a.seed, "version": 1}
+    marker = os.path.join(a.dir, MARKER)
+    try:
+        with open(marker) as f:
+            if json.load(f) == params:
+                print(f"{a.dir}: complete dataset already present, nothing to do", file=sys.stderr)
+                return 0
+    except (OSError, ValueError):
+        pass
+    # Rewrite from scratch: a half-written or different dataset is removed first.
+    if os.path.isdir(a.dir):
+        shutil.rmtree(a.dir)
+    os.makedirs(a.dir)
+    WRITERS[a.format](a.dir, a.samples, a.seed)
+    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(a.dir) for f in fs)
+    with open(marker + ".tmp", "w") as f:
+        json.dump(params, f)
+        f.write("\n")
+    os.replace(marker + ".tmp", marker)
+    print(f"wrote {a.dir}: {a.format}, {a.samples} samples, {size / 1e6:.1f} MB", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
