@@ -36,6 +36,7 @@ fn bench_predict(c: &mut Criterion) {
         dataset_bytes: 150 << 30,
         storage_bytes_per_s: 500e6,
         memory_bytes_per_s_per_core: 10e9,
+        read_unit_bytes: None,
     });
     c.bench_function("predict_samples_per_s (one cell)", |b| {
         b.iter(|| {

@@ -182,6 +182,21 @@ pub fn block_device_of(path: &Path) -> Option<(u64, u64)> {
     Some((major, minor))
 }
 
+/// The read-ahead window of the block device holding `path` (its `read_ahead_kb`), bytes: what
+/// the kernel reads around a page fault on a memory map of a file there.
+pub fn read_ahead_bytes(path: &Path) -> Option<u64> {
+    let (major, minor) = block_device_of(path)?;
+    let kb = std::fs::read_to_string(format!(
+        "/sys/dev/block/{major}:{minor}/queue/read_ahead_kb"
+    ))
+    .ok()?;
+    kb.trim()
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb * 1024)
+        .filter(|b| *b > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,7 @@ pub fn modelled_cells(
         dataset_bytes: 0,
         storage_bytes_per_s: 0.0,
         memory_bytes_per_s_per_core: 0.0,
+        read_unit_bytes: None,
     };
     let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset));
     limits
@@ -152,6 +153,7 @@ mod tests {
             dataset_bytes: 1000 * MIB,
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,
+            read_unit_bytes: None,
         };
         let cells = modelled_cells(
             &measured(500.0),
@@ -182,6 +184,7 @@ mod tests {
             dataset_bytes: 400 * MIB,
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,
+            read_unit_bytes: None,
         };
         let mut top = measured(500.0);
         top.telemetry = Some(Telemetry {
@@ -245,6 +248,7 @@ mod tests {
             dataset_bytes: 1000 * MIB,
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,
+            read_unit_bytes: None,
         };
         for inputs in [Some(&inputs), None] {
             let cells = modelled_cells(&measured(0.0), &[600 * MIB, 150 * MIB], inputs, 1000);

@@ -73,14 +73,46 @@ fn is_shared_memory(path: &str) -> bool {
 /// A file mapping: device, inode, offset in the file.
 type MappingKey = (String, u64, u64);
 
+/// Whether any of `pids` maps a file under `dataset` without `MADV_RANDOM` (no `rr` among the
+/// mapping's `VmFlags` in smaps): a page fault on such a mapping reads the device's read-ahead
+/// window around the page, not only the page.
+pub fn maps_with_read_around(pids: &[u32], dataset: &std::path::Path) -> bool {
+    pids.iter().any(|pid| {
+        std::fs::read_to_string(format!("/proc/{pid}/smaps"))
+            .is_ok_and(|text| read_around_mapping(&text, dataset))
+    })
+}
+
+fn read_around_mapping(smaps: &str, dataset: &std::path::Path) -> bool {
+    let mut in_dataset = false;
+    for line in smaps.lines() {
+        if let Some(fields) = mapping_header(line) {
+            in_dataset = fields
+                .get(5)
+                .is_some_and(|p| std::path::Path::new(p).starts_with(dataset));
+        } else if let Some(flags) = line.strip_prefix("VmFlags:")
+            && in_dataset
+            && !flags.split_whitespace().any(|f| f == "rr")
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The fields of a smaps mapping header (`start-end perms offset dev inode [path]`), or `None`
+/// for the lines inside a mapping.
+fn mapping_header(line: &str) -> Option<Vec<&str>> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields.len() >= 5 && fields[0].contains('-') && !fields[0].ends_with(':')).then_some(fields)
+}
+
 /// `Referenced:` of each file-backed mapping in a `/proc/PID/smaps` text, KiB.
 fn referenced_file_kib(smaps: &str, exclude: Option<&std::path::Path>) -> Vec<(MappingKey, u64)> {
     let mut out = Vec::new();
     let mut current: Option<MappingKey> = None;
     for line in smaps.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // A mapping's header: `start-end perms offset dev inode [path]`.
-        if fields.len() >= 5 && fields[0].contains('-') && !fields[0].ends_with(':') {
+        if let Some(fields) = mapping_header(line) {
             let inode: u64 = fields[4].parse().unwrap_or(0);
             let path = fields.get(5).copied().unwrap_or("");
             let file_backed = inode != 0 && path.starts_with('/') && !is_shared_memory(path);
@@ -133,6 +165,56 @@ Referenced: 150000 kB
         assert_eq!(all[0], (("fe:01".into(), 4242, 0x1000), 300));
         let without_data = referenced_file_kib(smaps, Some(std::path::Path::new("/data/shards")));
         assert_eq!(without_data.len(), 1, "the dataset's mapping is left out");
+    }
+
+    #[test]
+    fn a_dataset_mapped_without_madv_random_reads_around_its_faults() {
+        let smaps = |flags: &str| {
+            format!(
+                "7f00-7f10 r-xp 00001000 fe:01 4242 /usr/lib/libtorch_cpu.so\nVmFlags: rd ex mr mw me\n\
+                 7f20-7f30 r--s 00000000 fe:01 77 /data/set/data.mdb\nReferenced: 64 kB\nVmFlags: {flags}\n"
+            )
+        };
+        let data = std::path::Path::new("/data/set");
+        assert!(read_around_mapping(&smaps("rd mr mw me sd"), data));
+        assert!(
+            !read_around_mapping(&smaps("rd mr mw me sd rr"), data),
+            "MADV_RANDOM"
+        );
+        assert!(!read_around_mapping(
+            &smaps("rd mr"),
+            std::path::Path::new("/other")
+        ));
+    }
+
+    #[test]
+    fn a_memory_mapped_numpy_array_reads_around_and_madv_random_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("samples.npy");
+        std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let len = 1usize << 20;
+        // SAFETY: a fresh read-only shared mapping of a file this test owns, unmapped below.
+        let map = unsafe {
+            use std::os::fd::AsRawFd;
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        let me = [std::process::id()];
+        let canonical = std::fs::canonicalize(dir.path()).unwrap();
+        assert!(maps_with_read_around(&me, &canonical));
+        // SAFETY: the mapping made above, still mapped.
+        assert_eq!(unsafe { libc::madvise(map, len, libc::MADV_RANDOM) }, 0);
+        assert!(!maps_with_read_around(&me, &canonical));
+        // SAFETY: unmapping the mapping made above, used no more.
+        assert_eq!(unsafe { libc::munmap(map, len) }, 0);
     }
 
     #[test]

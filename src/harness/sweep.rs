@@ -180,6 +180,8 @@ struct Sweep<'a> {
     launching_again: bool,
     params_axes: BTreeMap<String, Vec<String>>,
     cache_inputs: Option<CacheModelInputs>,
+    /// Whether the job was checked for memory maps of its dataset that read around their faults.
+    read_around_checked: bool,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
     storage_throttle: Option<((u64, u64), u64)>,
     /// Why memory levels relative to the dataset leave out the job's resident size, or were
@@ -414,6 +416,7 @@ fn run_sweep_with(
         launching_again: false,
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
+        read_around_checked: false,
         storage_throttle,
         memory_note: None,
         sizing: None,

@@ -259,6 +259,7 @@ mod tests {
             dataset_bytes: 100 * MIB,
             storage_bytes_per_s: 20.0 * MIB as f64,
             memory_bytes_per_s_per_core: 1e13,
+            read_unit_bytes: None,
         });
         Matrix { header: h, cells }
     }

@@ -111,6 +111,57 @@ fn a_first_launch_that_outgrows_its_footprint_sizes_the_levels_again() {
     assert!(level > 100 << 20, "{level}");
 }
 
+/// Maps its dataset file and reads one random 4 KiB page per sample, 100 samples/s; with
+/// `MADV_RANDOM` when its first argument says so.
+const MAPPING_JOB: &str = "import json,mmap,os,random,sys,time\nf=open(os.path.join(sys.argv[1],'part-0'),'rb')\nm=mmap.mmap(f.fileno(),0,access=mmap.ACCESS_READ)\nif sys.argv[2]=='random': m.madvise(mmap.MADV_RANDOM)\np=open(os.environ['PROFILER_PROGRESS_FILE'],'a')\ni=0\nwhile True:\n    i+=1\n    _=m[random.randrange(len(m)//4096)*4096]\n    p.write(json.dumps({'samples':i,'t':time.time()})+'\\n'); p.flush(); time.sleep(0.01)\n";
+
+#[test]
+fn a_job_that_maps_its_dataset_without_madv_random_gets_read_around_misses() {
+    require_caps!("a_job_that_maps_its_dataset_without_madv_random_gets_read_around_misses");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // On the build tree's disk: a tmpfs has no block device and no read-ahead.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // Written back before the sweep measures storage by reading it with the cache dropped.
+    let mut part = std::fs::File::create(data.join("part-0")).unwrap();
+    std::io::Write::write_all(&mut part, &vec![7u8; 8 << 20]).unwrap();
+    part.sync_all().unwrap();
+    std::fs::write(dir.path().join("maps.py"), MAPPING_JOB).unwrap();
+    let Some(read_ahead) = profiler::harness::dataset::read_ahead_bytes(&data) else {
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIPPED: the build tree's disk has no read-ahead to find\n"),
+        );
+        return;
+    };
+    for (advice, expect) in [("normal", Some(read_ahead)), ("random", None)] {
+        let mut spec = quick_spec(
+            dir.path(),
+            &format!("maps-{advice}"),
+            &format!(
+                r#"["python3", "maps.py", "{}", "{advice}"]"#,
+                data.display()
+            ),
+            Some(&data),
+            "cpu = [1]\nmemory_pct_of_dataset = [100, 50]",
+        );
+        spec.spec.measure.launches = 1;
+        let out = dir.path().join(format!("{advice}.matrix.jsonl"));
+        run_sweep(
+            &options(spec, out.clone(), "profiler-test-read-around"),
+            &mut Silent,
+            &AtomicBool::new(false),
+        )
+        .expect("sweep runs");
+        let header = load_matrix(&out).expect("the file loads").header;
+        let inputs = header
+            .cache_model
+            .expect("a dataset and two levels: the cache model");
+        assert_eq!(inputs.read_unit_bytes, expect, "{advice}");
+    }
+}
+
 #[test]
 fn without_a_storage_measurement_no_lower_level_is_modelled() {
     require_caps!("without_a_storage_measurement_no_lower_level_is_modelled");

@@ -376,6 +376,7 @@ fn rich_matrix() -> Matrix {
                 dataset_bytes: 10_000_000_000,
                 storage_bytes_per_s: 2e8,
                 memory_bytes_per_s_per_core: 5e9,
+                read_unit_bytes: None,
             }),
             validation: Some(Validation {
                 created_unix_s: 1_700_000_100,

@@ -62,6 +62,7 @@ fn failing() -> (PathBuf, Matrix) {
         dataset_bytes: 84_677_644,
         storage_bytes_per_s: 2e7,
         memory_bytes_per_s_per_core: 3e10,
+        read_unit_bytes: None,
     });
     m.header.validation = Some(Validation {
         created_unix_s: 0,

@@ -1,9 +1,12 @@
 //! The memory axis from the cache model: the bandwidths it needs, measured once per sweep, and
 //! the modelled cells below the measured top memory level.
 
+use super::run::Run;
 use super::{Sweep, SweepError};
 use crate::cache_model;
+use crate::harness::dataset::read_ahead_bytes;
 use crate::harness::model_fill::modelled_cells;
+use crate::harness::resident::maps_with_read_around;
 use crate::matrix::{CacheKind, CacheModelInputs, CellKey};
 use std::collections::BTreeMap;
 
@@ -43,7 +46,44 @@ impl Sweep<'_> {
             dataset_bytes: ds.page_cache_bytes,
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
+            read_unit_bytes: None,
         });
+    }
+
+    /// Once per sweep, while `run`'s job reads its dataset: where it maps the dataset's files
+    /// without `MADV_RANDOM`, a miss reads the device's read-ahead window, not a sample, and the
+    /// page-cache model is told so (`read_unit_bytes`, in the header).
+    pub(super) fn check_read_around(&mut self, run: &Run) -> Result<(), SweepError> {
+        let page_cache =
+            (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache);
+        let (Some(cg), Some(dataset)) = (&run.cgroup, self.opts.spec.dataset_path.as_deref())
+        else {
+            return Ok(());
+        };
+        if self.read_around_checked || !page_cache {
+            return Ok(());
+        }
+        self.read_around_checked = true;
+        let Some(unit) = std::fs::canonicalize(dataset)
+            .ok()
+            .filter(|d| maps_with_read_around(&cg.pids(), d))
+            .and_then(|d| read_ahead_bytes(&d))
+        else {
+            return Ok(());
+        };
+        let Some(inputs) = self.cache_inputs.as_mut() else {
+            return Ok(());
+        };
+        inputs.read_unit_bytes = Some(unit);
+        let inputs = inputs.clone();
+        self.observer.warn(&format!(
+            "the job maps the dataset's files into memory without MADV_RANDOM: each page fault \
+             on an uncached page reads {} KiB around it (the device's read_ahead_kb), and \
+             the cache model counts misses so; under a memory cap such a job can thrash \
+             (give the map MADV_RANDOM, or lower read_ahead_kb)",
+            unit / 1024
+        ));
+        self.update_header(|h| h.cache_model = Some(inputs))
     }
 
     /// Fills the memory levels below the top one from the measured CPU axis.

@@ -347,6 +347,7 @@ impl Sweep<'_> {
                 ..Telemetry::default()
             }),
         };
+        self.check_read_around(run)?;
         let over_epoch = epoch.and_then(|n| {
             let period = n * whole_epochs(n, &windows, elapsed, &m);
             let period = if windows.gained() >= period {

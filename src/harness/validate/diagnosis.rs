@@ -44,7 +44,10 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         }
         _ => None,
     };
-    let hit_modelled = cache_modelled.map(|x| model.hit_ratio(x));
+    // As measured: one minus the storage bytes per sample over the bytes of a sample (a
+    // miss of a memory map's read-around reads more than the sample).
+    let hit_modelled =
+        cache_modelled.map(|x| (1.0 - model.read_fraction(x, dataset_samples)).clamp(0.0, 1.0));
     let storage_measured = t.map(|t| t.storage_read_bytes_per_s);
     let storage_modelled =
         Some(model.inputs.storage_bytes_per_s).filter(|b| b.is_finite() && *b > 0.0);

@@ -45,6 +45,7 @@ fn model() -> CacheModel {
         dataset_bytes: 100 * MB,
         storage_bytes_per_s: 20.0 * MB as f64,
         memory_bytes_per_s_per_core: 5e9,
+        read_unit_bytes: None,
     })
 }
 
