@@ -30,12 +30,11 @@ pub(super) struct Sizing {
 
 impl Sweep<'_> {
     /// Fixes levels relative to the dataset from `run`, the first launch, once it is warm: what
-    /// the job holds besides the dataset, as the cache model counts it (`Telemetry::
-    /// resident_besides_dataset`), its anonymous memory and the mapped files it touched while
-    /// warming up. Not its whole page cache: the libraries a job is the first to load are
-    /// charged to it as page cache, and most of them (start-up code) are cold and the first
-    /// thing the kernel evicts under a cap. After an OOM kill, never less than the grown
-    /// estimate.
+    /// the job holds besides the dataset, its anonymous and shared memory (what the kernel
+    /// cannot reclaim without swap) and the mapped files it touched while warming up. Not its
+    /// whole page cache: the libraries a job is the first to load are charged to it as page
+    /// cache, and most of them (start-up code) are cold and the first thing the kernel evicts
+    /// under a cap. After an OOM kill, never less than the grown estimate.
     pub(super) fn size_memory_levels(&mut self, run: &Run) {
         let footprint = match (&run.cgroup, self.mapped_hot_bytes(run)) {
             (Some(cg), Some(hot)) => {
