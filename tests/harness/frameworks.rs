@@ -261,11 +261,18 @@ fn sweep_against_truth(python: &Path, job: &Job, mode: &str) -> (Vec<Row>, Sweep
                 job.name
             )
         });
+        // A cell measured on several launches (a live check's fresh launches) is their mean;
+        // its interval and interference are its first launch's, so the record is compared
+        // with that launch's own rate.
+        let rate = t
+            .launches
+            .first()
+            .map_or(t.samples_per_s, |l| l.samples_per_s);
         let row = Row {
             job: job.name.into(),
             mode: mode.into(),
             cpu,
-            matrix: t.samples_per_s,
+            matrix: rate,
             truth,
             measured_s: t.measured_s,
             disturbed: c.interference.as_ref().is_some_and(|i| i.disturbed),
