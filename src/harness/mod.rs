@@ -12,6 +12,7 @@ pub mod launch;
 pub mod model_fill;
 pub mod page_cache;
 mod plan;
+pub mod process_tree;
 pub mod progress;
 pub mod resident;
 pub mod rhythm;

@@ -96,10 +96,28 @@ fn sweep_1_and_2_cores(c: &Cluster, attempt: u32) -> (f64, f64) {
     // The memory axis below the top level is modelled, at both CPU levels.
     let levels = m.header.axes.memory_bytes.len();
     assert_eq!(m.cells.len(), 2 * levels, "{log}");
+    // Telemetry as in a local cell: the job's CPU from its process tree (the profiler's own
+    // left out), its memory from the step's memory cgroup, no throttling under a cpuset.
+    let used = |cell: &profiler::matrix::Cell| {
+        let t = cell.telemetry.as_ref().expect("telemetry");
+        assert_eq!(t.throttled_s_per_s, 0.0, "{t:?}");
+        let anon = t
+            .anon_peak_bytes
+            .expect("anonymous memory from the step's cgroup");
+        assert!((1 << 20..1 << 30).contains(&anon), "{t:?}");
+        assert!(t.mapped_hot_bytes.is_some(), "{t:?}");
+        t.cpu_cores_used
+    };
+    let (u1, u2) = (used(c1), used(c2));
+    assert!((0.6..=1.05).contains(&u1), "CPU used at 1 core: {u1}");
+    assert!(
+        u2 > u1 && u2 <= 2.05,
+        "CPU used at 2 cores: {u2} (1 core: {u1})"
+    );
     let (r1, r2) = (c1.samples_per_s().unwrap(), c2.samples_per_s().unwrap());
     eprintln!(
         "sweep --slurm of input-pipeline, attempt {attempt}: {r1:.1} samples/s at 1 core, \
-         {r2:.1} at 2 ({:.0} s)",
+         {r2:.1} at 2, using {u1:.2} and {u2:.2} cores ({:.0} s)",
         started.elapsed().as_secs_f64()
     );
     (r1, r2)

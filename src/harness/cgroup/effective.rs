@@ -1,7 +1,9 @@
 //! The caps of the cgroup this process already runs in (a Slurm step's, which Slurm owns): its
-//! cpuset, CFS quota and memory limit, each the tightest along the path to the root.
+//! cpuset, CFS quota and memory limit, each the tightest along the path to the root; and the
+//! counters of a job that runs in it beside this process.
 
-use super::{parse_cpu_list, v1, v2};
+use super::{CgroupCounters, CgroupVersion, ControllerDirs, controls, parse_cpu_list, v1, v2};
+use crate::harness::process_tree::TreeUsage;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +32,16 @@ pub struct EffectiveCaps {
     /// OOM killer took in it (v1 `memory.oom_control`, v2 `memory.events`): a job this process
     /// started is in the same cgroup.
     pub oom_events: PathBuf,
+    /// Where the step's counters are: its memory cgroup, and its cpu cgroup where it has one
+    /// of its own (Slurm on v1 leaves `cpu` and `blkio` at the root).
+    counted: Counted,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Counted {
+    version: CgroupVersion,
+    memory: PathBuf,
+    cpu: Option<PathBuf>,
 }
 
 /// Limits at or above this are the kernel's "unlimited" (v1 writes 2^63 rounded to a page).
@@ -79,11 +91,17 @@ impl EffectiveCaps {
                 let period: i64 = read_opt(&dir.join(v1::CFS_PERIOD))?.parse().ok()?;
                 (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
             });
+            let memory_dir = root.join("memory").join(rel(&memory));
             Ok(EffectiveCaps {
                 cpus,
                 quota_cores,
                 memory_limit,
-                oom_events: root.join("memory").join(rel(&memory)).join(v1::OOM_CONTROL),
+                oom_events: memory_dir.join(v1::OOM_CONTROL),
+                counted: Counted {
+                    version: CgroupVersion::V1,
+                    memory: memory_dir,
+                    cpu: (!rel(&cpu).is_empty()).then(|| cpu_root.join(rel(&cpu))),
+                },
                 cgroup: memory,
             })
         } else {
@@ -109,6 +127,11 @@ impl EffectiveCaps {
                 quota_cores,
                 memory_limit,
                 oom_events: dir.join(v2::MEMORY_EVENTS),
+                counted: Counted {
+                    version: CgroupVersion::V2,
+                    memory: dir.clone(),
+                    cpu: (!rel(path).is_empty()).then(|| dir.clone()),
+                },
                 cgroup: path.to_string(),
             })
         }
@@ -121,6 +144,36 @@ impl EffectiveCaps {
         text.lines()
             .find_map(|l| l.strip_prefix("oom_kill "))
             .and_then(|n| n.trim().parse().ok())
+    }
+
+    /// The counters of a job running in this cgroup beside this process: memory, shared
+    /// memory, page cache and OOM kills from the memory cgroup, less this process's own
+    /// anonymous memory; throttling from the cpu cgroup where the step has its own (with none,
+    /// no quota applies to it and nothing is throttled); CPU time and storage reads from the
+    /// job's process tree (`job`), which leaves this process out.
+    pub fn counters(&self, job: TreeUsage) -> CgroupCounters {
+        self.counters_beside(job, own_anon_bytes())
+    }
+
+    /// [`EffectiveCaps::counters`] beside a process holding `own_anon` bytes of anonymous memory.
+    fn counters_beside(&self, job: TreeUsage, own_anon: u64) -> CgroupCounters {
+        let c = &self.counted;
+        // Controllers the step has no cgroup of point at its memory cgroup, which holds none
+        // of their files: they read as zero.
+        let cpu = c.cpu.clone().unwrap_or_else(|| c.memory.clone());
+        let dirs = ControllerDirs {
+            cpu: cpu.clone(),
+            cpuacct: cpu,
+            cpuset: c.memory.clone(),
+            memory: c.memory.clone(),
+            io: c.memory.clone(),
+        };
+        let mut counters = controls(c.version).counters(&dirs);
+        counters.anon_bytes = counters.anon_bytes.saturating_sub(own_anon);
+        counters.memory_usage_bytes = counters.memory_usage_bytes.saturating_sub(own_anon);
+        counters.cpu_usage_ns = job.cpu_ns;
+        counters.read_bytes = job.read_bytes;
+        counters
     }
 
     /// Cores the process may use: its cpuset, or less under a quota.
@@ -156,6 +209,16 @@ impl EffectiveCaps {
             _ => Ok(()),
         }
     }
+}
+
+/// This process's anonymous resident memory (`RssAnon`), bytes.
+fn own_anon_bytes() -> u64 {
+    let status = read_opt(Path::new("/proc/self/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// The smallest value `limit` finds in `rel` and its ancestors under `root`.
@@ -259,6 +322,40 @@ mod tests {
             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
         );
         assert_eq!(caps.oom_kills(), Some(2));
+        // The task's memory cgroup counts the job and this process; Slurm left cpu and blkio
+        // at the root, so CPU time and reads come from the job's process tree, and nothing is
+        // throttled without a quota.
+        write(
+            r,
+            &format!("memory/{step}/task_0"),
+            v1::MEMORY_STAT,
+            "cache 1\nrss 2\ntotal_cache 314572800\ntotal_rss 209715200\ntotal_shmem 1048576\n",
+        );
+        write(
+            r,
+            &format!("memory/{step}/task_0"),
+            v1::MEMORY_USAGE,
+            "524288000\n",
+        );
+        write(
+            r,
+            "cpu,cpuacct",
+            v1::CPU_STAT,
+            "nr_throttled 9\nthrottled_time 99\n",
+        );
+        write(r, "cpu,cpuacct", v1::CPUACCT_USAGE, "123456789\n");
+        let job = TreeUsage {
+            cpu_ns: 5_000_000_000,
+            read_bytes: 4096,
+        };
+        let c = caps.counters_beside(job, 10 << 20);
+        assert_eq!(c.cpu_usage_ns, job.cpu_ns);
+        assert_eq!(c.read_bytes, 4096);
+        assert_eq!(c.throttled_ns, 0, "the root's cpu.stat is not the step's");
+        assert_eq!(c.anon_bytes, 190 << 20);
+        assert_eq!(c.memory_usage_bytes, 490 << 20);
+        assert_eq!((c.shmem_bytes, c.page_cache_bytes), (1 << 20, 300 << 20));
+        assert_eq!(c.oom_kills, 2);
     }
 
     #[test]
@@ -302,6 +399,34 @@ mod tests {
         assert_eq!(caps.quota_cores, None);
         assert!(caps.check(2.0, Some(1 << 30)).is_ok());
         assert_eq!(caps.oom_kills(), Some(1));
+        // On v2 the step's one directory holds every counter; CPU time and reads still come
+        // from the job's process tree, which leaves the profiler out.
+        write(
+            r,
+            step,
+            v2::MEMORY_STAT,
+            "anon 20971520\nfile 8192\nshmem 4096\n",
+        );
+        write(
+            r,
+            step,
+            v2::CPU_STAT,
+            "usage_usec 999999999\nnr_throttled 3\nthrottled_usec 250\n",
+        );
+        let c = caps.counters_beside(
+            TreeUsage {
+                cpu_ns: 7,
+                read_bytes: 8,
+            },
+            1 << 20,
+        );
+        assert_eq!((c.cpu_usage_ns, c.read_bytes), (7, 8));
+        assert_eq!(c.throttled_ns, 250_000);
+        assert_eq!(c.anon_bytes, 19 << 20);
+        assert_eq!(
+            (c.shmem_bytes, c.page_cache_bytes, c.oom_kills),
+            (4096, 8192, 1)
+        );
     }
 
     #[test]

@@ -56,8 +56,7 @@ impl Sweep<'_> {
     pub(super) fn check_read_around(&mut self, run: &Run) -> Result<(), SweepError> {
         let page_cache =
             (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache);
-        let (Some(cg), Some(dataset)) = (&run.cgroup, self.opts.spec.dataset_path.as_deref())
-        else {
+        let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
             return Ok(());
         };
         if self.read_around_checked || !page_cache {
@@ -66,7 +65,7 @@ impl Sweep<'_> {
         self.read_around_checked = true;
         let Some(unit) = std::fs::canonicalize(dataset)
             .ok()
-            .filter(|d| maps_with_read_around(&cg.pids(), d))
+            .filter(|d| maps_with_read_around(&run.pids(), d))
             .and_then(|d| read_ahead_bytes(&d))
         else {
             return Ok(());

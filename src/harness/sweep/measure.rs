@@ -131,9 +131,7 @@ impl Sweep<'_> {
                 self.observer.status(&format!("{}: warming up", label(p)));
                 // What of its mapped files the job touches once it runs (start-up excluded),
                 // for the memory levels.
-                if let Some(cg) = &run.cgroup {
-                    crate::harness::resident::clear_referenced(&cg.pids());
-                }
+                crate::harness::resident::clear_referenced(&run.pids());
             }
             if let (Some(last), Some((_, base))) = (reports.last(), first) {
                 read = last.samples - base;
@@ -181,12 +179,13 @@ impl Sweep<'_> {
     /// Mapped files the job touched since its referenced bits were last cleared, the dataset
     /// left out (the cache model accounts for it).
     pub(super) fn mapped_hot_bytes(&self, run: &Run) -> Option<u64> {
-        let cg = run.cgroup.as_ref()?;
+        // Without a memory cgroup nothing says how much of them a limit would have to hold.
+        run.counters()?;
         // smaps names files by their canonical path.
         let dataset =
             (self.opts.spec.dataset_path.as_deref()).and_then(|d| std::fs::canonicalize(d).ok());
         Some(crate::harness::resident::referenced_file_bytes(
-            &cg.pids(),
+            &run.pids(),
             dataset.as_deref(),
         ))
     }
@@ -224,7 +223,11 @@ impl Sweep<'_> {
         let t0 = now_unix_s();
         let mut windows = RateWindows::new(t0, m.window_s);
         let mut warned_sparse = false;
-        let c0 = run.cgroup.as_ref().map(|c| c.counters());
+        let c0 = run.counters();
+        let u0 = match c0 {
+            Some(_) => Default::default(),
+            None => run.tree_usage(),
+        };
         let clock = Instant::now();
         if let Some(g) = &self.gpu {
             g.reset_window();
@@ -232,9 +235,7 @@ impl Sweep<'_> {
         let cpus = self.root.as_ref().map_or(&[][..], |r| r.cpus());
         let mut judge = WindowJudge::start(run.cgroup.as_ref(), cpus, p.cpu, m.steady_windows);
         // What of its mapped files the job uses from here on (for the cache model).
-        if let Some(cg) = &run.cgroup {
-            crate::harness::resident::clear_referenced(&cg.pids());
-        }
+        crate::harness::resident::clear_referenced(&run.pids());
         let epoch = self.partly_cached_epoch();
         if let Some(n) = epoch {
             self.observer.status(&format!(
@@ -287,8 +288,7 @@ impl Sweep<'_> {
                 self.observer.warn(&format!("{}: {w}", label(p)));
             }
             rss_peak = rss_peak.max(run.resident_bytes());
-            if let Some(cg) = &run.cgroup {
-                let c = cg.counters();
+            if let Some(c) = run.counters() {
                 anon_peak = anon_peak.max(c.anon_bytes);
                 run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
             }
@@ -327,9 +327,11 @@ impl Sweep<'_> {
         }
         let elapsed = clock.elapsed().as_secs_f64();
         let dataset_cached = self.dataset.as_ref().map(|d| d.cached());
-        let telemetry = match (c0, run.cgroup.as_ref().map(|c| c.counters())) {
+        let telemetry = match (c0, run.counters()) {
             (Some(a), Some(b)) => Some(Telemetry {
-                cpu_cores_used: (b.cpu_usage_ns - a.cpu_usage_ns) as f64 / 1e9 / elapsed,
+                cpu_cores_used: b.cpu_usage_ns.saturating_sub(a.cpu_usage_ns) as f64
+                    / 1e9
+                    / elapsed,
                 throttled_s_per_s: (b.throttled_ns.saturating_sub(a.throttled_ns)) as f64
                     / 1e9
                     / elapsed,
@@ -342,10 +344,17 @@ impl Sweep<'_> {
                 dataset_cached_half_width_bytes: dataset_cached.and_then(|c| c.half_width_bytes),
                 mapped_hot_bytes: self.mapped_hot_bytes(run),
             }),
-            _ => Some(Telemetry {
-                rss_peak_bytes: rss_peak,
-                ..Telemetry::default()
-            }),
+            _ => {
+                // No cgroup counts for the job: its process tree does, memory aside.
+                let u1 = run.tree_usage();
+                Some(Telemetry {
+                    cpu_cores_used: u1.cpu_ns.saturating_sub(u0.cpu_ns) as f64 / 1e9 / elapsed,
+                    storage_read_bytes_per_s: u1.read_bytes.saturating_sub(u0.read_bytes) as f64
+                        / elapsed,
+                    rss_peak_bytes: rss_peak,
+                    ..Telemetry::default()
+                })
+            }
         };
         self.check_read_around(run)?;
         let over_epoch = epoch.and_then(|n| {

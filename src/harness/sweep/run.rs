@@ -2,10 +2,11 @@
 //! files its progress is read from.
 
 use super::{Sweep, SweepError, absolute, base_vars, render_all};
-use crate::harness::cgroup::RunCgroup;
 use crate::harness::cgroup::effective::EffectiveCaps;
+use crate::harness::cgroup::{CgroupCounters, RunCgroup};
 use crate::harness::launch::{Launch, PROGRESS_FILE_ENV, RunningJob, path_with_own_dir};
 use crate::harness::plan::{Point, cpu_text, label};
+use crate::harness::process_tree::{TreeUsage, descendants, tree_usage};
 use crate::harness::progress::{ProgressPaths, ProgressTail, Report};
 use crate::harness::resident::tree_resident_bytes;
 use crate::spec::{Vars, render};
@@ -33,13 +34,34 @@ impl Run {
         oom_kills(self.cgroup.as_ref(), self.step.as_ref()) > self.oom_base
     }
 
+    /// The job's processes: its cgroup's, else its first process and all that descend from
+    /// it (a Slurm step's cgroup holds the profiler too).
+    pub(super) fn pids(&self) -> Vec<u32> {
+        match &self.cgroup {
+            Some(cg) => cg.pids(),
+            None => descendants(self.job.pid()),
+        }
+    }
+
     /// Resident memory of the job's processes right now, shared pages counted once.
     pub(super) fn resident_bytes(&self) -> u64 {
-        let pids = match &self.cgroup {
-            Some(cg) => cg.pids(),
-            None => vec![self.job.pid()],
-        };
-        tree_resident_bytes(&pids)
+        tree_resident_bytes(&self.pids())
+    }
+
+    /// The job's counters: its own cgroup's, or in a Slurm step the step's with the job's CPU
+    /// time and reads taken from its process tree ([`EffectiveCaps::counters`]); `None`
+    /// without caps, where only the process tree counts ([`Run::tree_usage`]).
+    pub(super) fn counters(&self) -> Option<CgroupCounters> {
+        match (&self.cgroup, &self.step) {
+            (Some(cg), _) => Some(cg.counters()),
+            (None, Some(caps)) => Some(caps.counters(self.tree_usage())),
+            (None, None) => None,
+        }
+    }
+
+    /// CPU time and storage reads of the job's process tree so far.
+    pub(super) fn tree_usage(&self) -> TreeUsage {
+        tree_usage(&descendants(self.job.pid()))
     }
 }
 
@@ -84,12 +106,15 @@ impl Sweep<'_> {
         self.check_step_caps(first)?;
         let spec = &self.opts.spec;
         self.launches += 1;
+        // Start every launch with a cold cache, charged to the job's own cgroup (or the Slurm
+        // step's), so its reads and cache are its own.
+        if (self.root.is_some() || self.step.is_some())
+            && let Some(ds) = &self.dataset
+        {
+            ds.evict();
+        }
         let cgroup = match &self.root {
             Some(root) => {
-                // Start every launch with a cold cache, charged to the job's own cgroup.
-                if let Some(ds) = &self.dataset {
-                    ds.evict();
-                }
                 let cg = root.create_launch(&spec.spec.name, self.launches)?;
                 cg.set_cpu(first.cpu)?;
                 cg.set_memory_limit(memory_limit)?;
