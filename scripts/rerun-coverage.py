@@ -7,6 +7,8 @@ defaults, `measure.launches` as given), then RERUNS relaunched sweeps of one lau
 rerun at one CPU level; it is covered when the rerun's rate lies inside the first sweep's
 interval for that level. Prints per-job and overall coverage, the median relative half-width
 of the first sweep's intervals, and each sweep's wall time, and writes them to OUT/coverage.json.
+A rerun the profiler marked disturbed (its interference check found the machine busy) is listed
+and counted apart: the promise is about the job on its allocation, and the cell says it was not.
 
     scripts/rerun-coverage.py --profiler target/release/profiler \
         --python "$(scripts/python-env.sh | tail -1)" --reruns 7 --out /tmp/coverage
@@ -70,7 +72,8 @@ def sweep(profiler, spec, out, extra):
         sys.exit(f"{spec}: profiler sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     lines = out.read_text().splitlines()
     header, cells = json.loads(lines[0]), [json.loads(l) for l in lines[1:] if l.strip()]
-    rates = {c["cpu"]: c["throughput"] for c in cells if c.get("throughput")}
+    rates = {c["cpu"]: dict(c["throughput"], disturbed=(c.get("interference") or {}).get("disturbed", False))
+             for c in cells if c.get("throughput")}
     return header, rates, wall
 
 
@@ -88,7 +91,7 @@ def main():
     args.out.mkdir(parents=True, exist_ok=True)
     wanted = args.jobs.split(",")
     report = {"jobs": {}}
-    cases, covered, halves = {}, {}, {}
+    cases, covered, halves, disturbed = {}, {}, {}, {}
     for name, batch, argv, throughput in (j for j in JOBS if j[0] in wanted):
         command = ", ".join(json.dumps(a) for a in
                             [args.python, str(SCRIPTS / argv[0]), *argv[1:]])
@@ -119,29 +122,34 @@ def main():
                                    ["--mode", "relaunch", "--launches", "1"])
             row = {"wall_s": round(wall, 1)}
             for cpu, t in rerun.items():
-                row[cpu] = {"rate": t["samples_per_s"]}
+                row[cpu] = {"rate": t["samples_per_s"], "disturbed": t["disturbed"]}
                 for kind in firsts:
                     f = job[kind]["cells"].get(cpu)
                     if f is None:
                         continue
                     inside = f["low"] <= t["samples_per_s"] <= f["high"]
                     row[cpu][kind] = inside
+                    if t["disturbed"]:
+                        disturbed[kind] = disturbed.get(kind, 0) + 1
+                        continue
                     cases[kind] = cases.get(kind, 0) + 1
                     covered[kind] = covered.get(kind, 0) + inside
             job["reruns"].append(row)
             print(f"{name} rerun {i}: " + ", ".join(
-                f"{c} CPU {r['rate']:.1f} " + " ".join(
+                f"{c} CPU {r['rate']:.1f}{' (disturbed)' if r['disturbed'] else ''} " + " ".join(
                     f"{k}:{'in' if r[k] else 'OUT'}" for k in firsts if k in r)
                 for c, r in row.items() if c != "wall_s"), flush=True)
         report["jobs"][name] = job
     for kind in cases:
         report[kind] = {
             "cases": cases[kind], "covered": covered[kind],
+            "disturbed_reruns": disturbed.get(kind, 0),
             "coverage": covered[kind] / cases[kind],
             "median_relative_half_width": statistics.median(halves[kind]),
         }
         print(f"{kind} first sweep: coverage {covered[kind]}/{cases[kind]} = "
-              f"{100 * covered[kind] / cases[kind]:.0f}%; median interval half-width "
+              f"{100 * covered[kind] / cases[kind]:.0f}% ({disturbed.get(kind, 0)} disturbed "
+              f"reruns apart); median interval half-width "
               f"{100 * statistics.median(halves[kind]):.1f}%")
     (args.out / "coverage.json").write_text(json.dumps(report, indent=1))
 

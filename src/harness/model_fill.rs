@@ -215,6 +215,16 @@ mod tests {
             CellSource::Infeasible,
             "below anonymous memory and the job's own files"
         );
+        // Batches a loader's workers hand over in shared memory hold their share of the limit
+        // too: 100 MiB of them leave the dataset 100 MiB of the 800 (a quarter cached, 30 s an
+        // epoch).
+        top.telemetry.as_mut().unwrap().shmem_peak_bytes = Some(100 * MIB);
+        let with_shmem = modelled_cells(&top, &[800 * MIB], Some(&inputs), 400);
+        assert!(
+            (x(&with_shmem[0]) - 400.0 / 30.0).abs() < 0.1,
+            "{:?}",
+            with_shmem[0]
+        );
         // A cell from before these fields were recorded falls back to PSS.
         top.telemetry.as_mut().unwrap().anon_peak_bytes = None;
         assert_eq!(

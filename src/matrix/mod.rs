@@ -66,9 +66,10 @@ pub struct MatrixHeader {
 
 /// The spread between launches of the same job at the same point, pooled over the points the
 /// sweep launched more than once (and the live check's re-capped launch, where it agreed).
-/// Every cell's interval is at least `1.96 · relative_sd · rate · sqrt(1 + 1/k)` wide on
-/// each side (k: the launches behind the cell), so it says where one more launch lands, not
-/// only what one launch measured.
+/// Every cell's interval is at least `q · relative_sd · rate · sqrt(1 + 1/k)` wide on each
+/// side (k: the launches behind the cell; q: the 95% Student-t quantile for
+/// `degrees_of_freedom`), so it says where one more launch lands, not only what one launch
+/// measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchSpread {
@@ -395,6 +396,10 @@ pub struct LaunchRate {
     pub samples_per_s: f64,
     pub ci95_low: f64,
     pub ci95_high: f64,
+    /// Unix seconds [start, end] of the windows this launch's rate covers, as the cell's
+    /// `measured_unix_s` is for its first launch; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_unix_s: Option<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -440,14 +445,20 @@ pub struct Telemetry {
     /// evicts before the dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_hot_bytes: Option<u64>,
+    /// Peak shared memory charged to the cgroup (tmpfs, `/dev/shm`, memfd), bytes: how a
+    /// PyTorch DataLoader's workers hand batches over. The kernel files it under page cache
+    /// (`page_cache_bytes` includes it), yet without swap it cannot be reclaimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shmem_peak_bytes: Option<u64>,
 }
 
 impl Telemetry {
-    /// Memory the job holds besides the dataset's cache: anonymous memory plus its hot mapped
-    /// files, where the cell recorded them; otherwise the PSS peak (older matrices).
+    /// Memory the job holds besides the dataset's cache: anonymous and shared memory plus its
+    /// hot mapped files, where the cell recorded them (shared memory only in newer files);
+    /// otherwise the PSS peak (older matrices).
     pub fn resident_besides_dataset(&self) -> u64 {
         match (self.anon_peak_bytes, self.mapped_hot_bytes) {
-            (Some(anon), Some(hot)) => anon + hot,
+            (Some(anon), Some(hot)) => anon + self.shmem_peak_bytes.unwrap_or(0) + hot,
             _ => self.rss_peak_bytes,
         }
     }

@@ -433,6 +433,7 @@ mod tests {
             samples_per_s: r,
             ci95_low: r - h,
             ci95_high: r + h,
+            measured_unix_s: None,
         });
         let mut c = measured(2.0, 100.0);
         c.throughput.as_mut().unwrap().launches = launches.to_vec();

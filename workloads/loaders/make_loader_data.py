@@ -14,7 +14,6 @@ classes, 320x320, about 39 KB each), written by one process per CPU.
 
 import argparse
 import io
-import json
 import multiprocessing
 import os
 import shutil
@@ -22,6 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "pytorch"))
+from complete_marker import is_complete, mark_complete  # noqa: E402
 MARKER = ".complete"
 CLASSES = 20
 
@@ -103,23 +103,16 @@ def main(argv=None):
         ap.error("--samples must be >= 1")
     params = {"format": a.format, "samples": a.samples, "seed": a.seed, "version": 1}
     marker = os.path.join(a.dir, MARKER)
-    try:
-        with open(marker) as f:
-            if json.load(f) == params:
-                print(f"{a.dir}: complete dataset already present, nothing to do", file=sys.stderr)
-                return 0
-    except (OSError, ValueError):
-        pass
+    if is_complete(marker, params):
+        print(f"{a.dir}: complete dataset already present, nothing to do", file=sys.stderr)
+        return 0
     # Rewrite from scratch: a half-written or different dataset is removed first.
     if os.path.isdir(a.dir):
         shutil.rmtree(a.dir)
     os.makedirs(a.dir)
     WRITERS[a.format](a.dir, a.samples, a.seed)
     size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(a.dir) for f in fs)
-    with open(marker + ".tmp", "w") as f:
-        json.dump(params, f)
-        f.write("\n")
-    os.replace(marker + ".tmp", marker)
+    mark_complete(marker, params)
     print(f"wrote {a.dir}: {a.format}, {a.samples} samples, {size / 1e6:.1f} MB", file=sys.stderr)
     return 0
 

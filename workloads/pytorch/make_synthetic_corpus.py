@@ -12,11 +12,12 @@ written to a temp file and renamed into place.
 import argparse
 import bisect
 import itertools
-import json
 import os
 import random
 import sys
 import time
+
+from complete_marker import clear, is_complete, mark_complete
 
 VERSION = 1
 
@@ -34,15 +35,10 @@ def main(argv=None):
     params = {"generator": "make_synthetic_corpus", "version": VERSION, "mb": a.mb,
               "vocab": a.vocab, "seed": a.seed}
     marker = a.out + ".complete"
-    try:
-        with open(marker) as f:
-            if json.load(f) == params and os.path.isfile(a.out):
-                print(f"{a.out}: complete corpus already present, nothing to do", file=sys.stderr)
-                return 0
-    except (OSError, ValueError):
-        pass
-    if os.path.exists(marker):
-        os.remove(marker)
+    if is_complete(marker, params) and os.path.isfile(a.out):
+        print(f"{a.out}: complete corpus already present, nothing to do", file=sys.stderr)
+        return 0
+    clear(marker)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
 
     rng = random.Random(a.seed)
@@ -71,10 +67,7 @@ def main(argv=None):
                 print(f"{written / 1e6:.1f}/{a.mb:g} MB ({time.time() - start:.1f} s)", file=sys.stderr)
                 next_report += target // 10
     os.replace(tmp, a.out)
-    with open(marker + ".tmp", "w") as f:
-        json.dump(params, f)
-        f.write("\n")
-    os.replace(marker + ".tmp", marker)
+    mark_complete(marker, params)
     print(f"wrote {a.out}: {written / 1e6:.1f} MB", file=sys.stderr)
     return 0
 

@@ -12,7 +12,6 @@ regenerated (files are written to a temp name and renamed).
 """
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
@@ -21,6 +20,8 @@ import sys
 import time
 
 from PIL import Image, ImageDraw
+
+from complete_marker import clear, is_complete, mark_complete
 
 MARKER = ".complete"
 VERSION = 1
@@ -81,16 +82,11 @@ def main(argv=None):
               "classes": a.classes, "width": a.width, "height": a.height, "quality": a.quality,
               "seed": a.seed}
     marker = os.path.join(a.dir, MARKER)
-    try:
-        with open(marker) as f:
-            if json.load(f) == params:
-                print(f"{a.dir}: complete dataset already present, nothing to do", file=sys.stderr)
-                return 0
-    except (OSError, ValueError):
-        pass
+    if is_complete(marker, params):
+        print(f"{a.dir}: complete dataset already present, nothing to do", file=sys.stderr)
+        return 0
     os.makedirs(a.dir, exist_ok=True)
-    if os.path.exists(marker):
-        os.remove(marker)
+    clear(marker)
     # Remove what an earlier (interrupted or different) run left; only our own files.
     for name in os.listdir(a.dir):
         if name.startswith("class_") and os.path.isdir(os.path.join(a.dir, name)):
@@ -108,11 +104,7 @@ def main(argv=None):
             total_bytes += size
             if done % every == 0 or done == a.samples:
                 print(f"{done}/{a.samples} images ({time.time() - start:.1f} s)", file=sys.stderr)
-    tmp = marker + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(params, f)
-        f.write("\n")
-    os.replace(tmp, marker)
+    mark_complete(marker, params)
     print(f"wrote {a.dir}: {a.samples} images, {total_bytes / 1e6:.1f} MB", file=sys.stderr)
     return 0
 

@@ -180,7 +180,7 @@ impl Sweep<'_> {
     /// left out (the cache model accounts for it).
     pub(super) fn mapped_hot_bytes(&self, run: &Run) -> Option<u64> {
         // Without a memory cgroup nothing says how much of them a limit would have to hold.
-        run.counters()?;
+        run.memory_counters()?;
         // smaps names files by their canonical path.
         let dataset =
             (self.opts.spec.dataset_path.as_deref()).and_then(|d| std::fs::canonicalize(d).ok());
@@ -245,6 +245,7 @@ impl Sweep<'_> {
         }
         let mut rss_peak = 0u64;
         let mut anon_peak = 0u64;
+        let mut shmem_peak = 0u64;
         let mut steady = false;
         let mut told_rhythm = false;
         loop {
@@ -288,8 +289,9 @@ impl Sweep<'_> {
                 self.observer.warn(&format!("{}: {w}", label(p)));
             }
             rss_peak = rss_peak.max(run.resident_bytes());
-            if let Some(c) = run.counters() {
+            if let Some(c) = run.memory_counters() {
                 anon_peak = anon_peak.max(c.anon_bytes);
+                shmem_peak = shmem_peak.max(c.shmem_bytes);
                 run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
             }
             if run.job.try_status().is_some() {
@@ -340,6 +342,7 @@ impl Sweep<'_> {
                 storage_read_bytes_per_s: (b.read_bytes.saturating_sub(a.read_bytes)) as f64
                     / elapsed,
                 anon_peak_bytes: Some(anon_peak.max(b.anon_bytes)),
+                shmem_peak_bytes: Some(shmem_peak.max(b.shmem_bytes)),
                 dataset_cached_bytes: dataset_cached.map(|c| c.bytes),
                 dataset_cached_half_width_bytes: dataset_cached.and_then(|c| c.half_width_bytes),
                 mapped_hot_bytes: self.mapped_hot_bytes(run),

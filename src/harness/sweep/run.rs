@@ -52,9 +52,19 @@ impl Run {
     /// time and reads taken from its process tree ([`EffectiveCaps::counters`]); `None`
     /// without caps, where only the process tree counts ([`Run::tree_usage`]).
     pub(super) fn counters(&self) -> Option<CgroupCounters> {
+        self.counters_with(|| self.tree_usage())
+    }
+
+    /// [`Run::counters`] for their memory figures only, read at every poll: in a Slurm step
+    /// the process tree is not scanned, and CPU time and reads are zero.
+    pub(super) fn memory_counters(&self) -> Option<CgroupCounters> {
+        self.counters_with(TreeUsage::default)
+    }
+
+    fn counters_with(&self, tree: impl FnOnce() -> TreeUsage) -> Option<CgroupCounters> {
         match (&self.cgroup, &self.step) {
             (Some(cg), _) => Some(cg.counters()),
-            (None, Some(caps)) => Some(caps.counters(self.tree_usage())),
+            (None, Some(caps)) => Some(caps.counters(tree())),
             (None, None) => None,
         }
     }
