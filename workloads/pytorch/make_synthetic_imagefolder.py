@@ -75,8 +75,9 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                     help="processes writing images at once (default: the CPUs this process may use)")
     a = ap.parse_args(argv)
-    if a.samples < 1 or a.classes < 1 or a.width < 8 or a.height < 8 or a.jobs < 1:
-        ap.error("--samples/--classes/--jobs must be >= 1 and --width/--height >= 8")
+    # Each image gets shapes 8 to half its side across.
+    if a.samples < 1 or a.classes < 1 or a.width < 18 or a.height < 18 or a.jobs < 1:
+        ap.error("--samples/--classes/--jobs must be >= 1 and --width/--height >= 18")
 
     params = {"generator": "make_synthetic_imagefolder", "version": VERSION, "samples": a.samples,
               "classes": a.classes, "width": a.width, "height": a.height, "quality": a.quality,
