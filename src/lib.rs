@@ -14,6 +14,7 @@ pub mod output;
 pub mod plot;
 pub mod replay;
 pub mod spec;
+pub mod stats;
 
 /// Helpers shared by the library's unit tests.
 #[cfg(test)]

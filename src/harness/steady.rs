@@ -19,6 +19,7 @@
 use super::progress::Report;
 use super::rhythm::{MIN_REPORTS, Rhythm, detect};
 use crate::matrix::{Percentiles, Throughput};
+use crate::stats::t_975;
 
 /// Report intervals a window spans at least: a window holds real progress, not one line.
 pub const MIN_INTERVALS_PER_WINDOW: usize = 3;
@@ -360,20 +361,6 @@ pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
     }
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
     (mean, t_975(n - 1) * (var / n as f64).sqrt())
-}
-
-/// Two-sided 95% Student-t quantile for `df` degrees of freedom.
-pub(crate) fn t_975(df: usize) -> f64 {
-    const TABLE: [f64; 10] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=10 => TABLE[df - 1],
-        11..=20 => 2.086,
-        21..=30 => 2.042,
-        _ => 1.96,
-    }
 }
 
 #[cfg(test)]

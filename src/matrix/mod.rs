@@ -86,11 +86,19 @@ impl LaunchSpread {
     pub fn describe(&self) -> String {
         format!(
             "launches of the job land {:.1}% apart (one standard deviation, from {} launches, \
-             {} degrees of freedom); every cell's interval holds that spread",
+             {} degrees of freedom); every cell's interval holds {:.2} times that spread \
+             (Student's 95% quantile: more launches narrow it)",
             100.0 * self.relative_sd,
             self.launches,
-            self.degrees_of_freedom
+            self.degrees_of_freedom,
+            self.quantile()
         )
+    }
+
+    /// The 95% Student-t quantile for the spread's degrees of freedom: how many of its
+    /// standard deviations (times `sqrt(1 + 1/k)`) every cell's interval reaches on each side.
+    pub fn quantile(&self) -> f64 {
+        crate::stats::t_975(self.degrees_of_freedom as usize)
     }
 }
 

@@ -384,7 +384,7 @@ mod tests {
         });
         let text = render_summary(&m);
         assert!(
-            text.contains("launches of the job land 6.3% apart (one standard deviation, from 3 launches, 2 degrees of freedom)"),
+            text.contains("launches of the job land 6.3% apart (one standard deviation, from 3 launches, 2 degrees of freedom); every cell's interval holds 4.30 times that spread"),
             "{text}"
         );
     }

@@ -229,7 +229,8 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     for c in cells {
         let t = c.throughput.as_ref().expect("measured");
         let k = t.launches.len().max(1) as f64;
-        let half = 1.96 * spread.relative_sd * t.samples_per_s * (1.0 + 1.0 / k).sqrt();
+        let half =
+            spread.quantile() * spread.relative_sd * t.samples_per_s * (1.0 + 1.0 / k).sqrt();
         assert!(
             t.ci95_high >= t.samples_per_s + half * 0.999
                 && t.ci95_low <= (t.samples_per_s - half * 0.999).max(0.0),

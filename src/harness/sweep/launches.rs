@@ -179,8 +179,7 @@ pub fn pooled_spread(cells: &[Cell]) -> Option<LaunchSpread> {
 pub fn hold_launch_spread(t: &Throughput, spread: &LaunchSpread) -> Throughput {
     let k = t.launches.len().max(1) as f64;
     let rate = t.samples_per_s;
-    let q = crate::harness::steady::t_975(spread.degrees_of_freedom as usize);
-    let half = q * spread.relative_sd * rate * (1.0 + 1.0 / k).sqrt();
+    let half = spread.quantile() * spread.relative_sd * rate * (1.0 + 1.0 / k).sqrt();
     let mut held = t.clone();
     if half.is_finite() {
         held.ci95_low = t.ci95_low.min(rate - half).max(0.0);
