@@ -96,7 +96,8 @@ pub fn combine_cells(cells: &[Cell]) -> Option<Cell> {
         .filter_map(|c| c.throughput.clone())
         .collect();
     let mut cell = first.clone();
-    let spans = measured.iter().flat_map(|c| launch_spans(c));
+    // One rate per cell (each cell's combined rate, if it had several): one interval each.
+    let spans = measured.iter().map(|c| c.measured_unix_s);
     cell.throughput = combine_throughputs(&rates).map(|t| with_spans(t, spans));
     cell.wall_s = cells.iter().map(|c| c.wall_s).sum();
     Some(cell)
