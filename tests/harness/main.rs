@@ -764,8 +764,10 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
 
 mod disturbed;
 mod doctor;
+#[macro_use]
 mod frameworks;
 mod hardening;
+mod held_out;
 mod live;
 mod presets;
 mod rhythm;

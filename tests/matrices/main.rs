@@ -5,5 +5,6 @@ mod cache_model;
 mod demand;
 mod export;
 mod fuzz;
+mod many_files;
 mod marks;
 mod plot;

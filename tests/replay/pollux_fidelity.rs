@@ -47,26 +47,40 @@ fn pollux_fidelity() {
     let mut apps: Vec<BTreeMap<String, (f64, f64)>> = vec![BTreeMap::new(); POLICIES.len()];
     // Jobs per application over the eight workloads.
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for w in 1..=8usize {
-        let path = super::repo(&format!("workloads/traces/pollux/workload-{w}.csv"));
-        let jobs = pollux::read(&path, cal).unwrap();
+    // The eight workloads side by side: each runs its policies and seeds on every core, and
+    // together they keep the cores busy while one workload's slowest run finishes.
+    let experiments: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..=8usize)
+            .map(|w| {
+                let models = &models;
+                s.spawn(move || {
+                    let path = super::repo(&format!("workloads/traces/pollux/workload-{w}.csv"));
+                    let jobs = pollux::read(&path, cal).unwrap();
+                    let opts = ElasticOptions {
+                        cluster: ClusterSpec::builtin("pollux-64").unwrap(),
+                        policies: POLICIES.iter().map(|p| p.to_string()).collect(),
+                        first_seed: 0,
+                        seeds: SEEDS,
+                        // Pollux's simulator has no run-to-run noise: its policies know the
+                        // true step times.
+                        engine: EngineConfig {
+                            noise_sigma: 0.0,
+                            ..Default::default()
+                        },
+                        versus: vec![],
+                        out_dir: None,
+                    };
+                    let e = run(&opts, &jobs, models, "pollux").unwrap();
+                    (jobs, e)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (w, (jobs, e)) in (1..=8usize).zip(experiments) {
         for j in &jobs {
             *counts.entry(j.app.clone()).or_default() += 1;
         }
-        let opts = ElasticOptions {
-            cluster: ClusterSpec::builtin("pollux-64").unwrap(),
-            policies: POLICIES.iter().map(|p| p.to_string()).collect(),
-            first_seed: 0,
-            seeds: SEEDS,
-            // Pollux's simulator has no run-to-run noise: its policies know the true step times.
-            engine: EngineConfig {
-                noise_sigma: 0.0,
-                ..Default::default()
-            },
-            versus: vec![],
-            out_dir: None,
-        };
-        let e = run(&opts, &jobs, &models, "pollux").unwrap();
         for (p, runs) in e.runs.iter().enumerate() {
             let sim = &gold[p][&format!("workload-{w}")];
             let ours: f64 = runs.iter().map(|r| r.summary.mean_jct_s).sum::<f64>() / SEEDS as f64;

@@ -1,0 +1,100 @@
+//! The page-cache model on a loader it was not built on, measured: the held-out LMDB loader of
+//! `workloads/loaders/lmdb.toml` (the `lmdb` library from PyPI, 3 KiB records read in a fresh
+//! random order by 2 DataLoader workers, storage capped at 20 MB/s), on a smaller dataset and
+//! one CPU level so that it fits in CI. `profiler validate` measures every memory level and
+//! compares each with what the model predicts from the top one.
+//!
+//! `cargo test --test harness held_out -- --nocapture` prints the validation's table.
+
+use super::frameworks::venv_python;
+use super::*;
+use profiler::matrix::ModelAccuracy;
+use std::io::Write as _;
+
+/// Records of the dataset: 60,000 of 3 KiB, about 247 MB in one `data.mdb`.
+const SAMPLES: u64 = 60_000;
+/// The issue's bounds for a held-out loader: median and largest |error| of the page-cache model.
+const MEDIAN_PCT: f64 = 5.0;
+const MAX_PCT: f64 = 15.0;
+
+fn loader(name: &str) -> String {
+    (Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("workloads/loaders")
+        .join(name))
+    .display()
+    .to_string()
+}
+
+fn spec(dir: &Path, python: &Path) -> LoadedSpec {
+    let data = Path::new(env!("CARGO_TARGET_TMPDIR")).join("loader-lmdb-60k");
+    let text = format!(
+        r#"schema_version = 1
+name = "loader-lmdb-small"
+command = [{python:?}, {script:?}, "{{dataset}}", "--workers", "2", "--batch", "256", "--step-ms", "40"]
+gpus = 0
+batch_size_per_gpu = 256
+[dataset]
+path = {data:?}
+samples = {SAMPLES}
+generate = [{python:?}, {make:?}, "lmdb", "{{dataset}}", "--samples", "{SAMPLES}"]
+cache = "page-cache"
+[throughput]
+protocol = "progress-file"
+[measure]
+warmup_s = 15
+settle_s = 8
+window_s = 2
+steady_windows = 5
+steady_cv = 0.05
+max_s = 30
+startup_timeout_s = 120
+launches = 1
+[sweep]
+cpu = [2]
+memory_pct_of_dataset = [5, 25, 50, 100]
+memory = "model"
+storage_read_mb_s = 20
+mode = "live"
+"#,
+        python = python.display().to_string(),
+        script = loader("lmdb_loader.py"),
+        make = loader("make_loader_data.py"),
+        data = data.display().to_string(),
+    );
+    let path = dir.join("loader-lmdb-small.toml");
+    std::fs::write(&path, &text).unwrap();
+    parse_spec(&text, &path).expect("test spec is valid")
+}
+
+#[test]
+fn held_out_lmdb_loader_is_within_the_bounds() {
+    require_caps!("held_out_lmdb_loader_is_within_the_bounds");
+    let python = require_python!("held_out_lmdb_loader_is_within_the_bounds");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v.matrix.jsonl");
+    let started = Instant::now();
+    let outcome = run_validate(
+        &options(spec(dir.path(), &python), out, "profiler-test-held-out"),
+        &[],
+        &mut Silent,
+        &AtomicBool::new(false),
+    )
+    .expect("validate runs");
+    let v = outcome.matrix.header.validation.expect("recorded");
+    eprint!("{}", validate::render(&v, None));
+    eprintln!("validated in {:.0} s", started.elapsed().as_secs_f64());
+    assert_eq!(v.cells.len(), 3, "three memory levels below the top one");
+    let model = |kind: CacheKind| -> &ModelAccuracy {
+        (v.models.iter().find(|m| m.model == kind))
+            .unwrap_or_else(|| panic!("no {kind:?} in {v:?}"))
+    };
+    let page_cache = model(CacheKind::PageCache);
+    assert!(
+        page_cache.median_abs_error_pct <= MEDIAN_PCT && page_cache.max_abs_error_pct <= MAX_PCT,
+        "page-cache model: median |error| {:.1}%, max {:.1}% (bounds {MEDIAN_PCT}%, \
+         {MAX_PCT}%)",
+        page_cache.median_abs_error_pct,
+        page_cache.max_abs_error_pct
+    );
+}
