@@ -190,6 +190,11 @@ pub struct SweepArgs {
     /// point once, twice as fast, with intervals that say nothing about a rerun.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
     pub launches: Option<u32>,
+    /// Seconds the launches after the first may take per parameter combination (overrides
+    /// measure.launches_budget_s): a pass of launches starts only while the passes before it
+    /// took less, so a sweep's time stays bounded where launches disagree.
+    #[arg(long, value_name = "SECONDS", value_parser = non_negative_seconds)]
+    pub launches_budget: Option<f64>,
     /// Parent cgroup the runs are created under: `profiler` or `profiler-<name>` (the
     /// profiler never creates or removes cgroups outside its own parent).
     #[arg(long, default_value = "profiler", value_name = "NAME")]
@@ -249,6 +254,9 @@ impl SweepArgs {
     pub fn into_options(self, mut spec: LoadedSpec) -> SweepOptions {
         if let Some(n) = self.launches {
             spec.spec.measure.launches = n;
+        }
+        if let Some(b) = self.launches_budget {
+            spec.spec.measure.launches_budget_s = Some(b);
         }
         let output = match self.output {
             // A directory (several specs at once): one matrix per job in it.
@@ -379,6 +387,13 @@ fn parse_eps(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|e| (0.0..1.0).contains(e))
         .ok_or_else(|| format!("{s:?}: expected a fraction in [0, 1), e.g. 0.02"))
+}
+
+fn non_negative_seconds(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| format!("{s:?}: expected seconds >= 0, e.g. 600"))
 }
 
 fn parse_weight(s: &str) -> Result<f64, String> {

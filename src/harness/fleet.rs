@@ -326,6 +326,10 @@ impl Ctx<'_> {
         // The spec's or the command line's: each step measures its own spread.
         step.push("--launches".into());
         step.push(self.opts.spec.spec.measure.launches.to_string());
+        if let Some(b) = self.opts.spec.spec.measure.launches_budget_s {
+            step.push("--launches-budget".into());
+            step.push(b.to_string());
+        }
         if let Some(mode) = self.opts.mode {
             step.push("--mode".into());
             step.push(

@@ -179,6 +179,11 @@ pub struct MeasureSpec {
     /// cell's interval says where a rerun lands. 1 measures each point on one launch, twice as
     /// fast, with intervals that say nothing about reruns.
     pub launches: u32,
+    /// Seconds the launches after the first may take, per parameter combination: a pass of
+    /// launches starts only while the passes before it took less (0: none, like `launches =
+    /// 1`). Every point keeps the launches it has, and the spread pooled over the points still
+    /// floors every interval. Default: no bound but `launches`.
+    pub launches_budget_s: Option<f64>,
 }
 
 impl Default for MeasureSpec {
@@ -194,6 +199,7 @@ impl Default for MeasureSpec {
             warmup_pass: true,
             stop_grace_s: 10.0,
             launches: 3,
+            launches_budget_s: None,
         }
     }
 }
@@ -764,6 +770,14 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
             m.launches
         ));
     }
+    if let Some(b) = m
+        .launches_budget_s
+        .filter(|b| !(*b >= 0.0 && b.is_finite()))
+    {
+        return Err(format!(
+            "measure.launches_budget_s = {b}: expected seconds >= 0"
+        ));
+    }
     Ok(())
 }
 
@@ -780,6 +794,30 @@ mod tests {
 
     fn error(sweep: &str) -> String {
         parse(sweep).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_launch_budget_is_seconds() {
+        let with = |budget: &str| {
+            let text = format!(
+                "schema_version = 1\nname = \"x\"\ncommand = [\"true\"]\n[throughput]\n\
+                 protocol = \"progress-file\"\n[measure]\nlaunches_budget_s = {budget}\n\
+                 [sweep]\ncpu = [1]\n"
+            );
+            parse_spec(&text, Path::new("w/x.toml"))
+        };
+        let spec = with("600").unwrap();
+        assert_eq!(spec.spec.measure.launches_budget_s, Some(600.0));
+        assert_eq!(
+            parse("cpu = [1]").unwrap().spec.measure.launches_budget_s,
+            None
+        );
+        let err = with("-1").unwrap_err().to_string();
+        assert!(
+            err.contains("measure.launches_budget_s = -1: expected seconds >= 0"),
+            "{err}"
+        );
+        assert!(with("nan").is_err());
     }
 
     #[test]

@@ -246,6 +246,31 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
 }
 
 #[test]
+fn a_launch_budget_of_zero_stops_the_passes_after_the_first() {
+    require_caps!("a_launch_budget_of_zero_stops_the_passes_after_the_first");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Three launches allowed, but no time for any after the first.
+    let mut spec = pipeline_spec_launching(
+        dir.path(),
+        "budget",
+        1.0,
+        3,
+        "cpu = [1]\nmode = \"relaunch\"",
+    );
+    spec.spec.measure.launches_budget_s = Some(0.0);
+    let outcome = sweep(
+        spec,
+        dir.path().join("m.matrix.jsonl"),
+        "profiler-test-budget",
+    );
+    assert_eq!(outcome.launches, 1);
+    let c = cell(&outcome.matrix.cells, 1.0);
+    assert_eq!(c.source, CellSource::Measured, "{:?}", c.note);
+    assert!(c.throughput.as_ref().unwrap().launches.is_empty(), "{c:?}");
+}
+
+#[test]
 fn memory_cap_below_the_dataset_raises_storage_reads() {
     require_caps!("memory_cap_below_the_dataset_raises_storage_reads");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());

@@ -3,7 +3,7 @@
 //! combination are measured, the sweep launches them again, pass after pass (one launch for
 //! the whole pass where re-capping is valid, as in the first), while the sequential rule of
 //! [`another_launch`] asks for another launch of some point, at most `measure.launches`
-//! launches a point. Each point's cell is then the mean of its launches, with an interval for
+//! launches a point, and while the passes so far took less than `measure.launches_budget_s`. Each point's cell is then the mean of its launches, with an interval for
 //! where one more lands. When the sweep ends, the spread pooled over every point measured on
 //! several launches is the floor of every cell's interval ([`hold_pooled_spread`]), for the
 //! cells that had a single launch (modelled ones, a point whose relaunch failed) and the
@@ -26,12 +26,25 @@ impl Sweep<'_> {
         &mut self,
         params: &BTreeMap<String, String>,
     ) -> Result<(), SweepError> {
+        let started = std::time::Instant::now();
         // One pass a launch at most: a point whose launch failed is not launched forever.
         for _ in 1..self.max_launches() {
             let points = self.points_to_launch_again(params);
             let Some(most) = points.iter().map(|(_, k)| *k).max() else {
                 break;
             };
+            let spent = started.elapsed().as_secs_f64();
+            if let Some(budget) = self.opts.spec.spec.measure.launches_budget_s
+                && spent >= budget
+            {
+                self.observer.note(&format!(
+                    "launch {} of {} point(s) not made: the launches after the first took \
+                     {spent:.0} s of measure.launches_budget_s = {budget}",
+                    most + 1,
+                    points.len()
+                ));
+                break;
+            }
             self.observer.status(&format!(
                 "launching {} point(s) again (launch {} of at most {}) to measure how far apart \
                  launches of the job land",

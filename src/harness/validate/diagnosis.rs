@@ -8,8 +8,10 @@
 //!   measured: `1 - storage reads / (rate x bytes per sample)`.
 //! - **storage rate**: the bandwidth measured once per sweep; measured: the cell's read rate,
 //!   where the model has storage set the rate and the cell misses enough to matter.
-//! - **CPU per sample**: the top cell's; measured: the cell's CPU time per sample (reclaim under
-//!   a tight cap costs CPU the model does not count).
+//! - **CPU per sample**: the top cell's; measured: the cell's CPU time per sample. Each page
+//!   read from storage costs CPU the model does not count (a page fault or a read, the I/O's
+//!   completion, reclaiming a page under the cap): the explanation gives that cost per page
+//!   and how much of its CPUs the job used, which says whether it could have gone faster.
 //!
 //! The explanation names the assumption that is furthest off, with both figures.
 
@@ -22,6 +24,11 @@ const SHARE_TOLERANCE: f64 = 0.05;
 const RATE_TOLERANCE: f64 = 0.10;
 /// Storage rates are compared only where at least this share of reads misses the cache.
 const MIN_MISS_FOR_STORAGE: f64 = 0.1;
+/// CPU time per page read is given only where a sample reads at least this many more pages
+/// from storage than at the top level.
+const MIN_PAGES_PER_SAMPLE: f64 = 0.1;
+/// The unit the cost of a read is given in.
+const PAGE_BYTES: f64 = 4096.0;
 
 /// The check of `cell` (measured at a lower memory level) against what `model` assumed from
 /// `top` (the same CPU level, all memory); `dataset_samples` the samples of one epoch.
@@ -59,6 +66,26 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         (Some(c), Some(c0)) => Some(c / c0),
         _ => None,
     };
+    // The CPU time each page read from storage added, against the top level's.
+    let cpu_per_page = match (
+        t,
+        top_t,
+        cpu_per_sample(t, rate),
+        cpu_per_sample(top_t, top_rate),
+    ) {
+        (Some(t), Some(t0), Some(c), Some(c0)) => {
+            let pages = (t.storage_read_bytes_per_s / rate
+                - t0.storage_read_bytes_per_s / top_rate)
+                / PAGE_BYTES;
+            (pages >= MIN_PAGES_PER_SAMPLE).then(|| (c - c0) / pages)
+        }
+        _ => None,
+    };
+    let cpu_use = t.map(|t| CpuUse {
+        used: t.cpu_cores_used,
+        cap: cell.cpu,
+        per_page_s: cpu_per_page,
+    });
     // Storage sets the rate only where the model predicts less than the top cell's.
     let predicted = model
         .predict_samples_per_s(
@@ -87,8 +114,39 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         error,
         resident,
         t.map(|t| t.resident_besides_dataset()),
+        cpu_use,
     );
     check
+}
+
+/// How the cell used its CPUs, for the explanation of a CPU cost.
+#[derive(Debug, Clone, Copy)]
+struct CpuUse {
+    used: f64,
+    cap: f64,
+    /// Seconds of CPU each page read from storage added against the top level.
+    per_page_s: Option<f64>,
+}
+
+impl CpuUse {
+    fn describe(&self) -> String {
+        let per_page = self
+            .per_page_s
+            .filter(|s| *s > 0.0)
+            .map_or(String::new(), |s| {
+                format!(
+                    ", {:.0} µs for each 4 KiB page read from storage (faults or reads, their \
+                 completion, reclaim under the cap)",
+                    s * 1e6
+                )
+            });
+        let unit = if self.cap == 1.0 { "CPU" } else { "CPUs" };
+        format!(
+            "{per_page}; the job used {:.2} of its {} {unit}",
+            self.used,
+            crate::harness::plan::cpu_text(self.cap)
+        )
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -107,6 +165,7 @@ fn explain(
     error: f64,
     resident_top: u64,
     resident_here: Option<u64>,
+    cpu_use: Option<CpuUse>,
 ) -> String {
     // (how far past its tolerance, which way it moves the error, what it is).
     let mut candidates: Vec<(f64, f64, String)> = Vec::new();
@@ -156,9 +215,9 @@ fn explain(
             (k - 1.0).abs() / RATE_TOLERANCE,
             k - 1.0,
             format!(
-                "each sample took {:+.0}% CPU time against the top memory level (reclaim \
-                 under the cap)",
-                100.0 * (k - 1.0)
+                "each sample took {:+.0}% CPU time against the top memory level{}",
+                100.0 * (k - 1.0),
+                cpu_use.map_or(String::new(), |u| u.describe())
             ),
         ));
     }

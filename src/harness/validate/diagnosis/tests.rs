@@ -120,6 +120,19 @@ fn the_assumption_furthest_off_is_named_with_both_figures() {
         1000,
     );
     assert!(c.explanation.contains("+50% CPU time"), "{}", c.explanation);
+    // The extra CPU time over the extra pages read: the top cell read nothing.
+    let pages = storage / rate / 4096.0;
+    let per_page_us = (1.5 - 1.0) / 400.0 / pages * 1e6;
+    let used = 1.5 * rate / 400.0;
+    assert!(
+        c.explanation.contains(&format!(
+            "{per_page_us:.0} µs for each 4 KiB page read from storage"
+        )) && c
+            .explanation
+            .contains(&format!("the job used {used:.2} of its 1 CPU")),
+        "{} ({per_page_us:.1} µs a page, {used:.2} CPUs)",
+        c.explanation
+    );
 }
 
 #[test]
