@@ -17,8 +17,8 @@ const SAMPLES: u64 = 60_000;
 /// validation (docs/JOB_SPEC.md) is held to 5% median and 15% at most; this one has 30-s cells,
 /// on a machine where other tests may run beside it, and its median varied from 2.3% to 8.7%
 /// over four runs, a single cell by up to 28%. A model that leaves out what decides the cells
-/// is off by more: the same validation at 1 CPU, where the job is CPU-bound under the caps,
-/// was 25% median.
+/// is off by more: on 124 MB at 1 CPU, where the job is CPU-bound under the caps, this
+/// validation was 25% median.
 const MEDIAN_PCT: f64 = 15.0;
 
 fn loader(name: &str) -> String {

@@ -3,8 +3,9 @@
 //! combination are measured, the sweep launches them again, pass after pass (one launch for
 //! the whole pass where re-capping is valid, as in the first), while the sequential rule of
 //! [`another_launch`] asks for another launch of some point, at most `measure.launches`
-//! launches a point, and while the passes so far took less than `measure.launches_budget_s`. Each point's cell is then the mean of its launches, with an interval for
-//! where one more lands. When the sweep ends, the spread pooled over every point measured on
+//! launches a point, and while the passes so far took less than `measure.launches_budget_s`.
+//! Each point's cell is then the mean of its launches, with an interval for where one more
+//! lands. When the sweep ends, the spread pooled over every point measured on
 //! several launches is the floor of every cell's interval ([`hold_pooled_spread`]), for the
 //! cells that had a single launch (modelled ones, a point whose relaunch failed) and the
 //! points whose few launches happened to agree, and is recorded in the header.

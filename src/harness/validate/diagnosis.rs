@@ -136,7 +136,7 @@ impl CpuUse {
             .map_or(String::new(), |s| {
                 format!(
                     ", {:.0} µs for each 4 KiB page read from storage (faults or reads, their \
-                 completion, reclaim under the cap)",
+                     completion, reclaim under the cap)",
                     s * 1e6
                 )
             });
