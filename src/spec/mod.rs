@@ -744,13 +744,17 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         }
     }
     let m = &spec.measure;
+    let budget = m.launches_budget_s.map(|b| ("launches_budget_s", b));
     for (key, v) in [
         ("warmup_s", m.warmup_s),
         ("settle_s", m.settle_s),
         ("max_s", m.max_s),
         ("startup_timeout_s", m.startup_timeout_s),
         ("stop_grace_s", m.stop_grace_s),
-    ] {
+    ]
+    .into_iter()
+    .chain(budget)
+    {
         if !(v >= 0.0 && v.is_finite()) {
             return Err(format!("measure.{key} = {v}: expected seconds >= 0"));
         }
@@ -768,14 +772,6 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         return Err(format!(
             "measure.launches = {}: expected 1 to 10 launches of a point",
             m.launches
-        ));
-    }
-    if let Some(b) = m
-        .launches_budget_s
-        .filter(|b| !(*b >= 0.0 && b.is_finite()))
-    {
-        return Err(format!(
-            "measure.launches_budget_s = {b}: expected seconds >= 0"
         ));
     }
     Ok(())

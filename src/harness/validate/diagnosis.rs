@@ -62,17 +62,13 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         t.map(|t| t.cpu_cores_used / r)
             .filter(|c| c.is_finite() && *c > 0.0)
     };
-    let cpu_vs_top = match (cpu_per_sample(t, rate), cpu_per_sample(top_t, top_rate)) {
+    let (cpu_here, cpu_top) = (cpu_per_sample(t, rate), cpu_per_sample(top_t, top_rate));
+    let cpu_vs_top = match (cpu_here, cpu_top) {
         (Some(c), Some(c0)) => Some(c / c0),
         _ => None,
     };
     // The CPU time each page read from storage added, against the top level's.
-    let cpu_per_page = match (
-        t,
-        top_t,
-        cpu_per_sample(t, rate),
-        cpu_per_sample(top_t, top_rate),
-    ) {
+    let cpu_per_page = match (t, top_t, cpu_here, cpu_top) {
         (Some(t), Some(t0), Some(c), Some(c0)) => {
             let pages = (t.storage_read_bytes_per_s / rate
                 - t0.storage_read_bytes_per_s / top_rate)
