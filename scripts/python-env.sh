@@ -32,7 +32,8 @@ if ! cached; then
         echo "python-env: setting up $venv from $requirements (torch is large; minutes)" >&2
         rm -f "$stamp"
         [ -x "$venv/bin/python" ] || "$base_python" -m venv "$venv" >&2
-        export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
+        # No wheel cache: the venv is the cache, and torch's CUDA wheels would take ~4 GB twice.
+        export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off PIP_NO_CACHE_DIR=1
         "$venv/bin/python" -m pip install --upgrade pip </dev/null >&2
         "$venv/bin/python" -m pip install --upgrade -r "$requirements" </dev/null >&2
         # A broken install fails here rather than in a test.

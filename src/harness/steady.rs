@@ -67,15 +67,23 @@ impl RateWindows {
     }
 
     /// Adds a report. One from before the start, not finite, going back in time or in samples,
-    /// or without new samples is no new progress and is ignored.
+    /// or without new samples is no new progress and is ignored. One at the same time as the
+    /// last report but further on replaces it: lines read together are timed by the read, and
+    /// the last of them is the progress made by then (kept the first, a window's edge lags by up
+    /// to a poll's progress, a bias where the job's bursts and the polls keep step).
     pub fn push(&mut self, r: Report) {
         if !(r.t.is_finite() && r.samples.is_finite()) || r.t < self.start_t {
             return;
         }
-        if let Some(last) = self.reports.last()
-            && (r.t <= last.t || r.samples <= last.samples)
-        {
-            return;
+        if let Some(last) = self.reports.last_mut() {
+            if r.t == last.t && r.samples > last.samples {
+                // Windows ending or starting here refer to it by index: they take the new count.
+                *last = r;
+                return;
+            }
+            if r.t <= last.t || r.samples <= last.samples {
+                return;
+            }
         }
         self.reports.push(r);
         if self.reports.len() >= self.next_rhythm_check {
@@ -547,6 +555,33 @@ mod tests {
         assert!((tp.samples_per_s - 100.0).abs() < 1e-9, "{tp:?}");
         // Two windows of three intervals each; the last two intervals make no window yet.
         assert_eq!(w.span(10), Some([10.0, 11.5]));
+    }
+
+    /// Lines read in one poll share its time: the last of them is what the job had done by
+    /// then. A job at a steady 400 samples/s prints a line every 10 ms; the harness reads them
+    /// 0.1 to 0.4 s apart. Kept the first line of each read, a window's count lags by the time
+    /// since the read before, which differs at its two edges: the rate was off by up to 10%.
+    #[test]
+    fn lines_read_together_count_as_the_last_of_them() {
+        let mut w = RateWindows::new(0.0, 1.0);
+        let gaps = [0.1, 0.4, 0.25, 0.15, 0.35, 0.2];
+        let (mut t, mut line) = (0.0, 0u32);
+        for poll in 0..60 {
+            t += gaps[poll % gaps.len()];
+            // The lines printed since the last read, each 4 samples on.
+            while f64::from(line + 1) * 0.01 <= t {
+                line += 1;
+                w.push(report(t, f64::from(line) * 4.0, f64::from(line)));
+            }
+        }
+        for n in 1..=5 {
+            let tp = w.throughput(n).unwrap();
+            assert!(
+                (tp.samples_per_s / 400.0 - 1.0).abs() < 0.005,
+                "{n} windows: {tp:?} over {:?}",
+                w.span(n)
+            );
+        }
     }
 
     /// Bursts of 16 reports 40 ms apart every 1.3 s (a job fed by 16 loader workers), 1.5-s
