@@ -67,7 +67,8 @@ Optimistic profiling (`sweep`, memory = \"model\") measures only the top memory 
 CPU level and models the rest. `validate` measures every cell instead (a sweep with \
 --memory measure, written to matrices/validation/<job>.matrix.jsonl by default), predicts the \
 same cells from the top level with each cache model (minio: Synergy's never-evicting cache; \
-page-cache: the kernel's LRU page cache under a fresh shuffle every epoch), and prints the \
+page-cache: the kernel's LRU page cache over the order the job read its files in, traced on \
+its first launch, else a fresh shuffle every epoch), and prints the \
 per-cell and median error. The result is recorded in the header of the validation matrix and \
 of the job's sweep matrix (matrices/<job>.matrix.jsonl, when it exists), so `show`, `export` \
 and `plot` report it.\n\n\

@@ -10,6 +10,7 @@ pub mod gpu;
 pub mod interference;
 pub mod launch;
 pub mod model_fill;
+pub mod open_trace;
 pub mod page_cache;
 mod plan;
 pub mod process_tree;

@@ -27,6 +27,8 @@ pub fn modelled_cells(
         storage_bytes_per_s: 0.0,
         memory_bytes_per_s_per_core: 0.0,
         read_unit_bytes: None,
+        access_hit_curve: None,
+        job_storage_bytes_per_s: None,
     };
     let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset));
     limits
@@ -154,6 +156,8 @@ mod tests {
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,
             read_unit_bytes: None,
+            access_hit_curve: None,
+            job_storage_bytes_per_s: None,
         };
         let cells = modelled_cells(
             &measured(500.0),
@@ -185,6 +189,8 @@ mod tests {
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,
             read_unit_bytes: None,
+            access_hit_curve: None,
+            job_storage_bytes_per_s: None,
         };
         let mut top = measured(500.0);
         top.telemetry = Some(Telemetry {
@@ -259,6 +265,8 @@ mod tests {
             storage_bytes_per_s: 10.0 * MIB as f64,
             memory_bytes_per_s_per_core: 10e9,
             read_unit_bytes: None,
+            access_hit_curve: None,
+            job_storage_bytes_per_s: None,
         };
         for inputs in [Some(&inputs), None] {
             let cells = modelled_cells(&measured(0.0), &[600 * MIB, 150 * MIB], inputs, 1000);

@@ -73,31 +73,47 @@ fn is_shared_memory(path: &str) -> bool {
 /// A file mapping: device, inode, offset in the file.
 type MappingKey = (String, u64, u64);
 
-/// Whether any of `pids` maps a file under `dataset` without `MADV_RANDOM` (no `rr` among the
-/// mapping's `VmFlags` in smaps): a page fault on such a mapping reads the device's read-ahead
-/// window around the page, not only the page.
-pub fn maps_with_read_around(pids: &[u32], dataset: &std::path::Path) -> bool {
-    pids.iter().any(|pid| {
-        std::fs::read_to_string(format!("/proc/{pid}/smaps"))
-            .is_ok_and(|text| read_around_mapping(&text, dataset))
-    })
+/// How a job maps the files of its dataset into memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DatasetMaps {
+    /// Some file under the dataset is mapped: the job reads it through the map, and when it
+    /// opens the file says nothing of what it reads.
+    pub mapped: bool,
+    /// Some such mapping lacks `MADV_RANDOM` (no `rr` among its `VmFlags` in smaps): a page
+    /// fault on it reads the device's read-ahead window around the page, not only the page.
+    pub read_around: bool,
 }
 
-fn read_around_mapping(smaps: &str, dataset: &std::path::Path) -> bool {
+/// How `pids` map files under `dataset`.
+pub fn dataset_maps(pids: &[u32], dataset: &std::path::Path) -> DatasetMaps {
+    let mut maps = DatasetMaps::default();
+    for pid in pids {
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
+            let m = dataset_mappings(&text, dataset);
+            maps.mapped |= m.mapped;
+            maps.read_around |= m.read_around;
+        }
+    }
+    maps
+}
+
+fn dataset_mappings(smaps: &str, dataset: &std::path::Path) -> DatasetMaps {
+    let mut maps = DatasetMaps::default();
     let mut in_dataset = false;
     for line in smaps.lines() {
         if let Some(fields) = mapping_header(line) {
             in_dataset = fields
                 .get(5)
                 .is_some_and(|p| std::path::Path::new(p).starts_with(dataset));
+            maps.mapped |= in_dataset;
         } else if let Some(flags) = line.strip_prefix("VmFlags:")
             && in_dataset
             && !flags.split_whitespace().any(|f| f == "rr")
         {
-            return true;
+            maps.read_around = true;
         }
     }
-    false
+    maps
 }
 
 /// The fields of a smaps mapping header (`start-end perms offset dev inode [path]`), or `None`
@@ -176,15 +192,23 @@ Referenced: 150000 kB
             )
         };
         let data = std::path::Path::new("/data/set");
-        assert!(read_around_mapping(&smaps("rd mr mw me sd"), data));
-        assert!(
-            !read_around_mapping(&smaps("rd mr mw me sd rr"), data),
+        let both = DatasetMaps {
+            mapped: true,
+            read_around: true,
+        };
+        assert_eq!(dataset_mappings(&smaps("rd mr mw me sd"), data), both);
+        assert_eq!(
+            dataset_mappings(&smaps("rd mr mw me sd rr"), data),
+            DatasetMaps {
+                read_around: false,
+                ..both
+            },
             "MADV_RANDOM"
         );
-        assert!(!read_around_mapping(
-            &smaps("rd mr"),
-            std::path::Path::new("/other")
-        ));
+        assert_eq!(
+            dataset_mappings(&smaps("rd mr"), std::path::Path::new("/other")),
+            DatasetMaps::default()
+        );
     }
 
     #[test]
@@ -209,10 +233,11 @@ Referenced: 150000 kB
         assert_ne!(map, libc::MAP_FAILED);
         let me = [std::process::id()];
         let canonical = std::fs::canonicalize(dir.path()).unwrap();
-        assert!(maps_with_read_around(&me, &canonical));
+        assert!(dataset_maps(&me, &canonical).read_around);
         // SAFETY: the mapping made above, still mapped.
         assert_eq!(unsafe { libc::madvise(map, len, libc::MADV_RANDOM) }, 0);
-        assert!(!maps_with_read_around(&me, &canonical));
+        let maps = dataset_maps(&me, &canonical);
+        assert!(maps.mapped && !maps.read_around);
         // SAFETY: unmapping the mapping made above, used no more.
         assert_eq!(unsafe { libc::munmap(map, len) }, 0);
     }

@@ -180,8 +180,11 @@ struct Sweep<'a> {
     launching_again: bool,
     params_axes: BTreeMap<String, Vec<String>>,
     cache_inputs: Option<CacheModelInputs>,
-    /// Whether the job was checked for memory maps of its dataset that read around their faults.
-    read_around_checked: bool,
+    /// How the job maps its dataset's files, once looked at (while its first cell ran).
+    dataset_maps: Option<crate::harness::resident::DatasetMaps>,
+    /// The first launch's uncached first pass over the dataset, until the storage rate the
+    /// job got is judged from it ([`Sweep::calibrate_storage`]).
+    first_pass: Option<cache::FirstPass>,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
     storage_throttle: Option<((u64, u64), u64)>,
     /// Why memory levels relative to the dataset leave out the job's resident size, or were
@@ -416,7 +419,8 @@ fn run_sweep_with(
         launching_again: false,
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
-        read_around_checked: false,
+        first_pass: None,
+        dataset_maps: None,
         storage_throttle,
         memory_note: None,
         sizing: None,

@@ -192,6 +192,20 @@ pub struct CacheModelInputs {
     /// reads the sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_unit_bytes: Option<u64>,
+    /// The page cache's hit ratio against the part of the dataset it holds, `[x, h]` points
+    /// with `x` from 0 to 1, from the order in which the job opened its dataset's files on its
+    /// first launch (an LRU cache replayed over that order). Absent: the job is taken to read
+    /// the dataset in a fresh random order every epoch (or no trace could be made: one file, no
+    /// fanotify, or too little of the dataset read twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_hit_curve: Option<Vec<[f64; 2]>>,
+    /// What the job read from storage per second in its first pass over the dataset, where
+    /// that pass ran slower than the job does with the dataset cached (its reads held it
+    /// back) and below `storage_bytes_per_s`: how the job reads (many streams at once, small
+    /// reads) can get less from storage than one sequential stream does. Misses are served at
+    /// the lower of the two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_storage_bytes_per_s: Option<f64>,
 }
 
 /// Measured cells compared with what each cache model predicts for them from the cell measured

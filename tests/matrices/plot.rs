@@ -63,6 +63,8 @@ fn failing() -> (PathBuf, Matrix) {
         storage_bytes_per_s: 2e7,
         memory_bytes_per_s_per_core: 3e10,
         read_unit_bytes: None,
+        access_hit_curve: None,
+        job_storage_bytes_per_s: None,
     });
     m.header.validation = Some(Validation {
         created_unix_s: 0,

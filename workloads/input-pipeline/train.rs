@@ -58,6 +58,10 @@ pub struct TrainArgs {
     /// Seed of the per-epoch shuffle and of the augmentations.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Read the files in the same order every epoch (a loader without shuffling, or tar
+    /// shards split between persistent workers) instead of a fresh shuffle.
+    #[arg(long)]
+    pub in_order: bool,
 }
 
 /// One batch as the accelerator would receive it: `samples` CHW f32 images.
@@ -71,24 +75,33 @@ enum Msg {
     Fatal(String),
 }
 
-/// Hands out file indices, reshuffling at every epoch boundary.
+/// Hands out file indices, reshuffling at every epoch boundary (or in file order every epoch).
 pub struct Sampler {
     n: usize,
     seed: u64,
+    shuffle: bool,
     epoch: u64,
     pos: usize,
     order: Vec<u32>,
 }
 
 impl Sampler {
-    pub fn new(n: usize, seed: u64) -> Self {
+    pub fn new(n: usize, seed: u64, shuffle: bool) -> Self {
         assert!(n > 0);
         Sampler {
             n,
             seed,
+            shuffle,
             epoch: 0,
             pos: 0,
-            order: epoch_order(n, seed, 0),
+            order: Self::order(n, seed, shuffle, 0),
+        }
+    }
+
+    fn order(n: usize, seed: u64, shuffle: bool, epoch: u64) -> Vec<u32> {
+        match shuffle {
+            true => epoch_order(n, seed, epoch),
+            false => (0..n as u32).collect(),
         }
     }
 
@@ -99,7 +112,7 @@ impl Sampler {
             if self.pos == self.n {
                 self.epoch += 1;
                 self.pos = 0;
-                self.order = epoch_order(self.n, self.seed, self.epoch);
+                self.order = Self::order(self.n, self.seed, self.shuffle, self.epoch);
             }
             let take = (k - out.len()).min(self.n - self.pos);
             out.extend_from_slice(&self.order[self.pos..self.pos + take]);
@@ -313,7 +326,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let n_files = files.len();
     let shared = Arc::new(Shared {
         files,
-        sampler: Mutex::new(Sampler::new(n_files, args.seed)),
+        sampler: Mutex::new(Sampler::new(n_files, args.seed, !args.in_order)),
         stop: Arc::clone(&stop),
         errors: AtomicU64::new(0),
         loaded: AtomicU64::new(0),
@@ -444,7 +457,7 @@ mod tests {
 
     #[test]
     fn sampler_covers_each_epoch_exactly_once() {
-        let mut s = Sampler::new(10, 7);
+        let mut s = Sampler::new(10, 7, true);
         let mut seen = Vec::new();
         for _ in 0..5 {
             seen.extend(s.next_batch(4)); // 20 indices = 2 epochs
@@ -455,6 +468,9 @@ mod tests {
             e.sort();
             assert_eq!(e, (0..10).collect::<Vec<u32>>());
         }
+        let mut in_order = Sampler::new(10, 7, false);
+        let two: Vec<u32> = (0..5).flat_map(|_| in_order.next_batch(4)).collect();
+        assert_eq!(two, (0..10).chain(0..10).collect::<Vec<u32>>());
     }
 
     #[test]

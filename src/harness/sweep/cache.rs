@@ -3,12 +3,27 @@
 
 use super::run::Run;
 use super::{Sweep, SweepError};
-use crate::cache_model;
+use crate::cache_model::{self, curve_hit_ratio, lru_hit_curve, page_cache_hit_ratio};
 use crate::harness::dataset::read_ahead_bytes;
 use crate::harness::model_fill::modelled_cells;
-use crate::harness::resident::maps_with_read_around;
-use crate::matrix::{CacheKind, CacheModelInputs, CellKey};
+use crate::harness::open_trace::OpenTrace;
+use crate::harness::plan::Point;
+use crate::harness::resident::dataset_maps;
+use crate::matrix::{CacheKind, CacheModelInputs, CellKey, CellSource};
 use std::collections::BTreeMap;
+
+/// A first pass over the dataset that ran below this part of the job's rate with the dataset
+/// cached was held back by its reads.
+const HELD_BACK: f64 = 0.9;
+
+/// The sweep's first pass over the dataset, uncached (every launch starts with the dataset
+/// evicted): how fast the job read it from storage.
+#[derive(Debug, Clone)]
+pub(super) struct FirstPass {
+    point: Point,
+    samples_per_s: f64,
+    read_bytes: u64,
+}
 
 impl Sweep<'_> {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
@@ -47,26 +62,33 @@ impl Sweep<'_> {
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
             read_unit_bytes: None,
+            access_hit_curve: None,
+            job_storage_bytes_per_s: None,
         });
     }
 
-    /// Once per sweep, while `run`'s job reads its dataset: where it maps the dataset's files
-    /// without `MADV_RANDOM`, a miss reads the device's read-ahead window, not a sample, and the
-    /// page-cache model is told so (`read_unit_bytes`, in the header).
-    pub(super) fn check_read_around(&mut self, run: &Run) -> Result<(), SweepError> {
+    /// Once per sweep, while `run`'s job reads its dataset, how it maps the dataset's files
+    /// (`self.dataset_maps`). Where it maps them without `MADV_RANDOM`, a miss reads the
+    /// device's read-ahead window, not a sample, and the page-cache model is told so
+    /// (`read_unit_bytes`, in the header).
+    pub(super) fn check_dataset_maps(&mut self, run: &Run) -> Result<(), SweepError> {
         let page_cache =
             (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache);
         let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
             return Ok(());
         };
-        if self.read_around_checked || !page_cache {
+        if self.dataset_maps.is_some() || !page_cache {
             return Ok(());
         }
-        self.read_around_checked = true;
-        let Some(unit) = std::fs::canonicalize(dataset)
-            .ok()
-            .filter(|d| maps_with_read_around(&run.pids(), d))
-            .and_then(|d| read_ahead_bytes(&d))
+        let Ok(dataset) = std::fs::canonicalize(dataset) else {
+            return Ok(());
+        };
+        let maps = dataset_maps(&run.pids(), &dataset);
+        self.dataset_maps = Some(maps);
+        let Some(unit) = maps
+            .read_around
+            .then(|| read_ahead_bytes(&dataset))
+            .flatten()
         else {
             return Ok(());
         };
@@ -81,6 +103,150 @@ impl Sweep<'_> {
              the cache model counts misses so; under a memory cap such a job can thrash \
              (give the map MADV_RANDOM, or lower read_ahead_kb)",
             unit / 1024
+        ));
+        self.update_header(|h| h.cache_model = Some(inputs))
+    }
+
+    /// Starts tracing the order in which the sweep's first launch opens the dataset's files,
+    /// for the page-cache model, where it has files to order.
+    pub(super) fn start_open_trace(&mut self) -> Option<OpenTrace> {
+        let page_cache =
+            (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache);
+        let ds = self.dataset.as_ref()?;
+        if !page_cache || self.launches > 0 || ds.paths.len() < 2 {
+            return None;
+        }
+        match OpenTrace::start(&ds.paths) {
+            Ok(trace) => Some(trace),
+            Err(e) => {
+                self.observer.status(&format!(
+                    "no trace of the order in which the job reads its files ({e}): the cache \
+                     model assumes a fresh shuffle every epoch"
+                ));
+                None
+            }
+        }
+    }
+
+    /// Replays an LRU page cache over the first launch's opens: where they re-read enough of
+    /// the dataset, the model's hit ratio comes from them (`access_hit_curve`, in the header).
+    pub(super) fn record_access_order(&mut self, trace: OpenTrace) -> Result<(), SweepError> {
+        let opens = trace.finish();
+        if self.dataset_maps.is_some_and(|m| m.mapped) {
+            self.observer.status(
+                "the job maps its dataset's files into memory: when it opens them says nothing of \
+                 what it reads, and the cache model assumes a fresh shuffle every epoch",
+            );
+            return Ok(());
+        }
+        let Some(inputs) = self.cache_inputs.as_mut() else {
+            return Ok(());
+        };
+        if opens.overflowed {
+            self.observer.status(
+                "the trace of the job's file opens lost some (the kernel's queue overflowed): \
+                 the cache model assumes a fresh shuffle every epoch",
+            );
+            return Ok(());
+        }
+        let Some(curve) = lru_hit_curve(&opens.files, &opens.sizes) else {
+            self.observer.status(&format!(
+                "the first launch opened {} dataset files ({} of them), re-reading less than \
+                 {:.0}% of the dataset: the cache model assumes a fresh shuffle every epoch",
+                opens.files.len(),
+                opens.sizes.len(),
+                100.0 * cache_model::MIN_REREAD_SHARE
+            ));
+            return Ok(());
+        };
+        let (traced, shuffled) = (curve_hit_ratio(&curve, 0.5), page_cache_hit_ratio(0.5));
+        let what = format!(
+            "in the order the job read its files ({} opens of {}), a page cache holding half \
+             the dataset hits {:.0}% of re-reads, {:.0}% under a fresh shuffle every epoch; the \
+             cache model uses that order",
+            opens.files.len(),
+            opens.sizes.len(),
+            100.0 * traced,
+            100.0 * shuffled
+        );
+        if traced < shuffled / 2.0 {
+            self.observer.warn(&format!(
+                "{what}: memory that holds less than the whole dataset buys little"
+            ));
+        } else {
+            self.observer.status(&what);
+        }
+        inputs.access_hit_curve = Some(curve);
+        let inputs = inputs.clone();
+        self.update_header(|h| h.cache_model = Some(inputs))
+    }
+
+    /// Keeps the first launch's first pass over the dataset (`samples` in `seconds`, reading
+    /// `read_bytes` from storage) for [`Sweep::calibrate_storage`].
+    pub(super) fn note_first_pass(
+        &mut self,
+        p: &Point,
+        samples: f64,
+        seconds: f64,
+        read_bytes: u64,
+    ) {
+        if self.launches != 1 || self.first_pass.is_some() || seconds <= 0.0 {
+            return;
+        }
+        self.first_pass = Some(FirstPass {
+            point: p.clone(),
+            samples_per_s: samples / seconds,
+            read_bytes,
+        });
+    }
+
+    /// Where the first pass over the dataset ran slower than the job does with it cached, and
+    /// went through the dataset's bytes at less than one sequential stream reads, misses are
+    /// served at the job's own rate (`job_storage_bytes_per_s`, in the header). The rate is in
+    /// the dataset's bytes the job got through (samples per second times bytes per sample),
+    /// the unit the model counts misses in, not the bytes read while it was timed: the job's
+    /// loaders read ahead of its first report.
+    pub(super) fn calibrate_storage(&mut self) -> Result<(), SweepError> {
+        let Some(pass) = self.first_pass.take() else {
+            return Ok(());
+        };
+        let (Some(levels), Some(ds)) = (self.memory.bytes(), self.dataset.as_ref()) else {
+            return Ok(());
+        };
+        let key = CellKey::new(pass.point.cpu, levels[pass.point.mem], &pass.point.params);
+        let Some(cached) = (self.cells.iter())
+            .find(|c| c.key() == key && c.source == CellSource::Measured)
+            .and_then(|c| c.throughput.as_ref())
+            .map(|t| t.samples_per_s)
+        else {
+            return Ok(());
+        };
+        let samples = (self.header.as_ref())
+            .and_then(|h| h.job.dataset_samples)
+            .unwrap_or(ds.files);
+        let Some(inputs) = self.cache_inputs.as_mut() else {
+            return Ok(());
+        };
+        // A pass that did not read most of the dataset from storage (no eviction without
+        // root) says nothing about storage.
+        let from_storage = pass.read_bytes as f64 >= 0.5 * ds.page_cache_bytes as f64;
+        let got = pass.samples_per_s * ds.page_cache_bytes as f64 / samples.max(1) as f64;
+        if !from_storage
+            || pass.samples_per_s >= HELD_BACK * cached
+            || got >= inputs.storage_bytes_per_s
+        {
+            return Ok(());
+        }
+        inputs.job_storage_bytes_per_s = Some(got);
+        let inputs = inputs.clone();
+        self.observer.status(&format!(
+            "the job's first pass over its dataset ran at {:.0} samples/s against {:.0} with it \
+             cached: {:.1} MB/s of the dataset where one sequential stream reads {:.1} MB/s; the \
+             cache model serves misses at the job's rate",
+            pass.samples_per_s,
+            cached,
+            got / 1e6,
+            inputs.storage_bytes_per_s / 1e6,
         ));
         self.update_header(|h| h.cache_model = Some(inputs))
     }

@@ -32,6 +32,7 @@ impl Sweep<'_> {
             self.observer
                 .status(&format!("{}: starting job", label(&first)));
             let limit = self.memory.bytes().map(|b| b[first.mem]);
+            let trace = self.start_open_trace();
             let mut run = self.launch(&first, limit)?;
             let warm = self.warm_up(&mut run, &first, started)?;
             if let Err(mut cell) = warm {
@@ -124,9 +125,14 @@ impl Sweep<'_> {
             }
             run.job.stop();
             drop(run);
+            if let Some(trace) = trace {
+                self.record_access_order(trace)?;
+            }
             if let Some((point, live)) = check {
                 self.conclude_live_check(&point, live)?;
             }
+            // After the live check: its cell may be the first pass's point.
+            self.calibrate_storage()?;
         }
         Ok(())
     }

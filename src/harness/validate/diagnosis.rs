@@ -56,8 +56,7 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
     let hit_modelled =
         cache_modelled.map(|x| (1.0 - model.read_fraction(x, dataset_samples)).clamp(0.0, 1.0));
     let storage_measured = t.map(|t| t.storage_read_bytes_per_s);
-    let storage_modelled =
-        Some(model.inputs.storage_bytes_per_s).filter(|b| b.is_finite() && *b > 0.0);
+    let storage_modelled = Some(model.storage_bytes_per_s()).filter(|b| b.is_finite() && *b > 0.0);
     let cpu_per_sample = |t: Option<&Telemetry>, r: f64| {
         t.map(|t| t.cpu_cores_used / r)
             .filter(|c| c.is_finite() && *c > 0.0)

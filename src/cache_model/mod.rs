@@ -18,8 +18,13 @@
 //!     evicts the least recently used pages, and visits the dataset in a fresh random order every
 //!     epoch (PyTorch's `DataLoader(shuffle=True)`). Then `h(x) = x + (1 - x) ln(1 - x)`, far
 //!     below `x` (25% of the dataset cached gives 3.4% hits, 50% gives 15%); see
-//!     [`page_cache_hit_ratio`] for the derivation;
-//! * `B_disk`: storage read bandwidth ([`measure_storage_read_bandwidth`]);
+//!     [`page_cache_hit_ratio`] for the derivation. Where the sweep traced the order in which
+//!     the job opened its dataset's files (`access_hit_curve`), `h(x)` is an LRU cache replayed
+//!     over that order instead ([`lru_hit_curve`]): 0 below the whole dataset for a job that
+//!     reads its files in the same order every epoch;
+//! * `B_disk`: storage read bandwidth ([`measure_storage_read_bandwidth`]), or what the job
+//!   itself read per second in its first, uncached pass over the dataset where its reads held
+//!   that pass back and got less (`job_storage_bytes_per_s`);
 //! * `B_mem(c)`: memory read bandwidth with `c` cores, `c` times the single-core bandwidth
 //!   ([`measure_memory_read_bandwidth_per_core`]);
 //! * `T_cpu(c)`: epoch time measured at `c` CPUs with the whole dataset cached,
@@ -41,39 +46,19 @@
 //!   page (`read_unit_bytes`, `k` samples' worth), and a block of `k` samples is read `k` times
 //!   an epoch ([`block_hit_ratio`]).
 
-use crate::matrix::{CacheKind, CacheModelInputs};
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-use thiserror::Error;
+mod access_order;
+mod bandwidth;
+mod hit_ratio;
 
-/// Errors of the bandwidth measurements.
-#[derive(Debug, Error)]
-pub enum CacheModelError {
-    #[error("no files given to measure storage read bandwidth")]
-    NoFiles,
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot evict {path} from the page cache: {source}")]
-    Evict {
-        path: PathBuf,
-        #[source]
-        source: nix::Error,
-    },
-    #[error("read 0 bytes from the given files (all empty, or a budget of 0)")]
-    NothingRead,
-    #[error(
-        "storage bandwidth: of {read} bytes read, only {from_storage} came from storage (the page \
-         cache kept the rest despite the eviction): the figure would be the page cache's"
-    )]
-    ServedFromPageCache { read: u64, from_storage: u64 },
-}
+pub use access_order::{CURVE_POINTS, MIN_REREAD_SHARE, curve_hit_ratio, lru_hit_curve};
+
+pub use bandwidth::{
+    CacheModelError, MEMORY_PROBE_BYTES, measure_memory_read_bandwidth_per_core,
+    measure_storage_read_bandwidth,
+};
+pub use hit_ratio::{block_hit_ratio, page_cache_hit_ratio};
+
+use crate::matrix::{CacheKind, CacheModelInputs};
 
 /// What the model predicts for one cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,51 +82,6 @@ impl Prediction {
         }
     }
 }
-
-/// Hit ratio of an LRU cache that holds a fraction `x` of a dataset read once per epoch in a
-/// fresh uniformly random order: `h(x) = x + (1 - x) ln(1 - x)` (0 at 0, 1 at 1, increasing).
-///
-/// Derivation: take an item read at relative position `u` of one epoch and `v` of the next
-/// (independent, uniform). Between the two reads the job reads the `1 - u` tail of the first
-/// permutation and the `v` head of the second; being independent random sets, their union
-/// covers `1 - (1 - (1 - u))(1 - v) = 1 - u(1 - v)` of the dataset (in expectation, and sharply
-/// so for many items). LRU still holds the item iff fewer than `x` of the dataset was read in
-/// between, i.e. iff `u(1 - v) > 1 - x`. With `a = u`, `b = 1 - v` uniform,
-/// `P(ab > t) = 1 - t + t ln t` for `t = 1 - x`, which is the formula. The kernel's page cache
-/// approximates LRU with an active and an inactive list; how close it comes on a given kernel
-/// and job is what `profiler validate` measures.
-pub fn page_cache_hit_ratio(x: f64) -> f64 {
-    if x.is_nan() || x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let t = 1.0 - x;
-    (x + t * t.ln()).clamp(0.0, x)
-}
-
-/// Hit ratio of the page cache when storage delivers blocks of `k` samples per miss (a memory
-/// map's read-around) and the samples are read once per epoch in a fresh random order: each
-/// block is then read `k` times an epoch at random moments, `h = x - (x - h_1(x)) / k` with
-/// `h_1` = [`page_cache_hit_ratio`]. At `k = 1` it is `h_1`; as `k` grows the reads of a block
-/// approach independent references, under which LRU hits a fraction `x` of them.
-///
-/// Why this form: Che's approximation of LRU (a block stays cached for a characteristic time
-/// `T` after its last read, `T` set so that a fraction `x` of the blocks is cached) for blocks
-/// read `k` times an epoch at uniform random moments gives hit ratios within 0.007 of it for
-/// every `k >= 2` and `x` (checked numerically in the tests below).
-pub fn block_hit_ratio(x: f64, k: f64) -> f64 {
-    let h1 = page_cache_hit_ratio(x);
-    if k.is_nan() || k <= 1.0 || x.is_nan() || x <= 0.0 {
-        return h1;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    (x * (1.0 - 1.0 / k) + h1 / k).clamp(h1, x)
-}
-
 /// A cache model; see the module documentation for the formula and its assumptions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CacheModel {
@@ -165,7 +105,10 @@ impl CacheModel {
     pub fn hit_ratio(&self, x: f64, dataset_samples: u64) -> f64 {
         match self.inputs.kind {
             CacheKind::Minio => x.clamp(0.0, 1.0),
-            CacheKind::PageCache => block_hit_ratio(x, self.samples_per_miss(dataset_samples)),
+            CacheKind::PageCache => match &self.inputs.access_hit_curve {
+                Some(curve) => curve_hit_ratio(curve, x),
+                None => block_hit_ratio(x, self.samples_per_miss(dataset_samples)),
+            },
         }
     }
 
@@ -181,6 +124,15 @@ impl CacheModel {
         }
         let sample = self.inputs.dataset_bytes as f64 / dataset_samples as f64;
         (unit / sample).max(1.0)
+    }
+
+    /// What storage serves the job's misses at: the measured bandwidth, or the job's own rate
+    /// where its first pass got less (`job_storage_bytes_per_s`).
+    pub fn storage_bytes_per_s(&self) -> f64 {
+        match self.inputs.job_storage_bytes_per_s {
+            Some(job) => self.inputs.storage_bytes_per_s.min(job),
+            None => self.inputs.storage_bytes_per_s,
+        }
     }
 
     /// Storage bytes read per sample over bytes of a sample when the cache holds `x` of the
@@ -235,7 +187,7 @@ impl CacheModel {
         } else {
             0.0
         };
-        let disk_bw = self.inputs.storage_bytes_per_s;
+        let disk_bw = self.storage_bytes_per_s();
         let disk_bw = if disk_bw.is_finite() && disk_bw > 0.0 {
             disk_bw.min(mem_bw)
         } else {
@@ -270,121 +222,10 @@ impl CacheModel {
     }
 }
 
-/// Sequential read bandwidth of storage, bytes/s: evicts `files` from the page cache
-/// (`posix_fadvise(POSIX_FADV_DONTNEED)`), then reads them in order until `budget_bytes` have
-/// been read (or the files end) and divides by the time the reads took.
-///
-/// Dirty pages are not dropped by `POSIX_FADV_DONTNEED`; files just written should be synced
-/// first (dataset files normally are not dirty). Files are not evicted again afterwards.
-pub fn measure_storage_read_bandwidth(
-    files: &[PathBuf],
-    budget_bytes: u64,
-) -> Result<f64, CacheModelError> {
-    if files.is_empty() {
-        return Err(CacheModelError::NoFiles);
-    }
-    let io_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CacheModelError::Io { path, source }
-    };
-    // Evict every file, then read them one at a time: a dataset of tens of thousands of files
-    // must never be held open at once (the open-file limit is often 1,024).
-    for path in files {
-        let file = File::open(path).map_err(io_err(path))?;
-        // POSIX_FADV_DONTNEED leaves dirty pages (a dataset just written): write them back.
-        file.sync_data().map_err(io_err(path))?;
-        nix::fcntl::posix_fadvise(
-            file.as_fd(),
-            0,
-            0,
-            nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
-        )
-        .map_err(|source| CacheModelError::Evict {
-            path: path.clone(),
-            source,
-        })?;
-    }
-
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total: u64 = 0;
-    let storage_before = storage_read_bytes();
-    let start = Instant::now();
-    'files: for path in files {
-        if total >= budget_bytes {
-            break;
-        }
-        let mut file = File::open(path).map_err(io_err(path))?;
-        while total < budget_bytes {
-            let want = (budget_bytes - total).min(buf.len() as u64) as usize;
-            let n = match file.read(&mut buf[..want]) {
-                Ok(0) => continue 'files,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_err(path)(e)),
-            };
-            total += n as u64;
-        }
-    }
-    let elapsed = start.elapsed().max(Duration::from_nanos(1));
-    if total == 0 {
-        return Err(CacheModelError::NothingRead);
-    }
-    // On a block device, whose reads the kernel counts per thread, check that the bytes came
-    // from storage and not from a page cache that kept them (tmpfs and network file systems
-    // have no such count).
-    let on_block_device = crate::harness::dataset::block_device_of(&files[0]).is_some();
-    if let (true, Some(before), Some(after)) =
-        (on_block_device, storage_before, storage_read_bytes())
-    {
-        let from_storage = after.saturating_sub(before);
-        if from_storage < total / 2 {
-            return Err(CacheModelError::ServedFromPageCache {
-                read: total,
-                from_storage,
-            });
-        }
-    }
-    Ok(total as f64 / elapsed.as_secs_f64())
-}
-
-/// Bytes this thread has caused to be fetched from storage (`read_bytes` of
-/// `/proc/thread-self/io`), where the kernel accounts them.
-fn storage_read_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("read_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// Size of the buffer [`measure_memory_read_bandwidth_per_core`] scans: larger than the last-level
-/// cache of current server CPUs, so the scan is served from DRAM.
-pub const MEMORY_PROBE_BYTES: usize = 256 << 20;
-
-/// Single-thread memory read bandwidth, bytes/s: sums a [`MEMORY_PROBE_BYTES`] buffer of `u64`s
-/// twice and keeps the faster pass. Takes a few hundred milliseconds in an optimised build
-/// (unoptimised builds are much slower and underestimate the bandwidth).
-pub fn measure_memory_read_bandwidth_per_core() -> f64 {
-    let words = MEMORY_PROBE_BYTES / std::mem::size_of::<u64>();
-    // Non-zero contents, so every page is really backed (a zeroed allocation may map the shared
-    // zero page, which would stay in cache).
-    let buf: Vec<u64> = (0..words as u64).collect();
-    let mut best = Duration::MAX;
-    for _ in 0..2 {
-        let data = std::hint::black_box(buf.as_slice());
-        let start = Instant::now();
-        let sum = data.iter().fold(0u64, |acc, &w| acc.wrapping_add(w));
-        std::hint::black_box(sum);
-        best = best.min(start.elapsed());
-    }
-    let secs = best.max(Duration::from_nanos(1)).as_secs_f64();
-    (words * std::mem::size_of::<u64>()) as f64 / secs
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::io::Write;
 
     const GB: u64 = 1 << 30;
 
@@ -395,6 +236,8 @@ mod tests {
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: mem_per_core,
             read_unit_bytes: None,
+            access_hit_curve: None,
+            job_storage_bytes_per_s: None,
         })
     }
 
@@ -487,106 +330,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn storage_bandwidth_of_temp_file_is_positive_finite() {
-        let mut f = tempfile::NamedTempFile::new().expect("temp file");
-        let chunk = vec![7u8; 1 << 20];
-        for _ in 0..8 {
-            f.write_all(&chunk).expect("write");
-        }
-        // Dirty pages survive POSIX_FADV_DONTNEED; sync so the eviction can take effect.
-        f.as_file().sync_all().expect("sync");
-        let path = f.path().to_path_buf();
-        let bw =
-            measure_storage_read_bandwidth(std::slice::from_ref(&path), 4 << 20).expect("measure");
-        assert!(bw.is_finite() && bw > 0.0, "{bw}");
-        // Budget larger than the file: reads the whole file, still fine.
-        let bw = measure_storage_read_bandwidth(&[path], 1 << 30).expect("measure");
-        assert!(bw.is_finite() && bw > 0.0, "{bw}");
-    }
-
-    /// The child half of [`storage_bandwidth_holds_one_file_open_at_a_time`].
-    #[test]
-    #[ignore = "run under a low open-file limit by storage_bandwidth_holds_one_file_open_at_a_time"]
-    fn storage_bandwidth_of_many_files_child() {
-        let dir = std::env::var_os("PROFILER_MANY_FILES_DIR").expect("PROFILER_MANY_FILES_DIR");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .expect("read dir")
-            .map(|e| e.expect("entry").path())
-            .collect();
-        files.sort();
-        let bw = measure_storage_read_bandwidth(&files, u64::MAX).expect("measure");
-        assert!(bw.is_finite() && bw > 0.0, "{bw}");
-    }
-
-    /// Datasets of tens of thousands of files (an ImageFolder) are measured under the usual
-    /// limit of 1,024 open files: here 300 files under a limit of 64, in a child process so the
-    /// limit binds nothing else.
-    #[test]
-    fn storage_bandwidth_holds_one_file_open_at_a_time() {
-        use std::os::unix::process::CommandExt;
-        let dir = tempfile::tempdir().expect("temp dir");
-        for i in 0..300 {
-            let path = dir.path().join(format!("{i:04}.bin"));
-            let mut f = File::create(&path).expect("create");
-            f.write_all(&[i as u8; 4096]).expect("write");
-            f.sync_all().expect("sync");
-        }
-        let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
-        child
-            .args([
-                "--exact",
-                "cache_model::tests::storage_bandwidth_of_many_files_child",
-            ])
-            .args(["--ignored", "--test-threads=1"])
-            .env("PROFILER_MANY_FILES_DIR", dir.path());
-        // SAFETY: setrlimit is async-signal-safe and touches only the child.
-        unsafe {
-            child.pre_exec(|| {
-                let limit = libc::rlimit {
-                    rlim_cur: 64,
-                    rlim_max: 64,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
-                    Ok(())
-                } else {
-                    Err(io::Error::last_os_error())
-                }
-            });
-        }
-        let out = child.output().expect("run the child test");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && stdout.contains("1 passed"),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    #[test]
-    fn storage_bandwidth_errors() {
-        assert!(matches!(
-            measure_storage_read_bandwidth(&[], 1),
-            Err(CacheModelError::NoFiles)
-        ));
-        let missing = PathBuf::from("/nonexistent/definitely/not/here");
-        assert!(matches!(
-            measure_storage_read_bandwidth(&[missing], 1),
-            Err(CacheModelError::Io { .. })
-        ));
-        let empty = tempfile::NamedTempFile::new().expect("temp file");
-        assert!(matches!(
-            measure_storage_read_bandwidth(&[empty.path().to_path_buf()], 1 << 20),
-            Err(CacheModelError::NothingRead)
-        ));
-    }
-
-    #[test]
-    fn memory_bandwidth_is_positive_finite() {
-        let bw = measure_memory_read_bandwidth_per_core();
-        assert!(bw.is_finite() && bw > 0.0, "{bw}");
-    }
-
     fn arb_model() -> impl Strategy<Value = CacheModel> {
         (
             1u64..(1 << 42),
@@ -594,8 +337,10 @@ mod tests {
             1e6f64..1e11,
             any::<bool>(),
             proptest::option::of(1u64..(1 << 30)),
+            proptest::option::of(proptest::collection::vec(0u32..16, 0..64)),
+            proptest::option::of(1e3f64..1e11),
         )
-            .prop_map(|(d, disk, mem, lru, unit)| {
+            .prop_map(|(d, disk, mem, lru, unit, trace, job_disk)| {
                 let kind = if lru {
                     CacheKind::PageCache
                 } else {
@@ -603,58 +348,13 @@ mod tests {
                 };
                 let mut m = model(d, disk, mem).with_kind(kind);
                 m.inputs.read_unit_bytes = unit;
+                m.inputs.job_storage_bytes_per_s = job_disk;
+                m.inputs.access_hit_curve = trace.and_then(|picks| {
+                    let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();
+                    lru_hit_curve(&opens, &[4096; 16])
+                });
                 m
             })
-    }
-
-    /// Hit ratio of a real LRU cache of `cache` items over `n` items read in a fresh seeded
-    /// random order every epoch, over `epochs` epochs after a warm-up epoch.
-    fn simulated_lru_hit_ratio(n: usize, cache: usize, epochs: usize) -> f64 {
-        use rand_chacha::ChaCha8Rng;
-        use rand_core::{Rng, SeedableRng};
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let mut last_use = vec![0u64; n]; // 0 = never read
-        let mut cached = std::collections::BTreeSet::new(); // (last use, item)
-        let (mut clock, mut hits, mut reads) = (0u64, 0u64, 0u64);
-        for epoch in 0..=epochs {
-            let mut order: Vec<usize> = (0..n).collect();
-            for i in (1..n).rev() {
-                order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-            }
-            for item in order {
-                clock += 1;
-                let hit = cached.remove(&(last_use[item], item));
-                if epoch > 0 {
-                    reads += 1;
-                    hits += hit as u64;
-                }
-                if !hit && cached.len() == cache {
-                    let oldest = *cached.iter().next().expect("cache is full");
-                    cached.remove(&oldest);
-                }
-                last_use[item] = clock;
-                cached.insert((clock, item));
-            }
-        }
-        hits as f64 / reads as f64
-    }
-
-    #[test]
-    fn page_cache_hit_ratio_matches_a_simulated_lru() {
-        for pct in [10, 25, 50, 75, 90] {
-            let n = 4000;
-            let simulated = simulated_lru_hit_ratio(n, n * pct / 100, 20);
-            let formula = page_cache_hit_ratio(pct as f64 / 100.0);
-            assert!(
-                (simulated - formula).abs() < 0.01,
-                "{pct}% cached: simulated {simulated:.4}, formula {formula:.4}"
-            );
-            // And far below what a never-evicting cache of the same size would give.
-            assert!(formula < pct as f64 / 100.0);
-        }
-        assert_eq!(page_cache_hit_ratio(0.0), 0.0);
-        assert_eq!(page_cache_hit_ratio(1.0), 1.0);
-        assert_eq!(page_cache_hit_ratio(f64::NAN), 0.0);
     }
 
     #[test]
@@ -673,49 +373,51 @@ mod tests {
         assert!(r_lru < 0.8 * r_minio, "{r_lru} vs {r_minio}");
     }
 
-    /// Che's approximation of LRU for blocks read `k` times an epoch at independent uniform
-    /// moments: the hit ratio at the characteristic time `t` that caches a fraction `x` of the
-    /// blocks (numerical integration and bisection; an independent derivation of
-    /// `block_hit_ratio`).
-    fn che_hit_ratio(x: f64, k: i32) -> f64 {
-        // (part of blocks cached, part of reads that hit) for characteristic time t, in epochs.
-        let at = |t: f64| {
-            let n = 4000;
-            let (mut absent, mut miss) = (0.0, 0.0);
-            for i in 0..n {
-                let now = (i as f64 + 0.5) / n as f64;
-                let this_epoch = now.min(t);
-                let last_epoch = (t - this_epoch).min(1.0);
-                let before = (t - this_epoch - last_epoch).max(0.0);
-                let others = ((1.0 - last_epoch) * (1.0 - before)).powi(k);
-                absent += (1.0 - this_epoch).powi(k) * others;
-                miss += (1.0 - this_epoch).powi(k - 1) * others;
-            }
-            (1.0 - absent / n as f64, 1.0 - miss / n as f64)
+    /// A job traced reading its files in the same order every epoch gets no hits below the
+    /// whole dataset: storage-bound, it runs at the storage rate, where a shuffle would hit.
+    #[test]
+    fn a_traced_repeated_scan_reads_everything_from_storage() {
+        let d = 100_000_000u64;
+        let mut m = model(d, 20e6, 1e10).with_kind(CacheKind::PageCache);
+        let shuffled = rate(m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000));
+        let scan: Vec<u32> = (0..50).chain(0..50).collect();
+        m.inputs.access_hit_curve = lru_hit_curve(&scan, &[d / 50; 50]);
+        let p = m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000);
+        let Prediction::Feasible {
+            samples_per_s,
+            hit_ratio,
+            ..
+        } = p
+        else {
+            panic!("{p:?}")
         };
-        let (mut lo, mut hi) = (0.0, 3.0);
-        for _ in 0..60 {
-            let mid = (lo + hi) / 2.0;
-            if at(mid).0 < x { lo = mid } else { hi = mid }
-        }
-        at((lo + hi) / 2.0).1
+        assert_eq!(hit_ratio, 0.0);
+        let storage_rate = 2000.0 / (d as f64 / 20e6);
+        assert!(
+            (samples_per_s - storage_rate).abs() / storage_rate < 1e-3,
+            "{samples_per_s} vs {storage_rate}"
+        );
+        assert!(
+            shuffled > 1.15 * samples_per_s,
+            "{shuffled} vs {samples_per_s}"
+        );
     }
 
+    /// Storage that gave the job less than one sequential stream gets: misses come at the
+    /// job's rate; one above the device's changes nothing.
     #[test]
-    fn block_hit_ratio_agrees_with_ches_approximation() {
-        for k in [2, 4, 8, 32, 200] {
-            for x in [0.05, 0.25, 0.5, 0.75, 0.95] {
-                let che = che_hit_ratio(x, k);
-                let ours = block_hit_ratio(x, k as f64);
-                assert!(
-                    (che - ours).abs() < 0.008,
-                    "k = {k}, x = {x}: Che {che}, ours {ours}"
-                );
-            }
-        }
-        assert_eq!(block_hit_ratio(0.3, 1.0), page_cache_hit_ratio(0.3));
-        assert_eq!(block_hit_ratio(1.0, 50.0), 1.0);
-        assert_eq!(block_hit_ratio(f64::NAN, 50.0), 0.0);
+    fn misses_come_at_the_storage_rate_the_job_got() {
+        let d = 100_000_000u64;
+        let mut m = model(d, 20e6, 1e10);
+        let device = rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000));
+        m.inputs.job_storage_bytes_per_s = Some(15e6);
+        let job = rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000));
+        assert!((job / device - 0.75).abs() < 1e-3, "{job} vs {device}");
+        m.inputs.job_storage_bytes_per_s = Some(30e6);
+        assert_eq!(
+            rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000)),
+            device
+        );
     }
 
     #[test]
@@ -754,16 +456,6 @@ mod tests {
     }
 
     proptest! {
-        #[test]
-        fn block_hit_ratio_is_monotone_and_between_lru_and_x(
-            a in 0.0f64..=1.0, b in 0.0f64..=1.0, k in 1.0f64..1e6,
-        ) {
-            let (lo, hi) = (a.min(b), a.max(b));
-            prop_assert!(block_hit_ratio(lo, k) <= block_hit_ratio(hi, k));
-            let h = block_hit_ratio(lo, k);
-            prop_assert!(page_cache_hit_ratio(lo) <= h && h <= lo.max(h.min(1.0)));
-        }
-
         #[test]
         fn never_exceeds_measured(
             m in arb_model(),
