@@ -151,10 +151,10 @@ impl Sweep<'_> {
         }
         let Some(curve) = lru_hit_curve(&opens.files, &opens.sizes) else {
             self.observer.status(&format!(
-                "the first launch opened {} dataset files ({} of them), re-reading less than \
-                 {:.0}% of the dataset: the cache model assumes a fresh shuffle every epoch",
-                opens.files.len(),
+                "the first launch opened the dataset's {} files {} times, re-reading less than \
+                 {:.0}% of its bytes: the cache model assumes a fresh shuffle every epoch",
                 opens.sizes.len(),
+                opens.files.len(),
                 100.0 * cache_model::MIN_REREAD_SHARE
             ));
             return Ok(());
