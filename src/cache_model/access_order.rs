@@ -5,8 +5,9 @@
 //! between persistent workers, a plain loop over files) misses every read in an LRU cache
 //! smaller than the dataset: each file comes back only after all the others. One that reads
 //! them in a fresh random order hits as [`super::page_cache_hit_ratio`] says. The job's own
-//! trace, recorded at the top memory level where nothing is evicted, tells which, and more:
-//! partial epochs and any order in between.
+//! trace, recorded on the sweep's first launch, tells which, and more: partial epochs and any
+//! order in between. LRU is what a job started under the cap gets; one re-capped from more
+//! memory can hit more for a while (Linux's active list keeps pages read twice before).
 //!
 //! Each read of a file after its first is a hit in an LRU cache of `c` bytes iff the file and
 //! the distinct files read since its last read fit in `c` (Mattson's stack distance, here in
