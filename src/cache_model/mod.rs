@@ -241,6 +241,18 @@ mod tests {
         })
     }
 
+    /// The rate and hit ratio of a feasible prediction.
+    fn rate_and_hits(p: Prediction) -> (f64, f64) {
+        match p {
+            Prediction::Feasible {
+                samples_per_s,
+                hit_ratio,
+                ..
+            } => (samples_per_s, hit_ratio),
+            Prediction::Infeasible => panic!("{p:?}"),
+        }
+    }
+
     fn rate(p: Prediction) -> f64 {
         p.samples_per_s().expect("feasible")
     }
@@ -383,14 +395,7 @@ mod tests {
         let scan: Vec<u32> = (0..50).chain(0..50).collect();
         m.inputs.access_hit_curve = lru_hit_curve(&scan, &[d / 50; 50]);
         let p = m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000);
-        let Prediction::Feasible {
-            samples_per_s,
-            hit_ratio,
-            ..
-        } = p
-        else {
-            panic!("{p:?}")
-        };
+        let (samples_per_s, hit_ratio) = rate_and_hits(p);
         assert_eq!(hit_ratio, 0.0);
         let storage_rate = 2000.0 / (d as f64 / 20e6);
         assert!(
@@ -435,14 +440,7 @@ mod tests {
             "{k}"
         );
         let p = m.predict_samples_per_s(800.0, 2.0, d * 68 / 100, 0, 12_000);
-        let Prediction::Feasible {
-            samples_per_s,
-            hit_ratio,
-            ..
-        } = p
-        else {
-            panic!("{p:?}")
-        };
+        let (samples_per_s, hit_ratio) = rate_and_hits(p);
         assert!((hit_ratio - block_hit_ratio(0.68, k)).abs() < 1e-12);
         let expect = 12_000.0 / (d as f64 * (1.0 - hit_ratio) * k / 20e6);
         assert!(

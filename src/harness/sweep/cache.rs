@@ -67,13 +67,17 @@ impl Sweep<'_> {
         });
     }
 
+    /// Whether the cells below the top memory level come from the page-cache model.
+    fn page_cache_model(&self) -> bool {
+        (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache)
+    }
+
     /// Once per sweep, while `run`'s job reads its dataset, how it maps the dataset's files
     /// (`self.dataset_maps`). Where it maps them without `MADV_RANDOM`, a miss reads the
     /// device's read-ahead window, not a sample, and the page-cache model is told so
     /// (`read_unit_bytes`, in the header).
     pub(super) fn check_dataset_maps(&mut self, run: &Run) -> Result<(), SweepError> {
-        let page_cache =
-            (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache);
+        let page_cache = self.page_cache_model();
         let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
             return Ok(());
         };
@@ -110,8 +114,7 @@ impl Sweep<'_> {
     /// Starts tracing the order in which the sweep's first launch opens the dataset's files,
     /// for the page-cache model, where it has files to order.
     pub(super) fn start_open_trace(&mut self) -> Option<OpenTrace> {
-        let page_cache =
-            (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache);
+        let page_cache = self.page_cache_model();
         let ds = self.dataset.as_ref()?;
         if !page_cache || self.launches > 0 || ds.paths.len() < 2 {
             return None;
