@@ -7,6 +7,7 @@ records the parameters: a rerun with the same ones does nothing, anything else i
     make_loader_data.py wds DIR --samples 12000     # WebDataset: ShardWriter tar shards (jpg + cls)
     make_loader_data.py lmdb DIR --samples 110000   # LMDB: 32x32x3 uint8 images + label, 3 KiB values
     make_loader_data.py npy DIR --samples 450       # numpy: one .npy of 1 MiB uint8 samples (512x512x4)
+    make_loader_data.py litdata DIR --samples 2500  # LitData: optimize() chunks of 8 MB, 126 KiB uint8 arrays
 
 The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
 classes, 320x320, about 39 KB each), written by one process per CPU.
@@ -89,7 +90,21 @@ def write_npy(out, samples, seed):
     del arr
 
 
-WRITERS = {"arrow": write_arrow, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
+def litdata_sample(args):
+    """Sample `index`: a 3x192x224 uint8 array (a decoded image's size, 126 KiB, incompressible)."""
+    import numpy as np
+    seed, index = args
+    rng = np.random.default_rng((seed, index))
+    return {"image": rng.integers(0, 256, size=(3, 192, 224), dtype=np.uint8), "label": index % CLASSES}
+
+
+def write_litdata(out, samples, seed):
+    import litdata
+    litdata.optimize(fn=litdata_sample, inputs=[(seed, i) for i in range(samples)], output_dir=out,
+                     chunk_bytes="8MB", num_workers=len(os.sched_getaffinity(0)), verbose=False)
+
+
+WRITERS = {"arrow": write_arrow, "litdata": write_litdata, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
 
 
 def main(argv=None):
