@@ -8,6 +8,7 @@ records the parameters: a rerun with the same ones does nothing, anything else i
     make_loader_data.py lmdb DIR --samples 110000   # LMDB: 32x32x3 uint8 images + label, 3 KiB values
     make_loader_data.py npy DIR --samples 450       # numpy: one .npy of 1 MiB uint8 samples (512x512x4)
     make_loader_data.py litdata DIR --samples 2500  # LitData: optimize() chunks of 8 MB, 126 KiB uint8 arrays
+    make_loader_data.py parquet DIR --samples 6000  # Hugging Face datasets: to_parquet() shards of 4096-token rows
 
 The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
 classes, 320x320, about 39 KB each), written by one process per CPU.
@@ -104,7 +105,21 @@ def write_litdata(out, samples, seed):
                      chunk_bytes="8MB", num_workers=len(os.sched_getaffinity(0)), verbose=False)
 
 
-WRITERS = {"arrow": write_arrow, "litdata": write_litdata, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
+def write_parquet(out, samples, seed, shards=16, tokens=4096):
+    """Pre-tokenized text as a language model's pre-training reads it: rows of 4096 int32 token
+    ids (16 KiB) from a 50,257-token vocabulary, in `shards` Parquet files written by `datasets`."""
+    import datasets
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    ds = datasets.Dataset.from_dict(
+        {"input_ids": rng.integers(0, 50257, size=(samples, tokens), dtype=np.int32)},
+        features=datasets.Features({"input_ids": datasets.Sequence(datasets.Value("int32"))}))
+    for i in range(shards):
+        ds.shard(shards, i, contiguous=True).to_parquet(
+            os.path.join(out, f"train-{i:05d}-of-{shards:05d}.parquet"))
+
+
+WRITERS = {"arrow": write_arrow, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
 
 
 def main(argv=None):
