@@ -41,10 +41,10 @@
 //!   [`CacheModelInputs`] records no machine total; at the core counts where the cap would bind,
 //!   the memory term is far below `T_cpu` for realistic jobs, so the omission rarely matters.
 //! * Samples are of similar size, so a fraction of the bytes is the same fraction of the reads.
-//! * A miss reads the sample, except where the job maps the dataset into memory without
-//!   `MADV_RANDOM`: then the kernel reads the device's read-ahead window around each faulting
-//!   page (`read_unit_bytes`, `k` samples' worth), and a block of `k` samples is read `k` times
-//!   an epoch ([`block_hit_ratio`]).
+//! * A miss reads the sample, except where the job maps the dataset into memory with no advice
+//!   (neither `MADV_RANDOM` nor `MADV_SEQUENTIAL`): then the kernel reads the device's
+//!   read-ahead window around each faulting page (`read_unit_bytes`, `k` samples' worth), and a
+//!   block of `k` samples is read `k` times an epoch ([`block_hit_ratio`]).
 
 mod access_order;
 mod bandwidth;

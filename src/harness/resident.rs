@@ -77,10 +77,12 @@ type MappingKey = (String, u64, u64);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DatasetMaps {
     /// Some file under the dataset is mapped: the job reads it through the map, and when it
-    /// opens the file says nothing of what it reads.
+    /// opens the file says nothing of what it reads (a loader that maps chunks may open one
+    /// for every sample it takes from it).
     pub mapped: bool,
-    /// Some such mapping lacks `MADV_RANDOM` (no `rr` among its `VmFlags` in smaps): a page
-    /// fault on it reads the device's read-ahead window around the page, not only the page.
+    /// Some such mapping lacks both `MADV_RANDOM` and `MADV_SEQUENTIAL` (neither `rr` nor `sr`
+    /// among its `VmFlags` in smaps): a page fault on it reads the device's read-ahead window
+    /// around the page, not only the page.
     pub read_around: bool,
 }
 
@@ -108,9 +110,11 @@ fn dataset_mappings(smaps: &str, dataset: &std::path::Path) -> DatasetMaps {
             maps.mapped |= in_dataset;
         } else if let Some(flags) = line.strip_prefix("VmFlags:")
             && in_dataset
-            && !flags.split_whitespace().any(|f| f == "rr")
         {
-            maps.read_around = true;
+            // MADV_RANDOM reads only the page; MADV_SEQUENTIAL reads ahead of it, which a
+            // job that reads the map in order uses.
+            let advised = flags.split_whitespace().any(|f| f == "rr" || f == "sr");
+            maps.read_around |= !advised;
         }
     }
     maps
@@ -184,7 +188,7 @@ Referenced: 150000 kB
     }
 
     #[test]
-    fn a_dataset_mapped_without_madv_random_reads_around_its_faults() {
+    fn a_dataset_mapped_without_advice_reads_around_its_faults() {
         let smaps = |flags: &str| {
             format!(
                 "7f00-7f10 r-xp 00001000 fe:01 4242 /usr/lib/libtorch_cpu.so\nVmFlags: rd ex mr mw me\n\
@@ -192,18 +196,36 @@ Referenced: 150000 kB
             )
         };
         let data = std::path::Path::new("/data/set");
-        let both = DatasetMaps {
+        let no_advice = DatasetMaps {
             mapped: true,
             read_around: true,
         };
-        assert_eq!(dataset_mappings(&smaps("rd mr mw me sd"), data), both);
+        assert_eq!(dataset_mappings(&smaps("rd mr mw me sd"), data), no_advice);
         assert_eq!(
             dataset_mappings(&smaps("rd mr mw me sd rr"), data),
             DatasetMaps {
                 read_around: false,
-                ..both
+                ..no_advice
             },
             "MADV_RANDOM"
+        );
+        assert_eq!(
+            dataset_mappings(&smaps("rd mr mw me sd sr"), data),
+            DatasetMaps {
+                read_around: false,
+                ..no_advice
+            },
+            "MADV_SEQUENTIAL"
+        );
+        let both = format!(
+            "{}{}",
+            smaps("rd sr"),
+            "7f40-7f50 r--s 00000000 fe:01 78 /data/set/b.bin\nVmFlags: rd\n"
+        );
+        assert_eq!(
+            dataset_mappings(&both, data),
+            no_advice,
+            "one mapping without advice is enough"
         );
         assert_eq!(
             dataset_mappings(&smaps("rd mr"), std::path::Path::new("/other")),
@@ -212,7 +234,7 @@ Referenced: 150000 kB
     }
 
     #[test]
-    fn a_memory_mapped_numpy_array_reads_around_and_madv_random_does_not() {
+    fn a_memory_mapped_numpy_array_reads_around_and_advice_stops_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("samples.npy");
         std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
@@ -236,6 +258,13 @@ Referenced: 150000 kB
         assert!(dataset_maps(&me, &canonical).read_around);
         // SAFETY: the mapping made above, still mapped.
         assert_eq!(unsafe { libc::madvise(map, len, libc::MADV_RANDOM) }, 0);
+        let maps = dataset_maps(&me, &canonical);
+        assert!(maps.mapped && !maps.read_around);
+        // SAFETY: the same mapping.
+        assert_eq!(unsafe { libc::madvise(map, len, libc::MADV_NORMAL) }, 0);
+        assert!(dataset_maps(&me, &canonical).read_around);
+        // SAFETY: the same mapping.
+        assert_eq!(unsafe { libc::madvise(map, len, libc::MADV_SEQUENTIAL) }, 0);
         let maps = dataset_maps(&me, &canonical);
         assert!(maps.mapped && !maps.read_around);
         // SAFETY: unmapping the mapping made above, used no more.

@@ -187,9 +187,9 @@ pub struct CacheModelInputs {
     /// Memory read bandwidth per core, bytes/s.
     pub memory_bytes_per_s_per_core: f64,
     /// What storage delivers per cache miss where that is more than a sample: the job maps the
-    /// dataset's files into memory without `MADV_RANDOM`, so each page fault on an uncached
-    /// page reads the device's read-ahead window around it (`read_ahead_kb`). Absent: a miss
-    /// reads the sample.
+    /// dataset's files into memory with no advice (neither `MADV_RANDOM` nor
+    /// `MADV_SEQUENTIAL`), so each page fault on an uncached page reads the device's read-ahead
+    /// window around it (`read_ahead_kb`). Absent: a miss reads the sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_unit_bytes: Option<u64>,
     /// The page cache's hit ratio against the part of the dataset it holds, `[x, h]` points

@@ -8,7 +8,7 @@ records the parameters: a rerun with the same ones does nothing, anything else i
     make_loader_data.py lmdb DIR --samples 110000   # LMDB: 32x32x3 uint8 images + label, 3 KiB values
     make_loader_data.py npy DIR --samples 450       # numpy: one .npy of 1 MiB uint8 samples (512x512x4)
     make_loader_data.py litdata DIR --samples 2500  # LitData: optimize() chunks of 8 MB, 126 KiB uint8 arrays
-    make_loader_data.py parquet DIR --samples 6000  # Hugging Face datasets: to_parquet() shards of 4096-token rows
+    make_loader_data.py parquet DIR --samples 24000 # Hugging Face datasets: to_parquet() shards of 4096-token rows
 
 The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
 classes, 320x320, about 39 KB each), written by one process per CPU.
@@ -105,7 +105,7 @@ def write_litdata(out, samples, seed):
                      chunk_bytes="8MB", num_workers=len(os.sched_getaffinity(0)), verbose=False)
 
 
-def write_parquet(out, samples, seed, shards=16, tokens=4096):
+def write_parquet(out, samples, seed, shards=32, tokens=4096):
     """Pre-tokenized text as a language model's pre-training reads it: rows of 4096 int32 token
     ids (16 KiB) from a 50,257-token vocabulary, in `shards` Parquet files written by `datasets`."""
     import datasets

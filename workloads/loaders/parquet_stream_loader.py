@@ -5,8 +5,8 @@ on local Parquet shards: `load_dataset("parquet", data_files=..., streaming=True
 a `DataLoader` with N workers (each streams its own shards), feeding an emulated accelerator
 (accelerator.py).
 
-    python parquet_stream_loader.py PARQUET_DIR --workers 2 --batch 32 --step-ms 50
-    python make_loader_data.py parquet PARQUET_DIR --samples 6000   # the shards, once
+    python parquet_stream_loader.py PARQUET_DIR --workers 2 --batch 32 --step-ms 10
+    python make_loader_data.py parquet PARQUET_DIR --samples 24000   # the shards, once
 """
 
 import argparse

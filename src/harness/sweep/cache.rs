@@ -73,9 +73,9 @@ impl Sweep<'_> {
     }
 
     /// Once per sweep, while `run`'s job reads its dataset, how it maps the dataset's files
-    /// (`self.dataset_maps`). Where it maps them without `MADV_RANDOM`, a miss reads the
-    /// device's read-ahead window, not a sample, and the page-cache model is told so
-    /// (`read_unit_bytes`, in the header).
+    /// (`self.dataset_maps`). Where it maps them with no advice (neither `MADV_RANDOM` nor
+    /// `MADV_SEQUENTIAL`), a miss reads the device's read-ahead window, not a sample, and the
+    /// page-cache model is told so (`read_unit_bytes`, in the header).
     pub(super) fn check_dataset_maps(&mut self, run: &Run) -> Result<(), SweepError> {
         let page_cache = self.page_cache_model();
         let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
@@ -102,7 +102,7 @@ impl Sweep<'_> {
         inputs.read_unit_bytes = Some(unit);
         let inputs = inputs.clone();
         self.observer.warn(&format!(
-            "the job maps the dataset's files into memory without MADV_RANDOM: each page fault \
+            "the job maps the dataset's files into memory with no madvise: each page fault \
              on an uncached page reads {} KiB around it (the device's read_ahead_kb), and \
              the cache model counts misses so; under a memory cap such a job can thrash \
              (give the map MADV_RANDOM, or lower read_ahead_kb)",

@@ -5,7 +5,9 @@
 //!   top cell's memory besides the dataset; measured: the dataset's bytes in the page cache at
 //!   the end of the window (`dataset_cached_bytes`).
 //! - **hit ratio**: the model's `h(x)` (LRU under per-epoch shuffles for `page-cache`);
-//!   measured: `1 - storage reads / (rate x bytes per sample)`.
+//!   measured: `1 - storage reads / (rate x bytes per sample)`. Where storage read more than a
+//!   sample for each sample, that is said instead: a memory map's read-around, or data read
+//!   ahead and evicted before it was used.
 //! - **storage rate**: the bandwidth measured once per sweep; measured: the cell's read rate,
 //!   where the model has storage set the rate and the cell misses enough to matter.
 //! - **CPU per sample**: the top cell's; measured: the cell's CPU time per sample. Each page
@@ -45,16 +47,16 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         .filter(|_| dataset > 0.0)
         .map(|c| (c as f64 / dataset).clamp(0.0, 1.0));
     let bytes_per_sample = (dataset_samples > 0).then(|| dataset / dataset_samples as f64);
-    let hit_measured = match (t, bytes_per_sample) {
-        (Some(t), Some(b)) if rate > 0.0 => {
-            Some((1.0 - t.storage_read_bytes_per_s / (rate * b)).clamp(0.0, 1.0))
-        }
+    // Storage bytes per sample over the bytes of a sample: one minus the hit ratio, or more
+    // than one where a miss reads more than the sample (a memory map's read-around) or data
+    // is read twice (read ahead, then evicted before it was used).
+    let reads_measured = match (t, bytes_per_sample) {
+        (Some(t), Some(b)) if rate > 0.0 => Some(t.storage_read_bytes_per_s / (rate * b)),
         _ => None,
     };
-    // As measured: one minus the storage bytes per sample over the bytes of a sample (a
-    // miss of a memory map's read-around reads more than the sample).
-    let hit_modelled =
-        cache_modelled.map(|x| (1.0 - model.read_fraction(x, dataset_samples)).clamp(0.0, 1.0));
+    let reads_modelled = cache_modelled.map(|x| model.read_fraction(x, dataset_samples));
+    let hit = |reads: f64| (1.0 - reads).clamp(0.0, 1.0);
+    let (hit_measured, hit_modelled) = (reads_measured.map(hit), reads_modelled.map(hit));
     let storage_measured = t.map(|t| t.storage_read_bytes_per_s);
     let storage_modelled = Some(model.storage_bytes_per_s()).filter(|b| b.is_finite() && *b > 0.0);
     let cpu_per_sample = |t: Option<&Telemetry>, r: f64| {
@@ -109,6 +111,7 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         error,
         resident,
         t.map(|t| t.resident_besides_dataset()),
+        reads_measured.zip(reads_modelled),
         cpu_use,
     );
     check
@@ -160,6 +163,7 @@ fn explain(
     error: f64,
     resident_top: u64,
     resident_here: Option<u64>,
+    reads_per_sample: Option<(f64, f64)>,
     cpu_use: Option<CpuUse>,
 ) -> String {
     // (how far past its tolerance, which way it moves the error, what it is).
@@ -180,16 +184,29 @@ fn explain(
         // More cached than modelled: more hits, a faster job, a prediction too low.
         candidates.push(((m - p).abs() / SHARE_TOLERANCE, p - m, why));
     }
-    if let (Some(m), Some(p)) = (c.hit_ratio_measured, c.hit_ratio_modelled) {
-        candidates.push((
-            (m - p).abs() / SHARE_TOLERANCE,
-            p - m,
+    if let Some((m, p)) = reads_per_sample {
+        // Compared as reads per sample, which a hit ratio clamped at 0 would hide: more reads,
+        // a slower job, a prediction too high.
+        let why = if m.max(p) > 1.0 + SHARE_TOLERANCE {
+            let mut why = format!(
+                "storage read {m:.2} samples' worth for each sample the job took, the model \
+                 expects {p:.2}"
+            );
+            if m > 1.0 + SHARE_TOLERANCE && p <= 1.0 {
+                why.push_str(
+                    ": data read ahead of its use was evicted before it was used and read \
+                     again (the job's or the kernel's read-ahead did not fit beside the cache)",
+                );
+            }
+            why
+        } else {
             format!(
                 "{} of reads hit the cache, the model expects {}",
-                pct(m),
-                pct(p)
-            ),
-        ));
+                pct(1.0 - m),
+                pct(1.0 - p)
+            )
+        };
+        candidates.push(((m - p).abs() / SHARE_TOLERANCE, m - p, why));
     }
     if let (Some(m), Some(p), Some(h)) = (
         c.storage_bytes_per_s_measured,

@@ -166,3 +166,33 @@ fn no_telemetry_says_so() {
     let c = check(&bare, &top, &model(), 1000);
     assert!(c.explanation.contains("cache held") || c.explanation.contains("no telemetry"));
 }
+
+#[test]
+fn data_read_twice_is_named_as_reads_per_sample() {
+    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    // Storage at the modelled 20 MB/s, the cache holding the modelled half, but 1.8 samples
+    // read for each sample taken: a hit ratio clamped at 0 would read "0% of reads hit".
+    let storage = 20.0 * MB as f64;
+    let rate = storage / (100_000.0 * 1.8);
+    let c = check(
+        &cell(100, rate, storage, rate / 400.0, 50, 50),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(
+        c.explanation.contains(&format!(
+            "storage read 1.80 samples' worth for each sample the job took, the model expects \
+             {:.2}: data read ahead of its use was evicted before it was used",
+            1.0 - h
+        )),
+        "{}",
+        c.explanation
+    );
+    assert_eq!(
+        c.hit_ratio_measured,
+        Some(0.0),
+        "the recorded ratio stays in [0, 1]"
+    );
+}
