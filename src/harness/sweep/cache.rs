@@ -9,12 +9,15 @@ use crate::harness::model_fill::modelled_cells;
 use crate::harness::open_trace::OpenTrace;
 use crate::harness::plan::Point;
 use crate::harness::resident::dataset_maps;
-use crate::matrix::{CacheKind, CacheModelInputs, CellKey, CellSource};
+use crate::matrix::{CacheKind, CacheModelInputs, Cell, CellKey, CellSource};
 use std::collections::BTreeMap;
 
 /// A first pass over the dataset that ran below this part of the job's rate with the dataset
 /// cached was held back by its reads.
 const HELD_BACK: f64 = 0.9;
+/// A top memory level whose cell ended with less than this share of the dataset in the page
+/// cache did not hold the dataset.
+const TOP_HOLDS: f64 = 0.95;
 
 /// The sweep's first pass over the dataset, uncached (every launch starts with the dataset
 /// evicted): how fast the job read it from storage.
@@ -184,6 +187,41 @@ impl Sweep<'_> {
         self.update_header(|h| h.cache_model = Some(inputs))
     }
 
+    /// Where the top memory level's cell ended without the dataset in the page cache because
+    /// the job's other memory grew past what the levels were sized for, says so (a warning and
+    /// the cell's note): every cell modelled or validated below takes the top cell as the rate
+    /// with the whole dataset cached.
+    pub(super) fn note_top_level_shortfall(&mut self, cell: &mut Cell) {
+        let top = self.memory.bytes().and_then(|b| b.iter().max().copied());
+        let (Some(ds), Some(t)) = (self.dataset.as_ref(), cell.telemetry.as_ref()) else {
+            return;
+        };
+        if self.cache_inputs.is_none()
+            || cell.source != CellSource::Measured
+            || top != Some(cell.memory_bytes)
+        {
+            return;
+        }
+        let Some(why) = top_level_shortfall(
+            cell.memory_bytes,
+            ds.page_cache_bytes,
+            t.dataset_cached_bytes,
+            t.resident_besides_dataset(),
+            self.sizing.as_ref().map(|s| s.resident()),
+        ) else {
+            return;
+        };
+        self.observer.warn(&format!(
+            "{why}; the cells below take it as the rate with the whole dataset cached and come \
+             out low (a longer warmup_s sizes the levels from the grown job; sweep.memory_gib \
+             places them by hand)"
+        ));
+        cell.note = Some(match cell.note.take() {
+            Some(note) => format!("{note}; {why}"),
+            None => why,
+        });
+    }
+
     /// Keeps the first launch's first pass over the dataset (`samples` in `seconds`, reading
     /// `read_bytes` from storage) for [`Sweep::calibrate_storage`].
     pub(super) fn note_first_pass(
@@ -288,5 +326,74 @@ impl Sweep<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Why a top memory level of `limit` bytes did not hold a dataset of `dataset` bytes, of which
+/// its cell ended with `cached` in the page cache while the job held `resident` besides it
+/// (`sized_for`: what the levels were sized from after the warm-up); `None` where it held
+/// the dataset, or had room for it and the job read less.
+fn top_level_shortfall(
+    limit: u64,
+    dataset: u64,
+    cached: Option<u64>,
+    resident: u64,
+    sized_for: Option<u64>,
+) -> Option<String> {
+    let cached = cached?;
+    let short = (cached as f64) < TOP_HOLDS * dataset as f64 && limit < resident + dataset;
+    short.then(|| {
+        let mb = |b: u64| format!("{:.0} MB", b as f64 / 1e6);
+        format!(
+            "the top memory level ({}) ended its cell with {:.0}% of the dataset in the page \
+             cache: the job's other memory reached {}{}",
+            mb(limit),
+            100.0 * cached as f64 / dataset.max(1) as f64,
+            mb(resident),
+            sized_for.map_or(String::new(), |r| format!(
+                ", the levels were sized for {} after the warm-up",
+                mb(r)
+            ))
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_level_shortfall;
+
+    const MB: u64 = 1_000_000;
+
+    #[test]
+    fn a_top_level_the_job_outgrew_is_named_with_its_figures() {
+        // The Parquet streaming loader at 2 CPUs: 203 MB of data, levels sized for 1,221 MB,
+        // the job grown to 1,395 MB, 180 MB of the dataset cached.
+        let why = top_level_shortfall(
+            1555 * MB,
+            203 * MB,
+            Some(180 * MB),
+            1395 * MB,
+            Some(1221 * MB),
+        )
+        .expect("short");
+        assert_eq!(
+            why,
+            "the top memory level (1555 MB) ended its cell with 89% of the dataset in the page \
+             cache: the job's other memory reached 1395 MB, the levels were sized for 1221 MB \
+             after the warm-up"
+        );
+        // All of it cached; or room for all of it and the job read less; or no figure.
+        assert_eq!(
+            top_level_shortfall(1555 * MB, 203 * MB, Some(203 * MB), 1395 * MB, None),
+            None
+        );
+        assert_eq!(
+            top_level_shortfall(2000 * MB, 203 * MB, Some(100 * MB), 1395 * MB, None),
+            None
+        );
+        assert_eq!(
+            top_level_shortfall(1555 * MB, 203 * MB, None, 1395 * MB, None),
+            None
+        );
     }
 }

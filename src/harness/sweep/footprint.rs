@@ -28,6 +28,13 @@ pub(super) struct Sizing {
     resizes: u32,
 }
 
+impl Sizing {
+    /// The footprint the levels were sized from, bytes.
+    pub(super) fn resident(&self) -> u64 {
+        self.resident
+    }
+}
+
 impl Sweep<'_> {
     /// Fixes levels relative to the dataset from `run`, the first launch, once it is warm: what
     /// the job holds besides the dataset, its anonymous and shared memory (what the kernel

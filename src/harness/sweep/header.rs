@@ -113,6 +113,7 @@ impl Sweep<'_> {
         if self.launching_again {
             return self.record_another_launch(cell);
         }
+        self.note_top_level_shortfall(&mut cell);
         self.ensure_writer()?.append(&cell)?;
         self.done.insert(cell.key());
         self.observer.cell_done(&cell);
