@@ -137,19 +137,25 @@ fn the_assumption_furthest_off_is_named_with_both_figures() {
     );
 }
 
-#[test]
-fn slow_storage_is_named_where_reads_matter() {
+/// The check against the top cell (1 GB, 400 samples/s) of a cell at half the dataset (100 MB
+/// limit, 50 MB besides it, 50 MB cached) taking `rate` samples/s at the top cell's CPU time per
+/// sample and reading `storage` bytes/s.
+fn check_half_cached(rate: f64, storage: f64) -> CellCheck {
     let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
-    let h = crate::cache_model::page_cache_hit_ratio(0.5);
-    // Storage delivered 12 MB/s where the model assumes 20: fewer samples, as many misses each.
-    let storage = 12.0 * MB as f64;
-    let rate = storage / (100_000.0 * (1.0 - h));
-    let c = check(
+    check(
         &cell(100, rate, storage, rate / 400.0, 50, 50),
         &top,
         &model(),
         1000,
-    );
+    )
+}
+
+#[test]
+fn slow_storage_is_named_where_reads_matter() {
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    // Storage delivered 12 MB/s where the model assumes 20: fewer samples, as many misses each.
+    let storage = 12.0 * MB as f64;
+    let c = check_half_cached(storage / (100_000.0 * (1.0 - h)), storage);
     assert!(
         c.explanation
             .contains("storage delivered 12.0 MB/s, the model assumes 20.0 MB/s"),
@@ -169,18 +175,11 @@ fn no_telemetry_says_so() {
 
 #[test]
 fn data_read_twice_is_named_as_reads_per_sample() {
-    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
     let h = crate::cache_model::page_cache_hit_ratio(0.5);
     // Storage at the modelled 20 MB/s, the cache holding the modelled half, but 1.8 samples
     // read for each sample taken: a hit ratio clamped at 0 would read "0% of reads hit".
     let storage = 20.0 * MB as f64;
-    let rate = storage / (100_000.0 * 1.8);
-    let c = check(
-        &cell(100, rate, storage, rate / 400.0, 50, 50),
-        &top,
-        &model(),
-        1000,
-    );
+    let c = check_half_cached(storage / (100_000.0 * 1.8), storage);
     assert!(
         c.explanation.contains(&format!(
             "storage read 1.80 samples' worth for each sample the job took, the model expects \
