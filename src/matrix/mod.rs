@@ -472,6 +472,12 @@ pub struct Telemetry {
     /// (`page_cache_bytes` includes it), yet without swap it cannot be reclaimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shmem_peak_bytes: Option<u64>,
+    /// Anonymous plus shared memory charged to the cgroup, bytes, averaged over the cell's
+    /// measurement. A job that starts its loader's workers afresh every epoch holds far more at
+    /// each epoch's start than through it; the cache model still takes the peak, since what the
+    /// cache loses at the peak is read again through the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_mean_bytes: Option<u64>,
 }
 
 impl Telemetry {

@@ -37,8 +37,10 @@ impl Sizing {
 
 impl Sweep<'_> {
     /// Fixes levels relative to the dataset from `run`, the first launch, once it is warm: what
-    /// the job holds besides the dataset, its anonymous and shared memory (what the kernel
-    /// cannot reclaim without swap) and the mapped files it touched while warming up. Not its
+    /// the job holds besides the dataset, the most anonymous and shared memory it held while
+    /// warming up (what the kernel cannot reclaim without swap; a loader that starts its
+    /// workers afresh every epoch holds more at each epoch's start than a moment's reading
+    /// shows) and the mapped files it touched while warming up. Not its
     /// whole page cache: the libraries a job is the first to load are charged to it as page
     /// cache, and most of them (start-up code) are cold and the first thing the kernel evicts
     /// under a cap. After an OOM kill, never less than the grown estimate.
@@ -46,7 +48,7 @@ impl Sweep<'_> {
         let footprint = match (&run.cgroup, self.mapped_hot_bytes(run)) {
             (Some(cg), Some(hot)) => {
                 let c = cg.counters();
-                c.anon_bytes + c.shmem_bytes + hot
+                (c.anon_bytes + c.shmem_bytes).max(run.held_peak) + hot
             }
             _ => run.resident_bytes(),
         };

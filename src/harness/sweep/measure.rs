@@ -139,6 +139,10 @@ impl Sweep<'_> {
             if let (Some(last), Some((_, base))) = (reports.last(), first) {
                 read = last.samples - base;
             }
+            // What the job holds once it runs, at its most: the memory levels are sized from it.
+            if let (Some(_), Some(c)) = (first, run.memory_counters()) {
+                run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
+            }
             if run.job.try_status().is_some() {
                 return Ok(Err(self.death_cell(
                     run,
@@ -261,6 +265,7 @@ impl Sweep<'_> {
         let mut rss_peak = 0u64;
         let mut anon_peak = 0u64;
         let mut shmem_peak = 0u64;
+        let (mut held_sum, mut held_polls) = (0u128, 0u64);
         let mut steady = false;
         let mut told_rhythm = false;
         loop {
@@ -308,6 +313,8 @@ impl Sweep<'_> {
                 anon_peak = anon_peak.max(c.anon_bytes);
                 shmem_peak = shmem_peak.max(c.shmem_bytes);
                 run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
+                held_sum += u128::from(c.anon_bytes + c.shmem_bytes);
+                held_polls += 1;
             }
             if run.job.try_status().is_some() {
                 return Ok(Outcome::Died(self.death_cell(
@@ -358,6 +365,8 @@ impl Sweep<'_> {
                     / elapsed,
                 anon_peak_bytes: Some(anon_peak.max(b.anon_bytes)),
                 shmem_peak_bytes: Some(shmem_peak.max(b.shmem_bytes)),
+                held_mean_bytes: (held_polls > 0)
+                    .then(|| (held_sum / u128::from(held_polls)) as u64),
                 dataset_cached_bytes: dataset_cached.map(|c| c.bytes),
                 dataset_cached_half_width_bytes: dataset_cached.and_then(|c| c.half_width_bytes),
                 mapped_hot_bytes: self.mapped_hot_bytes(run),
@@ -375,17 +384,34 @@ impl Sweep<'_> {
             }
         };
         self.check_dataset_maps(run)?;
-        let over_epoch = epoch.and_then(|n| {
-            let period = n * whole_epochs(n, &windows, elapsed, &m);
-            let period = if windows.gained() >= period {
-                period
-            } else {
-                n
-            };
-            windows
-                .throughput_over(period)
-                .zip(windows.period_times(period))
-        });
+        let period = match (epoch, self.epoch_samples()) {
+            (Some(n), _) => {
+                let period = n * whole_epochs(n, &windows, elapsed, &m);
+                Some(if windows.gained() >= period {
+                    period
+                } else {
+                    n
+                })
+            }
+            // Windows that never settled, on a job that went through whole epochs of a cached
+            // dataset: a loader that starts its workers afresh every epoch (a `DataLoader`
+            // without `persistent_workers`) is slower at each epoch's start, and its rate is
+            // the one over whole epochs, however its windows swing within them.
+            (None, Some(n)) if !steady && n > 0.0 && windows.gained() >= n => {
+                let epochs = (windows.gained() / n).floor();
+                self.observer.status(&format!(
+                    "{}: windows did not settle; the rate is over the last {epochs:.0} whole \
+                     epoch{}",
+                    label(p),
+                    if epochs == 1.0 { "" } else { "s" }
+                ));
+                steady = true;
+                Some(n * epochs)
+            }
+            _ => None,
+        };
+        let over_epoch =
+            period.and_then(|p| windows.throughput_over(p).zip(windows.period_times(p)));
         let measured_unix_s = match &over_epoch {
             Some((_, span)) => Some(*span),
             None => windows.span(m.steady_windows),

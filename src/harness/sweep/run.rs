@@ -20,8 +20,8 @@ pub(super) struct Run {
     /// job shares with the profiler, for its OOM kills.
     step: Option<EffectiveCaps>,
     oom_base: u64,
-    /// The most anonymous and shared memory the job's cgroup was seen holding while measured,
-    /// bytes: what the kernel cannot reclaim without swap.
+    /// The most anonymous and shared memory the job's cgroup was seen holding since its first
+    /// report, bytes: what the kernel cannot reclaim without swap.
     pub(super) held_peak: u64,
 }
 
