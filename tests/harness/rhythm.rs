@@ -43,10 +43,11 @@ fn bursts_of_progress_are_measured_over_whole_bursts() {
     assert!(half < 0.03, "interval ±{:.1}%", half * 100.0);
 }
 
-/// Epochs of 300 samples of a dataset read once and cached, a report every 0.1 s: 20 samples/s for 1.5 s while the epoch's
-/// workers start, then 100 samples/s for 2.7 s. The job gets 300 samples every 4.2 s (71.4/s);
-/// its 1-s windows swing between 20 and 100/s and never settle, and three of them, the last a
-/// steady rate would be taken over, give 60-92/s depending on where the measurement stopped.
+/// Epochs of 300 samples of a dataset read once and cached, a report every 0.1 s: 20 samples/s
+/// for 1.5 s while the epoch's workers start, then 100 samples/s for 2.7 s. The job gets 300
+/// samples every 4.2 s (71.4/s); its 1-s windows swing between 20 and 100/s and never settle,
+/// and the last three, which a steady rate would be taken over, give 60-92/s depending on where
+/// the measurement stopped.
 const SLOW_START_JOB: &str = "import json,os,time\nopen('data/part-0.bin','rb').read()\nf=open(os.environ['PROFILER_PROGRESS_FILE'],'a')\nstart=time.time()\ni=0\nk=0\nwhile True:\n    k+=1\n    i+=2 if (k-1)%42<15 else 10\n    time.sleep(max(0.0, start+k*0.1-time.time()))\n    f.write(json.dumps({'samples':i,'t':time.time()})+'\\n'); f.flush()\n";
 
 #[test]

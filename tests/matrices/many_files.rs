@@ -4,7 +4,7 @@
 //! an exact count.
 //!
 //! The million 4 KiB files are written once under the target directory and kept there. They are
-//! sparse (4 KiB long, no block written), so they cost inodes and directories (about 40 MB), not
+//! sparse (4 KiB long, no block written), so they cost inodes and folders (37 MB on ext4), not
 //! 4 GB of a disk that CI machines do not always have: the listing, the drop and the question
 //! are the same calls, and a read of a hole fills the page cache as a read of data does. The
 //! test runs under CI and where `PROFILER_MANY_FILES` is set; elsewhere it says how to run it
