@@ -15,8 +15,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod counters;
 pub mod effective;
 mod v1;
+
+pub use counters::CgroupCounters;
 mod v2;
 
 /// CFS period used for quotas (100 ms, the kernel default).
@@ -639,28 +642,6 @@ impl Drop for CgroupRoot {
             drop(file);
         }
     }
-}
-
-/// Counters of one run cgroup; cumulative since it was created except where noted.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CgroupCounters {
-    pub cpu_usage_ns: u64,
-    pub throttled_ns: u64,
-    /// Current memory charged (anonymous + page cache + kernel).
-    pub memory_usage_bytes: u64,
-    /// Current anonymous (resident) memory.
-    pub anon_bytes: u64,
-    /// Current shared memory (tmpfs, `/dev/shm`, memfd: how PyTorch's loader workers hand
-    /// batches over). Counted as page cache by the kernel, yet without swap it cannot be
-    /// reclaimed: it belongs with the job's own memory, not with its cache.
-    pub shmem_bytes: u64,
-    /// Current page cache.
-    pub page_cache_bytes: u64,
-    pub oom_kills: u64,
-    pub read_bytes: u64,
-    /// Total time some task of the cgroup waited for a CPU (`cpu.pressure`, `some`),
-    /// microseconds: cgroup v2 with PSI only.
-    pub cpu_pressure_some_us: Option<u64>,
 }
 
 /// One run's cgroup. Killing its processes and removing it happens on drop too.

@@ -48,7 +48,7 @@ impl Sweep<'_> {
         let footprint = match (&run.cgroup, self.mapped_hot_bytes(run)) {
             (Some(cg), Some(hot)) => {
                 let c = cg.counters();
-                (c.anon_bytes + c.shmem_bytes).max(run.held_peak) + hot
+                c.held_bytes().max(run.held_peak) + hot
             }
             _ => run.resident_bytes(),
         };

@@ -141,7 +141,7 @@ impl Sweep<'_> {
             }
             // What the job holds once it runs, at its most: the memory levels are sized from it.
             if let (Some(_), Some(c)) = (first, run.memory_counters()) {
-                run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
+                run.held_peak = run.held_peak.max(c.held_bytes());
             }
             if run.job.try_status().is_some() {
                 return Ok(Err(self.death_cell(
@@ -312,8 +312,8 @@ impl Sweep<'_> {
             if let Some(c) = run.memory_counters() {
                 anon_peak = anon_peak.max(c.anon_bytes);
                 shmem_peak = shmem_peak.max(c.shmem_bytes);
-                run.held_peak = run.held_peak.max(c.anon_bytes + c.shmem_bytes);
-                held_sum += u128::from(c.anon_bytes + c.shmem_bytes);
+                run.held_peak = run.held_peak.max(c.held_bytes());
+                held_sum += u128::from(c.held_bytes());
                 held_polls += 1;
             }
             if run.job.try_status().is_some() {
