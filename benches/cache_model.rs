@@ -39,6 +39,7 @@ fn bench_predict(c: &mut Criterion) {
         read_unit_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
+        miss_calibration: None,
     });
     c.bench_function("predict_samples_per_s (one cell)", |b| {
         b.iter(|| {

@@ -22,9 +22,15 @@
 //!     the job opened its dataset's files (`access_hit_curve`), `h(x)` is an LRU cache replayed
 //!     over that order instead ([`lru_hit_curve`]): 0 below the whole dataset for a job that
 //!     reads its files in the same order every epoch;
-//! * `B_disk`: storage read bandwidth ([`measure_storage_read_bandwidth`]), or what the job
-//!   itself read per second in its first, uncached pass over the dataset where its reads held
-//!   that pass back and got less (`job_storage_bytes_per_s`);
+//! * `B_disk`: storage read bandwidth ([`measure_storage_read_bandwidth`]); matrices written
+//!   before `miss_calibration` may give a lower one, what the job read per second on its first
+//!   pass over the dataset (`job_storage_bytes_per_s`);
+//! * a job that waits on its reads: the sweep measures one cell at the lowest memory level
+//!   (`miss_calibration`). Where it ran below 90% of what bandwidth allows it, a few loader
+//!   workers reading one small sample at a time wait for each read in turn, with bandwidth to
+//!   spare; each sample's worth read from storage then adds the time it added there to a
+//!   sample's time ([`CacheModel::wait_per_read_s`]), a line in the reads per sample through the
+//!   top cell and the calibration cell;
 //! * `B_mem(c)`: memory read bandwidth with `c` cores, `c` times the single-core bandwidth
 //!   ([`measure_memory_read_bandwidth_per_core`]);
 //! * `T_cpu(c)`: epoch time measured at `c` CPUs with the whole dataset cached,
@@ -32,7 +38,8 @@
 //!
 //! # Assumptions (why the model is *optimistic*)
 //!
-//! * Reading from storage overlaps perfectly with computation (hence the `max`).
+//! * Reading from storage overlaps perfectly with computation (hence the `max`), unless the
+//!   calibration cell showed the job waiting on its reads.
 //! * The measured full-memory rate is the truth when the whole dataset fits: the model never
 //!   predicts more than it, and returns it exactly when `x = 1`.
 //! * Caching never hurts: the storage bandwidth used is `min(B_disk, B_mem(c))`, so a storage
@@ -59,6 +66,10 @@ pub use bandwidth::{
 pub use hit_ratio::{block_hit_ratio, page_cache_hit_ratio};
 
 use crate::matrix::{CacheKind, CacheModelInputs};
+
+/// A calibration cell that ran below this part of what storage bandwidth allows it was held
+/// back by waiting on its reads.
+pub const HELD_BACK: f64 = 0.9;
 
 /// What the model predicts for one cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -141,6 +152,66 @@ impl CacheModel {
         (1.0 - self.hit_ratio(x, dataset_samples)) * self.samples_per_miss(dataset_samples)
     }
 
+    /// Seconds each sample's worth read from storage adds to a sample's time, from the
+    /// calibration cell (`miss_calibration`), where that cell ran below [`HELD_BACK`] of what
+    /// storage bandwidth allows it: the line through the cached rate (no reads) and that cell.
+    /// `None` where there is no calibration, or bandwidth explains the cell.
+    pub fn wait_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
+        let c = self.inputs.miss_calibration.as_ref()?;
+        let dataset_bytes = self.inputs.dataset_bytes as f64;
+        let cache = c.memory_bytes.saturating_sub(c.resident_bytes) as f64;
+        if !(dataset_bytes > 0.0 && cache < dataset_bytes && c.samples_per_s > 0.0) {
+            return None;
+        }
+        let x = cache / dataset_bytes;
+        let reads = self.read_fraction(x, dataset_samples);
+        let (bandwidth, _) = self.bandwidth_rate(c.cached_samples_per_s, c.cpu, x, dataset_samples);
+        if !(reads > 0.0 && c.samples_per_s < HELD_BACK * bandwidth) {
+            return None;
+        }
+        let wait = (1.0 / c.samples_per_s - 1.0 / c.cached_samples_per_s) / reads;
+        (wait.is_finite() && wait > 0.0).then_some(wait)
+    }
+
+    /// The most a job reaches that waits `wait_s` for each sample's worth read from storage
+    /// and reads `reads` per sample: the wait added to the time per sample of the faster of
+    /// `measured` and the calibration's cached rate. A CPU level slower than the calibration's
+    /// has slack that absorbs the wait (its compute overlaps it); a faster one pays it in full.
+    fn waiting_rate(&self, measured: f64, reads: f64, wait_s: f64) -> f64 {
+        let cached =
+            (self.inputs.miss_calibration.as_ref()).map_or(measured, |c| c.cached_samples_per_s);
+        1.0 / (1.0 / measured.max(cached) + reads * wait_s)
+    }
+
+    /// The rate storage and memory bandwidth allow at `cpu` cores with `x` of the dataset
+    /// cached, at most `measured`, and the hit ratio it implies.
+    fn bandwidth_rate(&self, measured: f64, cpu: f64, x: f64, dataset_samples: u64) -> (f64, f64) {
+        let hit = self.hit_ratio(x, dataset_samples);
+        let k = self.samples_per_miss(dataset_samples);
+        let usable = |b: f64| if b.is_finite() && b > 0.0 { b } else { 0.0 };
+        let mem_bw = usable(self.inputs.memory_bytes_per_s_per_core * cpu);
+        let disk_bw = usable(self.storage_bytes_per_s()).min(mem_bw);
+        if measured == 0.0 || disk_bw == 0.0 {
+            // Some bytes must come from a storage (or memory) with no usable bandwidth.
+            return (0.0, hit);
+        }
+        // A miss reads k samples' worth from storage, a hit one sample from memory:
+        // io_time = D * (k/B_disk + h * (1/B_mem - k/B_disk)); the coefficient of h is <= 0 (k >= 1,
+        // B_disk <= B_mem), h is non-decreasing in x and every float operation is monotone, so
+        // io_time is non-increasing in x even after rounding.
+        let k_inv_disk = k / disk_bw;
+        let inv_mem = 1.0 / mem_bw;
+        let dataset_bytes = self.inputs.dataset_bytes as f64;
+        let io_time_s = dataset_bytes * (k_inv_disk + hit * (inv_mem - k_inv_disk));
+        let io_rate = dataset_samples as f64 / io_time_s;
+        let rate = if io_rate.is_nan() {
+            measured
+        } else {
+            measured.min(io_rate)
+        };
+        (rate, hit)
+    }
+
     /// Predicted throughput at `cpu` cores under `memory_limit_bytes`, from the rate measured at
     /// the same `cpu` with all memory (`measured_full_memory_samples_per_s`).
     ///
@@ -148,7 +219,9 @@ impl CacheModel {
     /// * When the whole dataset fits in `memory_limit - job_resident` (or the dataset size or
     ///   sample count is unknown, i.e. 0), the measured rate is returned unchanged.
     /// * Otherwise `min(measured, dataset_samples / io_time)` where
-    ///   `io_time = x * D / B_mem(cpu) + (1 - x) * D / min(B_disk, B_mem(cpu))`.
+    ///   `io_time = x * D / B_mem(cpu) + (1 - x) * D / min(B_disk, B_mem(cpu))`, and at most
+    ///   what the wait per read ([`CacheModel::wait_per_read_s`]) allows where the calibration
+    ///   cell showed the job waiting on its reads.
     ///
     /// The result never exceeds the measured rate and is non-decreasing in the memory limit.
     /// A measured rate that is not a positive finite number predicts 0 for partial caching.
@@ -178,42 +251,11 @@ impl CacheModel {
             };
         }
         let x = cache_bytes as f64 / dataset_bytes as f64;
-        let hit = self.hit_ratio(x, dataset_samples);
-        let k = self.samples_per_miss(dataset_samples);
-
-        let mem_bw = self.inputs.memory_bytes_per_s_per_core * cpu;
-        let mem_bw = if mem_bw.is_finite() && mem_bw > 0.0 {
-            mem_bw
-        } else {
-            0.0
-        };
-        let disk_bw = self.storage_bytes_per_s();
-        let disk_bw = if disk_bw.is_finite() && disk_bw > 0.0 {
-            disk_bw.min(mem_bw)
-        } else {
-            0.0
-        };
-        if measured == 0.0 || disk_bw == 0.0 {
-            // Some bytes must come from a storage (or memory) with no usable bandwidth.
-            return Prediction::Feasible {
-                samples_per_s: 0.0,
-                cached_fraction: x,
-                hit_ratio: hit,
-            };
+        let (mut samples_per_s, hit) = self.bandwidth_rate(measured, cpu, x, dataset_samples);
+        if let (true, Some(wait_s)) = (measured > 0.0, self.wait_per_read_s(dataset_samples)) {
+            let reads = self.read_fraction(x, dataset_samples);
+            samples_per_s = samples_per_s.min(self.waiting_rate(measured, reads, wait_s));
         }
-        // A miss reads k samples' worth from storage, a hit one sample from memory:
-        // io_time = D * (k/B_disk + h * (1/B_mem - k/B_disk)); the coefficient of h is <= 0 (k >= 1,
-        // B_disk <= B_mem), h is non-decreasing in x and every float operation is monotone, so
-        // io_time is non-increasing in x even after rounding.
-        let k_inv_disk = k / disk_bw;
-        let inv_mem = 1.0 / mem_bw;
-        let io_time_s = dataset_bytes as f64 * (k_inv_disk + hit * (inv_mem - k_inv_disk));
-        let io_rate = dataset_samples as f64 / io_time_s;
-        let samples_per_s = if io_rate.is_nan() {
-            measured
-        } else {
-            measured.min(io_rate)
-        };
         Prediction::Feasible {
             samples_per_s,
             cached_fraction: x,
@@ -238,6 +280,7 @@ mod tests {
             read_unit_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
+            miss_calibration: None,
         })
     }
 
@@ -351,8 +394,9 @@ mod tests {
             proptest::option::of(1u64..(1 << 30)),
             proptest::option::of(proptest::collection::vec(0u32..16, 0..64)),
             proptest::option::of(1e3f64..1e11),
+            proptest::option::of((1e-3f64..1e5, 1e-3f64..1e5)),
         )
-            .prop_map(|(d, disk, mem, lru, unit, trace, job_disk)| {
+            .prop_map(|(d, disk, mem, lru, unit, trace, job_disk, pass)| {
                 let kind = if lru {
                     CacheKind::PageCache
                 } else {
@@ -361,6 +405,13 @@ mod tests {
                 let mut m = model(d, disk, mem).with_kind(kind);
                 m.inputs.read_unit_bytes = unit;
                 m.inputs.job_storage_bytes_per_s = job_disk;
+                m.inputs.miss_calibration = pass.map(|(a, b)| crate::matrix::MissCalibration {
+                    cpu: 1.0,
+                    memory_bytes: d / 4,
+                    resident_bytes: 0,
+                    samples_per_s: a.min(b),
+                    cached_samples_per_s: a.max(b),
+                });
                 m.inputs.access_hit_curve = trace.and_then(|picks| {
                     let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();
                     lru_hit_curve(&opens, &[4096; 16])
@@ -423,6 +474,65 @@ mod tests {
             rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000)),
             device
         );
+    }
+
+    /// A job measured at 4,000 samples/s with nothing cached against 6,000 cached, where
+    /// storage allows 10,000, waits on its reads: each sample read costs it 83 µs, so half the
+    /// reads missing give 4,800 where bandwidth alone allows the cached rate. A CPU level whose
+    /// cached rate is below the calibration's absorbs the wait; one above pays it in full. A
+    /// calibration cell that bandwidth explains adds nothing.
+    #[test]
+    fn a_job_that_waits_pays_each_miss_what_the_calibration_cell_did() {
+        let d = 100_000_000u64;
+        let samples = 20_000;
+        let mut m = model(d, 50e6, 1e12);
+        let half = d / 2;
+        assert_eq!(
+            rate(m.predict_samples_per_s(6000.0, 2.0, half, 0, samples)),
+            6000.0
+        );
+        let calibration = crate::matrix::MissCalibration {
+            cpu: 2.0,
+            memory_bytes: 1000,
+            resident_bytes: 1000,
+            samples_per_s: 4000.0,
+            cached_samples_per_s: 6000.0,
+        };
+        m.inputs.miss_calibration = Some(calibration);
+        let wait_s = m.wait_per_read_s(samples).expect("it waited");
+        assert!(
+            (wait_s - (1.0 / 4000.0 - 1.0 / 6000.0)).abs() < 1e-12,
+            "{wait_s}"
+        );
+        let at = |m: &CacheModel, measured: f64, limit: u64| {
+            rate(m.predict_samples_per_s(measured, 2.0, limit, 0, samples))
+        };
+        let close = |a: f64, b: f64| (a - b).abs() / b < 1e-9;
+        // Nothing cached: the calibration's rate; half cached (MinIO: half the reads hit).
+        assert!(close(at(&m, 6000.0, 0), 4000.0), "{}", at(&m, 6000.0, 0));
+        assert!(close(
+            at(&m, 6000.0, half),
+            1.0 / (1.0 / 6000.0 + 0.5 * wait_s)
+        ));
+        // A CPU level at 3,000 cached: 1/6000 + wait_s is 1/4000, below 1/3000.
+        assert!(close(at(&m, 3000.0, 0), 3000.0), "{}", at(&m, 3000.0, 0));
+        // A faster CPU level pays the whole wait on top of its own time.
+        assert!(close(
+            at(&m, 12_000.0, half),
+            1.0 / (1.0 / 12_000.0 + 0.5 * wait_s)
+        ));
+        // The whole dataset cached: the measured rate.
+        assert_eq!(at(&m, 6000.0, d), 6000.0);
+        // Storage at 0.5 MB/s allows 100 samples/s: the calibration cell is storage's, and
+        // adds nothing to what bandwidth predicts.
+        m.inputs.storage_bytes_per_s = 0.5e6;
+        m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
+            samples_per_s: 95.0,
+            ..calibration
+        });
+        assert_eq!(m.wait_per_read_s(samples), None);
+        let storage_bound = at(&m, 6000.0, half);
+        assert!((storage_bound - 200.0).abs() < 1e-3, "{storage_bound}");
     }
 
     #[test]

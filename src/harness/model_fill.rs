@@ -29,6 +29,7 @@ pub fn modelled_cells(
         read_unit_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
+        miss_calibration: None,
     };
     let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset));
     limits
@@ -158,6 +159,7 @@ mod tests {
             read_unit_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
+            miss_calibration: None,
         };
         let cells = modelled_cells(
             &measured(500.0),
@@ -191,6 +193,7 @@ mod tests {
             read_unit_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
+            miss_calibration: None,
         };
         let mut top = measured(500.0);
         top.telemetry = Some(Telemetry {
@@ -267,6 +270,7 @@ mod tests {
             read_unit_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
+            miss_calibration: None,
         };
         for inputs in [Some(&inputs), None] {
             let cells = modelled_cells(&measured(0.0), &[600 * MIB, 150 * MIB], inputs, 1000);

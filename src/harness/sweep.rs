@@ -182,9 +182,6 @@ struct Sweep<'a> {
     cache_inputs: Option<CacheModelInputs>,
     /// How the job maps its dataset's files, once looked at (while its first cell ran).
     dataset_maps: Option<crate::harness::resident::DatasetMaps>,
-    /// The first launch's uncached first pass over the dataset, until the storage rate the
-    /// job got is judged from it ([`Sweep::calibrate_storage`]).
-    first_pass: Option<cache::FirstPass>,
     /// Block device of the dataset and the read cap (bytes/s) applied to every run.
     storage_throttle: Option<((u64, u64), u64)>,
     /// Why memory levels relative to the dataset leave out the job's resident size, or were
@@ -419,7 +416,6 @@ fn run_sweep_with(
         launching_again: false,
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
-        first_pass: None,
         dataset_maps: None,
         storage_throttle,
         memory_note: None,
@@ -480,11 +476,15 @@ fn run_sweep_with(
                         params: params.clone(),
                     }));
                 }
+                if memory_axis == MemoryAxis::Model {
+                    points.extend(sweep.calibration_point(&cpu_levels, params));
+                }
                 sweep.run_points(&mut points)?;
                 cpu_levels.clone()
             }
         };
         sweep.launch_again(params)?;
+        sweep.calibrate_misses(params, &levels)?;
         if memory_axis == MemoryAxis::Model {
             sweep.fill_modelled(params, &levels)?;
         }

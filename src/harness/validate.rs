@@ -31,7 +31,9 @@ pub enum ValidateError {
     NoCacheInputs(PathBuf),
     #[error(
         "{0}: no cell below the top memory level was measured with a positive rate (failed or \
-         infeasible cells cannot be compared); see `profiler show {0}`"
+         infeasible cells cannot be compared, nor the lowest level at the highest CPU level \
+         where the model's wait per read was fitted to it: add a memory level); see \
+         `profiler show {0}`"
     )]
     NothingToCompare(PathBuf),
 }
@@ -47,12 +49,23 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
     let samples = m.header.job.dataset_samples.unwrap_or(0);
     let top_memory = m.cells.iter().map(|c| c.memory_bytes).max().unwrap_or(0);
     let by_key: BTreeMap<CellKey, &Cell> = m.cells.iter().map(|c| (c.key(), c)).collect();
+    // The cell the model's wait per read was fitted to predicts itself: left out.
+    let fitted = (inputs.miss_calibration.as_ref())
+        .filter(|_| {
+            CacheModel::new(inputs.clone())
+                .wait_per_read_s(samples)
+                .is_some()
+        })
+        .map(|c| (c.cpu, c.memory_bytes));
     let mut cells = Vec::new();
     for cell in by_key.values() {
         let (CellSource::Measured, Some(measured)) = (cell.source, cell.samples_per_s()) else {
             continue;
         };
-        if cell.memory_bytes == top_memory || measured <= 0.0 {
+        if cell.memory_bytes == top_memory
+            || measured <= 0.0
+            || fitted == Some((cell.cpu, cell.memory_bytes))
+        {
             continue;
         }
         let Some(top) = by_key
@@ -262,6 +275,7 @@ mod tests {
             read_unit_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
+            miss_calibration: None,
         });
         Matrix { header: h, cells }
     }

@@ -206,6 +206,28 @@ pub struct CacheModelInputs {
     /// the lower of the two.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_storage_bytes_per_s: Option<f64>,
+    /// The lowest memory level measured at one CPU level, beside the top one there: where it ran
+    /// slower than storage bandwidth explains, the job waits on its reads, and each read costs
+    /// it the time it cost there ([`crate::cache_model::CacheModel::wait_per_read_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_calibration: Option<MissCalibration>,
+}
+
+/// A cell measured below the top memory level to learn what a miss costs the job.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MissCalibration {
+    /// CPU level of the cell.
+    pub cpu: f64,
+    /// Its memory limit, bytes.
+    pub memory_bytes: u64,
+    /// Memory the job held besides the dataset at the top level of that CPU level, bytes: what
+    /// the model takes off the limit.
+    pub resident_bytes: u64,
+    /// Samples/s measured in the cell.
+    pub samples_per_s: f64,
+    /// Samples/s measured at the top memory level of the same CPU level.
+    pub cached_samples_per_s: f64,
 }
 
 /// Measured cells compared with what each cache model predicts for them from the cell measured

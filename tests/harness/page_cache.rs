@@ -189,3 +189,70 @@ fn a_job_reading_its_files_in_one_order_is_modelled_from_its_trace() {
     );
     assert!(traced < 20.0, "{v:?}");
 }
+
+/// A sweep that models its memory axis measures one cell below the top: the lowest level at
+/// the highest CPU level. It is recorded as measured with the header's `miss_calibration`, and
+/// the level between is modelled from the top cell with that calibration in the model.
+#[test]
+fn a_modelled_memory_axis_measures_its_calibration_cell() {
+    require_caps!("a_modelled_memory_axis_measures_its_calibration_cell");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let spec = pipeline_spec(
+        dir.path(),
+        "calibrated",
+        2.0,
+        "cpu = [1, 2]\nmemory_pct_of_dataset = [150, 50, 10]\nstorage_read_mb_s = 4",
+    );
+    let out = dir.path().join("m.matrix.jsonl");
+    let outcome = sweep(spec, out.clone(), "profiler-test-calibrated");
+    let m = load_matrix(&out).unwrap();
+    assert_eq!(m.cells, outcome.matrix.cells);
+    let inputs = m.header.cache_model.clone().expect("a cache model");
+    let calibration = inputs.miss_calibration.expect("a calibration cell");
+    let mut levels: Vec<u64> = m.cells.iter().map(|c| c.memory_bytes).collect();
+    levels.sort_unstable();
+    levels.dedup();
+    assert_eq!(levels.len(), 3, "{levels:?}");
+    let cell = |cpu: f64, mem: u64| {
+        (m.cells.iter())
+            .find(|c| c.cpu == cpu && c.memory_bytes == mem)
+            .unwrap_or_else(|| panic!("no cell at {cpu} CPUs, {mem} B: {:?}", m.cells))
+    };
+    let (lowest, middle, top) = (levels[0], levels[1], levels[2]);
+    let low = cell(2.0, lowest);
+    assert_eq!(low.source, CellSource::Measured, "{:?}", low.note);
+    assert_eq!((calibration.cpu, calibration.memory_bytes), (2.0, lowest));
+    assert_eq!(Some(calibration.samples_per_s), low.samples_per_s());
+    assert_eq!(
+        Some(calibration.cached_samples_per_s),
+        cell(2.0, top).samples_per_s()
+    );
+    for cpu in [1.0, 2.0] {
+        assert_eq!(cell(cpu, top).source, CellSource::Measured);
+        let modelled = cell(cpu, middle);
+        assert_eq!(modelled.source, CellSource::Modelled, "{:?}", modelled.note);
+        // What the model predicts from the header is what the file holds.
+        let top_cell = cell(cpu, top);
+        let resident = top_cell
+            .telemetry
+            .as_ref()
+            .unwrap()
+            .resident_besides_dataset();
+        let predicted = profiler::cache_model::CacheModel::new(inputs.clone())
+            .predict_samples_per_s(
+                top_cell.samples_per_s().unwrap(),
+                cpu,
+                middle,
+                resident,
+                m.header.job.dataset_samples.unwrap_or(0),
+            )
+            .samples_per_s()
+            .expect("feasible");
+        assert!(
+            (modelled.samples_per_s().unwrap() - predicted).abs() < 1e-6 * predicted,
+            "{modelled:?} vs {predicted}"
+        );
+    }
+    assert_eq!(cell(1.0, lowest).source, CellSource::Modelled);
+}

@@ -379,6 +379,7 @@ fn rich_matrix() -> Matrix {
                 read_unit_bytes: None,
                 access_hit_curve: None,
                 job_storage_bytes_per_s: None,
+                miss_calibration: None,
             }),
             validation: Some(Validation {
                 created_unix_s: 1_700_000_100,

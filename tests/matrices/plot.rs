@@ -65,6 +65,7 @@ fn failing() -> (PathBuf, Matrix) {
         read_unit_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
+        miss_calibration: None,
     });
     m.header.validation = Some(Validation {
         created_unix_s: 0,

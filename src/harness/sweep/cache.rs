@@ -3,30 +3,22 @@
 
 use super::run::Run;
 use super::{Sweep, SweepError};
+use crate::cache_model::CacheModel;
 use crate::cache_model::{self, curve_hit_ratio, lru_hit_curve, page_cache_hit_ratio};
 use crate::harness::dataset::read_ahead_bytes;
 use crate::harness::model_fill::modelled_cells;
 use crate::harness::open_trace::OpenTrace;
 use crate::harness::plan::Point;
 use crate::harness::resident::dataset_maps;
-use crate::matrix::{CacheKind, CacheModelInputs, Cell, CellKey, CellSource};
+use crate::matrix::{CacheKind, CacheModelInputs, Cell, CellKey, CellSource, MissCalibration};
 use std::collections::BTreeMap;
 
-/// A first pass over the dataset that ran below this part of the job's rate with the dataset
-/// cached was held back by its reads.
-const HELD_BACK: f64 = 0.9;
 /// A top memory level whose cell ended with less than this share of the dataset in the page
 /// cache did not hold the dataset.
 const TOP_HOLDS: f64 = 0.95;
-
-/// The sweep's first pass over the dataset, uncached (every launch starts with the dataset
-/// evicted): how fast the job read it from storage.
-#[derive(Debug, Clone)]
-pub(super) struct FirstPass {
-    point: Point,
-    samples_per_s: f64,
-    read_bytes: u64,
-}
+/// Memory levels a sweep needs for a calibration cell: the top one, the lowest one it
+/// measures, and at least one between that the model predicts.
+const CALIBRATED_LEVELS: usize = 3;
 
 impl Sweep<'_> {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
@@ -67,6 +59,7 @@ impl Sweep<'_> {
             read_unit_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
+            miss_calibration: None,
         });
     }
 
@@ -222,73 +215,96 @@ impl Sweep<'_> {
         });
     }
 
-    /// Keeps the first launch's first pass over the dataset (`samples` in `seconds`, reading
-    /// `read_bytes` from storage) for [`Sweep::calibrate_storage`].
-    pub(super) fn note_first_pass(
-        &mut self,
-        p: &Point,
-        samples: f64,
-        seconds: f64,
-        read_bytes: u64,
-    ) {
-        if self.launches != 1 || self.first_pass.is_some() || seconds <= 0.0 {
-            return;
+    /// The calibration cell a sweep that models its memory axis measures besides the top
+    /// levels: the lowest memory level at the highest CPU level (where the job is least held
+    /// back by its CPUs), once per sweep, where there is a cache model and at least
+    /// [`CALIBRATED_LEVELS`] memory levels (with two, the one below the top is modelled
+    /// without it). Walked last, a running job reaches it by lowering its limit.
+    pub(super) fn calibration_point(
+        &self,
+        cpus: &[f64],
+        params: &BTreeMap<String, String>,
+    ) -> Option<Point> {
+        let inputs = self.cache_inputs.as_ref()?;
+        let n_mem = self.memory.len();
+        if n_mem < CALIBRATED_LEVELS
+            || inputs.miss_calibration.is_some()
+            || inputs.dataset_bytes == 0
+        {
+            return None;
         }
-        self.first_pass = Some(FirstPass {
-            point: p.clone(),
-            samples_per_s: samples / seconds,
-            read_bytes,
-        });
+        let cpu = cpus.iter().copied().reduce(f64::max)?;
+        Some(Point {
+            cpu,
+            mem: n_mem - 1,
+            params: params.clone(),
+        })
     }
 
-    /// Where the first pass over the dataset ran slower than the job does with it cached, and
-    /// went through the dataset's bytes at less than one sequential stream reads, misses are
-    /// served at the job's own rate (`job_storage_bytes_per_s`, in the header). The rate is in
-    /// the dataset's bytes the job got through (samples per second times bytes per sample),
-    /// the unit the model counts misses in, not the bytes read while it was timed: the job's
-    /// loaders read ahead of its first report.
-    pub(super) fn calibrate_storage(&mut self) -> Result<(), SweepError> {
-        let Some(pass) = self.first_pass.take() else {
+    /// Records the calibration cell in the header's cache model (`miss_calibration`) once it
+    /// and the top level at its CPU level are measured, and says what the model makes of it:
+    /// a job that ran there below what bandwidth allows waits on its reads, and each read
+    /// costs the modelled cells the time it cost there.
+    pub(super) fn calibrate_misses(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        cpus: &[f64],
+    ) -> Result<(), SweepError> {
+        let Some(levels) = self.memory.bytes().map(|b| b.to_vec()) else {
             return Ok(());
         };
-        let (Some(levels), Some(ds)) = (self.memory.bytes(), self.dataset.as_ref()) else {
+        if levels.len() < CALIBRATED_LEVELS {
+            return Ok(());
+        }
+        let Some(cpu) = cpus.iter().copied().reduce(f64::max) else {
             return Ok(());
         };
-        let key = CellKey::new(pass.point.cpu, levels[pass.point.mem], &pass.point.params);
-        let Some(cached) = (self.cells.iter())
-            .find(|c| c.key() == key && c.source == CellSource::Measured)
-            .and_then(|c| c.throughput.as_ref())
-            .map(|t| t.samples_per_s)
-        else {
+        let (Some(&top_level), Some(&lowest)) = (levels.first(), levels.last()) else {
             return Ok(());
         };
+        let measured = |mem: u64| {
+            let key = CellKey::new(cpu, mem, params);
+            (self.cells.iter()).find(|c| c.key() == key && c.source == CellSource::Measured)
+        };
+        let (Some(top), Some(low)) = (measured(top_level), measured(lowest)) else {
+            return Ok(());
+        };
+        let (Some(cached), Some(rate)) = (top.samples_per_s(), low.samples_per_s()) else {
+            return Ok(());
+        };
+        let resident_bytes = top
+            .telemetry
+            .as_ref()
+            .map_or(0, |t| t.resident_besides_dataset());
         let samples = (self.header.as_ref())
             .and_then(|h| h.job.dataset_samples)
-            .unwrap_or(ds.files);
+            .unwrap_or(0);
         let Some(inputs) = self.cache_inputs.as_mut() else {
             return Ok(());
         };
-        // A pass that did not read most of the dataset from storage (no eviction without
-        // root) says nothing about storage.
-        let from_storage = pass.read_bytes as f64 >= 0.5 * ds.page_cache_bytes as f64;
-        let got = pass.samples_per_s * ds.page_cache_bytes as f64 / samples.max(1) as f64;
-        if !from_storage
-            || pass.samples_per_s >= HELD_BACK * cached
-            || got >= inputs.storage_bytes_per_s
-        {
+        if lowest == top_level || inputs.miss_calibration.is_some() {
             return Ok(());
         }
-        inputs.job_storage_bytes_per_s = Some(got);
+        inputs.miss_calibration = Some(MissCalibration {
+            cpu,
+            memory_bytes: lowest,
+            resident_bytes,
+            samples_per_s: rate,
+            cached_samples_per_s: cached,
+        });
         let inputs = inputs.clone();
-        self.observer.status(&format!(
-            "the job's first pass over its dataset ran at {:.0} samples/s against {:.0} with it \
-             cached: {:.1} MB/s of the dataset where one sequential stream reads {:.1} MB/s; the \
-             cache model serves misses at the job's rate",
-            pass.samples_per_s,
-            cached,
-            got / 1e6,
-            inputs.storage_bytes_per_s / 1e6,
-        ));
+        let at = format!(
+            "the lowest memory level at {} CPUs ran at {rate:.0} samples/s against {cached:.0} at the top",
+            crate::harness::plan::cpu_text(cpu)
+        );
+        self.observer.status(&match CacheModel::new(inputs.clone()).wait_per_read_s(samples) {
+            Some(wait) => format!(
+                "{at}, below what storage bandwidth allows: the job waits on its reads, and the \
+                 cache model adds {:.0} µs to a sample's time for each sample read from storage",
+                wait * 1e6
+            ),
+            None => format!("{at}, as storage bandwidth allows: misses cost the job bandwidth only"),
+        });
         self.update_header(|h| h.cache_model = Some(inputs))
     }
 
@@ -319,7 +335,10 @@ impl Sweep<'_> {
             let lower: Vec<u64> = levels[1..]
                 .iter()
                 .copied()
-                .filter(|&l| !self.done.contains(&CellKey::new(cpu, l, params)))
+                .filter(|&l| {
+                    let key = CellKey::new(cpu, l, params);
+                    !self.done.contains(&key) && !self.cells.iter().any(|c| c.key() == key)
+                })
                 .collect();
             for cell in modelled_cells(&measured, &lower, self.cache_inputs.as_ref(), samples) {
                 self.record(cell)?;

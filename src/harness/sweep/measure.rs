@@ -117,8 +117,6 @@ impl Sweep<'_> {
             false => 0.0,
         };
         let mut first: Option<(Instant, f64)> = None;
-        // Bytes the job had read from storage at its first report, for the first pass's rate.
-        let mut read_from_storage = None;
         let mut read = 0.0;
         loop {
             if self.cancelled() {
@@ -130,7 +128,6 @@ impl Sweep<'_> {
             }
             if let (Some(r), None) = (reports.first(), first) {
                 first = Some((Instant::now(), r.samples));
-                read_from_storage = run.counters().map(|c| c.read_bytes);
                 self.observer.status(&format!("{}: warming up", label(p)));
                 // What of its mapped files the job touches once it runs (start-up excluded),
                 // for the memory levels.
@@ -157,18 +154,6 @@ impl Sweep<'_> {
                         && (read >= pass_samples
                             || f.elapsed().as_secs_f64() >= m.startup_timeout_s) =>
                 {
-                    if let (true, Some(a), Some(b)) = (
-                        pass_samples > 0.0 && read >= pass_samples,
-                        read_from_storage,
-                        run.counters(),
-                    ) {
-                        self.note_first_pass(
-                            p,
-                            read,
-                            f.elapsed().as_secs_f64(),
-                            b.read_bytes.saturating_sub(a),
-                        );
-                    }
                     return Ok(Ok(()));
                 }
                 None if started.elapsed().as_secs_f64() > m.startup_timeout_s => {

@@ -131,8 +131,6 @@ impl Sweep<'_> {
             if let Some((point, live)) = check {
                 self.conclude_live_check(&point, live)?;
             }
-            // After the live check: its cell may be the first pass's point.
-            self.calibrate_storage()?;
         }
         Ok(())
     }

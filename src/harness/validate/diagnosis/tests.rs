@@ -48,6 +48,7 @@ fn model() -> CacheModel {
         read_unit_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
+        miss_calibration: None,
     })
 }
 
