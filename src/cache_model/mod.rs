@@ -252,7 +252,9 @@ impl CacheModel {
         }
         let x = cache_bytes as f64 / dataset_bytes as f64;
         let (mut samples_per_s, hit) = self.bandwidth_rate(measured, cpu, x, dataset_samples);
-        if let (true, Some(wait_s)) = (measured > 0.0, self.wait_per_read_s(dataset_samples)) {
+        if measured > 0.0
+            && let Some(wait_s) = self.wait_per_read_s(dataset_samples)
+        {
             let reads = self.read_fraction(x, dataset_samples);
             samples_per_s = samples_per_s.min(self.waiting_rate(measured, reads, wait_s));
         }

@@ -294,7 +294,8 @@ impl Sweep<'_> {
         });
         let inputs = inputs.clone();
         let at = format!(
-            "the lowest memory level at {} CPUs ran at {rate:.0} samples/s against {cached:.0} at the top",
+            "the calibration cell (cpu {}, the lowest memory level) ran at {rate:.0} samples/s \
+             against {cached:.0} at the top level",
             crate::harness::plan::cpu_text(cpu)
         );
         self.observer.status(&match CacheModel::new(inputs.clone()).wait_per_read_s(samples) {
