@@ -154,8 +154,11 @@ impl CacheModel {
 
     /// Seconds each sample's worth read from storage adds to a sample's time, from the
     /// calibration cell (`miss_calibration`), where that cell ran below [`HELD_BACK`] of what
-    /// storage bandwidth allows it: the line through the cached rate (no reads) and that cell.
-    /// `None` where there is no calibration, or bandwidth explains the cell.
+    /// storage bandwidth allows it and read from storage at less than that part of the
+    /// bandwidth: the line through the cached rate (no reads) and that cell. `None` where there
+    /// is no calibration, or bandwidth explains the cell: it ran as fast as the model's reads
+    /// allow, or storage was busy (it read more than the model counts, such as read-ahead
+    /// evicted before it was used).
     pub fn wait_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
         let c = self.inputs.miss_calibration.as_ref()?;
         let dataset_bytes = self.inputs.dataset_bytes as f64;
@@ -166,7 +169,10 @@ impl CacheModel {
         let x = cache / dataset_bytes;
         let reads = self.read_fraction(x, dataset_samples);
         let (bandwidth, _) = self.bandwidth_rate(c.cached_samples_per_s, c.cpu, x, dataset_samples);
-        if !(reads > 0.0 && c.samples_per_s < HELD_BACK * bandwidth) {
+        let storage_busy = c
+            .storage_read_bytes_per_s
+            .is_some_and(|r| r >= HELD_BACK * self.storage_bytes_per_s());
+        if !(reads > 0.0 && c.samples_per_s < HELD_BACK * bandwidth) || storage_busy {
             return None;
         }
         let wait = (1.0 / c.samples_per_s - 1.0 / c.cached_samples_per_s) / reads;
@@ -413,6 +419,7 @@ mod tests {
                     resident_bytes: 0,
                     samples_per_s: a.min(b),
                     cached_samples_per_s: a.max(b),
+                    storage_read_bytes_per_s: None,
                 });
                 m.inputs.access_hit_curve = trace.and_then(|picks| {
                     let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();
@@ -499,6 +506,7 @@ mod tests {
             resident_bytes: 1000,
             samples_per_s: 4000.0,
             cached_samples_per_s: 6000.0,
+            storage_read_bytes_per_s: Some(20e6),
         };
         m.inputs.miss_calibration = Some(calibration);
         let wait_s = m.wait_per_read_s(samples).expect("it waited");
@@ -534,6 +542,14 @@ mod tests {
         });
         assert_eq!(m.wait_per_read_s(samples), None);
         let storage_bound = at(&m, 6000.0, half);
+        // Storage busy at the calibration cell: it read more than the model counts (read-ahead
+        // evicted before use), which is bandwidth, not waiting.
+        m.inputs.storage_bytes_per_s = 50e6;
+        m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
+            storage_read_bytes_per_s: Some(49e6),
+            ..calibration
+        });
+        assert_eq!(m.wait_per_read_s(samples), None);
         assert!((storage_bound - 200.0).abs() < 1e-3, "{storage_bound}");
     }
 

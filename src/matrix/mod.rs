@@ -228,6 +228,10 @@ pub struct MissCalibration {
     pub samples_per_s: f64,
     /// Samples/s measured at the top memory level of the same CPU level.
     pub cached_samples_per_s: f64,
+    /// Bytes/s the cell read from storage: near the storage bandwidth, the cell was bound by
+    /// bandwidth (reading more than the model counts), not waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_read_bytes_per_s: Option<f64>,
 }
 
 /// Measured cells compared with what each cache model predicts for them from the cell measured

@@ -231,6 +231,7 @@ fn calibrated(mut m: Matrix) -> Matrix {
         resident_bytes: top.telemetry.as_ref().unwrap().resident_besides_dataset(),
         samples_per_s: low.samples_per_s().unwrap(),
         cached_samples_per_s: top.samples_per_s().unwrap(),
+        storage_read_bytes_per_s: low.telemetry.as_ref().map(|t| t.storage_read_bytes_per_s),
     });
     m
 }

@@ -272,6 +272,10 @@ impl Sweep<'_> {
         let (Some(cached), Some(rate)) = (top.samples_per_s(), low.samples_per_s()) else {
             return Ok(());
         };
+        let low_telemetry = low.telemetry.clone();
+        let low_read = low_telemetry
+            .as_ref()
+            .map_or(0.0, |t| t.storage_read_bytes_per_s);
         let resident_bytes = top
             .telemetry
             .as_ref()
@@ -291,6 +295,7 @@ impl Sweep<'_> {
             resident_bytes,
             samples_per_s: rate,
             cached_samples_per_s: cached,
+            storage_read_bytes_per_s: low_telemetry.map(|t| t.storage_read_bytes_per_s),
         });
         let inputs = inputs.clone();
         let at = format!(
@@ -304,7 +309,11 @@ impl Sweep<'_> {
                  cache model adds {:.0} µs to a sample's time for each sample read from storage",
                 wait * 1e6
             ),
-            None => format!("{at}, as storage bandwidth allows: misses cost the job bandwidth only"),
+            None => format!(
+                "{at} and read {:.1} MB/s from storage: bandwidth explains it, misses cost the \
+                 job bandwidth only",
+                low_read / 1e6
+            ),
         });
         self.update_header(|h| h.cache_model = Some(inputs))
     }
