@@ -36,8 +36,10 @@ pub enum Command {
 throughput matrix.\n\n\
 The job is started under a cgroup of its own (below /profiler), warmed up, and measured until \
 its throughput is steady. By default (memory = \"model\") only the CPU axis is measured, at the \
-largest memory level, and the memory axis is filled by the spec's cache model (dataset.cache: \
-the kernel's page cache, or Synergy's MinIO cache); every cell says whether it was measured or \
+largest memory level, plus one calibration cell (the lowest memory level at the highest CPU \
+level, with three memory levels or more: what a read costs a job that waits on its reads), \
+and the memory axis is filled by the spec's cache model (dataset.cache: the kernel's page \
+cache, or Synergy's MinIO cache); every cell says whether it was measured or \
 modelled (`profiler validate` checks the model against measurement). In live mode (the default where valid) a running job is \
 re-capped from one level to the next instead of being restarted.\n\n\
 Cells are appended to the matrix file as they finish: after Ctrl-C or a crash, run the same \
@@ -64,12 +66,12 @@ profiler sweep --job 'workloads/*.toml' --slurm --slurm-arg=--account=prof"
         long_about = "Measure every cell of a job's matrix and report how well each cache model \
 predicts the memory axis from the CPU axis.\n\n\
 Optimistic profiling (`sweep`, memory = \"model\") measures only the top memory level of each \
-CPU level and models the rest. `validate` measures every cell instead (a sweep with \
+CPU level, and one calibration cell, and models the rest. `validate` measures every cell instead (a sweep with \
 --memory measure, written to matrices/validation/<job>.matrix.jsonl by default), predicts the \
 same cells from the top level with each cache model (minio: Synergy's never-evicting cache; \
 page-cache: the kernel's LRU page cache over the order the job read its files in, traced on \
 its first launch, else a fresh shuffle every epoch), and prints the \
-per-cell and median error. The result is recorded in the header of the validation matrix and \
+per-cell and median error, leaving out the calibration cell where the model was fitted to it. The result is recorded in the header of the validation matrix and \
 of the job's sweep matrix (matrices/<job>.matrix.jsonl, when it exists), so `show`, `export` \
 and `plot` report it.\n\n\
 The spec needs a [dataset] and at least two memory levels; a storage cap \

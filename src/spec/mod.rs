@@ -207,7 +207,8 @@ impl Default for MeasureSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemoryAxis {
-    /// Optimistic profiling: measure CPU levels at the largest memory level, model the rest.
+    /// Optimistic profiling: measure CPU levels at the largest memory level and one calibration
+    /// cell (the lowest level at the highest CPU level), model the rest.
     Model,
     /// Measure every memory level too.
     Measure,
