@@ -234,6 +234,26 @@ pub struct MissCalibration {
     pub storage_read_bytes_per_s: Option<f64>,
 }
 
+impl MissCalibration {
+    /// The calibration from its cell `low` and the top cell `top` of the same CPU level, both
+    /// measured with a rate; `None` otherwise.
+    pub fn from_cells(top: &Cell, low: &Cell) -> Option<Self> {
+        let measured = |c: &Cell| {
+            (c.source == CellSource::Measured)
+                .then(|| c.samples_per_s())
+                .flatten()
+        };
+        Some(MissCalibration {
+            cpu: low.cpu,
+            memory_bytes: low.memory_bytes,
+            resident_bytes: (top.telemetry.as_ref()).map_or(0, |t| t.resident_besides_dataset()),
+            samples_per_s: measured(low)?,
+            cached_samples_per_s: measured(top)?,
+            storage_read_bytes_per_s: low.telemetry.as_ref().map(|t| t.storage_read_bytes_per_s),
+        })
+    }
+}
+
 /// Measured cells compared with what each cache model predicts for them from the cell measured
 /// at the top memory level of the same CPU level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

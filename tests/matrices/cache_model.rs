@@ -225,14 +225,7 @@ fn calibrated(mut m: Matrix) -> Matrix {
     let top = at(m.cells.iter().map(|c| c.memory_bytes).max().unwrap());
     let low = at(m.cells.iter().map(|c| c.memory_bytes).min().unwrap());
     let inputs = m.header.cache_model.as_mut().expect("a cache model");
-    inputs.miss_calibration = Some(MissCalibration {
-        cpu,
-        memory_bytes: low.memory_bytes,
-        resident_bytes: top.telemetry.as_ref().unwrap().resident_besides_dataset(),
-        samples_per_s: low.samples_per_s().unwrap(),
-        cached_samples_per_s: top.samples_per_s().unwrap(),
-        storage_read_bytes_per_s: low.telemetry.as_ref().map(|t| t.storage_read_bytes_per_s),
-    });
+    inputs.miss_calibration = Some(MissCalibration::from_cells(&top, &low).expect("rates"));
     m
 }
 

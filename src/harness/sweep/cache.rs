@@ -262,24 +262,15 @@ impl Sweep<'_> {
         let (Some(&top_level), Some(&lowest)) = (levels.first(), levels.last()) else {
             return Ok(());
         };
-        let measured = |mem: u64| {
+        let cell = |mem: u64| {
             let key = CellKey::new(cpu, mem, params);
-            (self.cells.iter()).find(|c| c.key() == key && c.source == CellSource::Measured)
+            self.cells.iter().find(|c| c.key() == key)
         };
-        let (Some(top), Some(low)) = (measured(top_level), measured(lowest)) else {
+        let Some(calibration) = (cell(top_level).zip(cell(lowest)))
+            .and_then(|(top, low)| MissCalibration::from_cells(top, low))
+        else {
             return Ok(());
         };
-        let (Some(cached), Some(rate)) = (top.samples_per_s(), low.samples_per_s()) else {
-            return Ok(());
-        };
-        let low_telemetry = low.telemetry.clone();
-        let low_read = low_telemetry
-            .as_ref()
-            .map_or(0.0, |t| t.storage_read_bytes_per_s);
-        let resident_bytes = top
-            .telemetry
-            .as_ref()
-            .map_or(0, |t| t.resident_besides_dataset());
         let samples = (self.header.as_ref())
             .and_then(|h| h.job.dataset_samples)
             .unwrap_or(0);
@@ -289,19 +280,14 @@ impl Sweep<'_> {
         if lowest == top_level || inputs.miss_calibration.is_some() {
             return Ok(());
         }
-        inputs.miss_calibration = Some(MissCalibration {
-            cpu,
-            memory_bytes: lowest,
-            resident_bytes,
-            samples_per_s: rate,
-            cached_samples_per_s: cached,
-            storage_read_bytes_per_s: low_telemetry.map(|t| t.storage_read_bytes_per_s),
-        });
+        inputs.miss_calibration = Some(calibration);
         let inputs = inputs.clone();
         let at = format!(
-            "the calibration cell (cpu {}, the lowest memory level) ran at {rate:.0} samples/s \
-             against {cached:.0} at the top level",
-            crate::harness::plan::cpu_text(cpu)
+            "the calibration cell (cpu {}, the lowest memory level) ran at {:.0} samples/s \
+             against {:.0} at the top level",
+            crate::harness::plan::cpu_text(cpu),
+            calibration.samples_per_s,
+            calibration.cached_samples_per_s,
         );
         self.observer.status(&match CacheModel::new(inputs.clone()).wait_per_read_s(samples) {
             Some(wait) => format!(
@@ -312,7 +298,7 @@ impl Sweep<'_> {
             None => format!(
                 "{at} and read {:.1} MB/s from storage: bandwidth explains it, misses cost the \
                  job bandwidth only",
-                low_read / 1e6
+                calibration.storage_read_bytes_per_s.unwrap_or(0.0) / 1e6
             ),
         });
         self.update_header(|h| h.cache_model = Some(inputs))
