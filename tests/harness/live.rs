@@ -8,16 +8,21 @@ use super::*;
 /// spinning at a barrier until all have finished their chunk. Re-capped to fewer cores than
 /// workers, spinners burn the time the others need. With `--independent` the workers do not
 /// wait for each other (a data-parallel job of independent shards), so a re-capped job does
-/// the work a fresh one would. On SIGTERM it appends a line to `stopped.txt` (a checkpoint)
+/// the work a fresh one would. `--chunk=N` sets the work between barriers: the shorter it is
+/// against the scheduler's time slice, the more of each slice a re-capped worker spins away
+/// (at the default a re-capped lock-step job keeps 70-85% of a fresh one's rate, a difference
+/// the check catches; at a quarter of it, under a third). On SIGTERM it appends a line to `stopped.txt` (a checkpoint)
 /// before exiting.
 const WORKERS_JOB: &str = r#"
 import json, multiprocessing as mp, os, signal, sys, time
 n = len(os.sched_getaffinity(0))
 lockstep = '--independent' not in sys.argv
+size = int(next((a[8:] for a in sys.argv if a.startswith('--chunk=')), 20000))
+report_every = max(1, 100000 // size)
 counts = mp.Array('q', n, lock=False)
 def chunk():
     x = 0
-    for i in range(20000):
+    for i in range(size):
         x += i * i
 def step(i):
     chunk()
@@ -42,7 +47,7 @@ for p in procs:
 signal.signal(signal.SIGTERM, stop)
 progress = open(os.environ['PROFILER_PROGRESS_FILE'], 'a')
 while True:
-    if step(0) % 5 == 0:
+    if step(0) % report_every == 0:
         progress.write(json.dumps({'samples': sum(counts[:]), 't': time.time()}) + '\n')
         progress.flush()
 "#;
@@ -72,7 +77,12 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
     require_caps!("a_job_that_sizes_itself_at_start_is_caught_and_relaunched");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let live = workers_spec(dir.path(), "lockstep", "", "cpu = [2, 1]\nmode = \"live\"");
+    let live = workers_spec(
+        dir.path(),
+        "lockstep",
+        r#", "--chunk=5000""#,
+        "cpu = [2, 1]\nmode = \"live\"",
+    );
     let out = dir.path().join("live.matrix.jsonl");
     let outcome = sweep(live, out.clone(), "profiler-test-live-check");
     let header = load_matrix(&out).unwrap().header;
