@@ -9,6 +9,7 @@ records the parameters: a rerun with the same ones does nothing, anything else i
     make_loader_data.py npy DIR --samples 450       # numpy: one .npy of 1 MiB uint8 samples (512x512x4)
     make_loader_data.py litdata DIR --samples 2500  # LitData: optimize() chunks of 8 MB, 126 KiB uint8 arrays
     make_loader_data.py parquet DIR --samples 24000 # Hugging Face datasets: to_parquet() shards of 4096-token rows
+    make_loader_data.py hdf5 DIR --samples 4500     # h5py: one .h5 of 60 KiB uint8 images (3x128x160) + labels
 
 The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
 classes, 320x320, about 39 KB each), written by one process per CPU.
@@ -119,7 +120,20 @@ def write_parquet(out, samples, seed, shards=32, tokens=4096):
             os.path.join(out, f"train-{i:05d}-of-{shards:05d}.parquet"))
 
 
-WRITERS = {"arrow": write_arrow, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
+def write_hdf5(out, samples, seed, block=500):
+    """Incompressible 3x128x160 uint8 images (60 KiB) in one contiguous dataset, labels beside."""
+    import h5py
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    with h5py.File(os.path.join(out, "images.h5"), "w") as f:
+        images = f.create_dataset("images", shape=(samples, 3, 128, 160), dtype=np.uint8)
+        for start in range(0, samples, block):
+            n = min(block, samples - start)
+            images[start:start + n] = rng.integers(0, 256, size=(n, 3, 128, 160), dtype=np.uint8)
+        f.create_dataset("labels", data=np.arange(samples, dtype=np.int64) % CLASSES)
+
+
+WRITERS = {"arrow": write_arrow, "hdf5": write_hdf5, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
 
 
 def main(argv=None):
