@@ -37,6 +37,7 @@ fn bench_predict(c: &mut Criterion) {
         storage_bytes_per_s: 500e6,
         memory_bytes_per_s_per_core: 10e9,
         read_unit_bytes: None,
+        sequential_map_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,

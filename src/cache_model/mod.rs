@@ -52,6 +52,10 @@
 //!   (neither `MADV_RANDOM` nor `MADV_SEQUENTIAL`): then the kernel reads the device's
 //!   read-ahead window around each faulting page (`read_unit_bytes`, `k` samples' worth), and a
 //!   block of `k` samples is read `k` times an epoch ([`block_hit_ratio`]).
+//! * A miss is read once, except where the job maps `W` bytes of the dataset at once with
+//!   `MADV_SEQUENTIAL` (`sequential_map_bytes`): the kernel reads those maps ahead of their use,
+//!   and a cache holding `x D < W` evicts the part `1 - x D / W` of it before the job reaches
+//!   it, to be read once more ([`CacheModel::reads_per_miss`]).
 
 mod access_order;
 mod bandwidth;
@@ -146,10 +150,28 @@ impl CacheModel {
         }
     }
 
+    /// How many times a miss is read when the cache holds `x` of the dataset: 1, plus the part
+    /// of what the job keeps mapped with `MADV_SEQUENTIAL` (`sequential_map_bytes`, `W`) that
+    /// does not fit in the cache, `1 - x D / W`. The kernel reads such maps ahead of their use;
+    /// with less room than `W`, what was read ahead is evicted before the job reaches it in
+    /// that proportion and read again on the fault.
+    pub fn reads_per_miss(&self, x: f64) -> f64 {
+        match (self.inputs.kind, self.inputs.sequential_map_bytes) {
+            (CacheKind::PageCache, Some(w)) if w > 0 => {
+                let room = x.clamp(0.0, 1.0) * self.inputs.dataset_bytes as f64;
+                1.0 + (1.0 - room / w as f64).clamp(0.0, 1.0)
+            }
+            _ => 1.0,
+        }
+    }
+
     /// Storage bytes read per sample over bytes of a sample when the cache holds `x` of the
-    /// dataset: `(1 - h) k`, 1 with nothing cached and whole samples read per miss.
+    /// dataset: `(1 - h) k r`, 1 with nothing cached, whole samples read per miss and nothing
+    /// read twice (`r`, [`CacheModel::reads_per_miss`]).
     pub fn read_fraction(&self, x: f64, dataset_samples: u64) -> f64 {
-        (1.0 - self.hit_ratio(x, dataset_samples)) * self.samples_per_miss(dataset_samples)
+        (1.0 - self.hit_ratio(x, dataset_samples))
+            * self.samples_per_miss(dataset_samples)
+            * self.reads_per_miss(x)
     }
 
     /// Seconds each sample's worth read from storage adds to a sample's time, from the
@@ -193,7 +215,7 @@ impl CacheModel {
     /// cached, at most `measured`, and the hit ratio it implies.
     fn bandwidth_rate(&self, measured: f64, cpu: f64, x: f64, dataset_samples: u64) -> (f64, f64) {
         let hit = self.hit_ratio(x, dataset_samples);
-        let k = self.samples_per_miss(dataset_samples);
+        let k = self.samples_per_miss(dataset_samples) * self.reads_per_miss(x);
         let usable = |b: f64| if b.is_finite() && b > 0.0 { b } else { 0.0 };
         let mem_bw = usable(self.inputs.memory_bytes_per_s_per_core * cpu);
         let disk_bw = usable(self.storage_bytes_per_s()).min(mem_bw);
@@ -203,8 +225,8 @@ impl CacheModel {
         }
         // A miss reads k samples' worth from storage, a hit one sample from memory:
         // io_time = D * (k/B_disk + h * (1/B_mem - k/B_disk)); the coefficient of h is <= 0 (k >= 1,
-        // B_disk <= B_mem), h is non-decreasing in x and every float operation is monotone, so
-        // io_time is non-increasing in x even after rounding.
+        // B_disk <= B_mem), h is non-decreasing in x and k (with what is read again) is
+        // non-increasing, so io_time is non-increasing in x.
         let k_inv_disk = k / disk_bw;
         let inv_mem = 1.0 / mem_bw;
         let dataset_bytes = self.inputs.dataset_bytes as f64;
@@ -286,6 +308,7 @@ mod tests {
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: mem_per_core,
             read_unit_bytes: None,
+            sequential_map_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
@@ -403,8 +426,9 @@ mod tests {
             proptest::option::of(proptest::collection::vec(0u32..16, 0..64)),
             proptest::option::of(1e3f64..1e11),
             proptest::option::of((1e-3f64..1e5, 1e-3f64..1e5)),
+            proptest::option::of(0u64..(1 << 42)),
         )
-            .prop_map(|(d, disk, mem, lru, unit, trace, job_disk, pass)| {
+            .prop_map(|(d, disk, mem, lru, unit, trace, job_disk, pass, mapped)| {
                 let kind = if lru {
                     CacheKind::PageCache
                 } else {
@@ -413,6 +437,7 @@ mod tests {
                 let mut m = model(d, disk, mem).with_kind(kind);
                 m.inputs.read_unit_bytes = unit;
                 m.inputs.job_storage_bytes_per_s = job_disk;
+                m.inputs.sequential_map_bytes = mapped;
                 m.inputs.miss_calibration = pass.map(|(a, b)| crate::matrix::MissCalibration {
                     cpu: 1.0,
                     memory_bytes: d / 4,
@@ -579,6 +604,35 @@ mod tests {
         assert!(whole > 100.0 * samples_per_s, "{whole} vs {samples_per_s}");
         // MinIO's cache holds whole objects: no read-around.
         assert_eq!(m.with_kind(CacheKind::Minio).samples_per_miss(12_000), 1.0);
+    }
+
+    #[test]
+    fn read_ahead_that_does_not_fit_is_read_again() {
+        // 323 MB of 126 KiB samples (2,500), 20 MB/s storage, four workers each mapping four
+        // chunks of 7.4 MB with MADV_SEQUENTIAL (118 MB read ahead at once).
+        let d = 323_000_000u64;
+        let mut m = model(d, 20e6, 1e10).with_kind(CacheKind::PageCache);
+        let at = |m: &CacheModel, pct: u64| {
+            let x = pct as f64 / 100.0;
+            let p = m.predict_samples_per_s(1000.0, 2.0, d * pct / 100, 0, 2_500);
+            (m.read_fraction(x, 2_500), rate(p))
+        };
+        let plain: Vec<_> = [5, 25, 50].iter().map(|&p| at(&m, p)).collect();
+        m.inputs.sequential_map_bytes = Some(118_000_000);
+        let mapped: Vec<_> = [5, 25, 50].iter().map(|&p| at(&m, p)).collect();
+        // What was read ahead and evicted is read again: 1.86 samples' worth per sample with 16
+        // MB of room, 1.27 with 81 MB; with room for all of it, nothing changes.
+        assert!((1.8..1.9).contains(&mapped[0].0), "{mapped:?}");
+        assert!((1.2..1.3).contains(&mapped[1].0), "{mapped:?}");
+        assert_eq!(mapped[2], plain[2]);
+        for (p, q) in plain.iter().zip(&mapped).take(2) {
+            assert!(
+                (q.1 * q.0 - p.1 * p.0).abs() / (p.1 * p.0) < 1e-3,
+                "{p:?} {q:?}"
+            );
+        }
+        // Only the page cache reads ahead; MinIO's cache holds whole objects.
+        assert_eq!(m.with_kind(CacheKind::Minio).reads_per_miss(0.05), 1.0);
     }
 
     proptest! {

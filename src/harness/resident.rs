@@ -84,40 +84,82 @@ pub struct DatasetMaps {
     /// among its `VmFlags` in smaps): a page fault on it reads the device's read-ahead window
     /// around the page, not only the page.
     pub read_around: bool,
+    /// Bytes of such mappings advised `MADV_SEQUENTIAL` (`sr`): what the kernel reads ahead
+    /// of the job's use. A part of a file mapped by several processes counts once.
+    pub sequential_bytes: u64,
 }
 
 /// How `pids` map files under `dataset`.
 pub fn dataset_maps(pids: &[u32], dataset: &std::path::Path) -> DatasetMaps {
     let mut maps = DatasetMaps::default();
+    let mut sequential = std::collections::BTreeMap::new();
     for pid in pids {
         if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
-            let m = dataset_mappings(&text, dataset);
+            let m = dataset_mappings(&text, dataset, &mut sequential);
             maps.mapped |= m.mapped;
             maps.read_around |= m.read_around;
         }
     }
+    maps.sequential_bytes = sequential.values().sum();
     maps
 }
 
-fn dataset_mappings(smaps: &str, dataset: &std::path::Path) -> DatasetMaps {
+/// How one process's `smaps` maps files under `dataset`; its `MADV_SEQUENTIAL` mappings go
+/// into `sequential` (their size, by where they start in which file).
+fn dataset_mappings(
+    smaps: &str,
+    dataset: &std::path::Path,
+    sequential: &mut std::collections::BTreeMap<MappingKey, u64>,
+) -> DatasetMaps {
     let mut maps = DatasetMaps::default();
-    let mut in_dataset = false;
+    // The dataset mapping being read, `None` outside the dataset.
+    let mut in_dataset: Option<(MappingKey, u64)> = None;
     for line in smaps.lines() {
         if let Some(fields) = mapping_header(line) {
             in_dataset = fields
                 .get(5)
-                .is_some_and(|p| std::path::Path::new(p).starts_with(dataset));
-            maps.mapped |= in_dataset;
+                .is_some_and(|p| std::path::Path::new(p).starts_with(dataset))
+                .then(|| (mapping_key(&fields), mapping_size(fields[0])));
+            maps.mapped |= in_dataset.is_some();
         } else if let Some(flags) = line.strip_prefix("VmFlags:")
-            && in_dataset
+            && let Some((key, size)) = &in_dataset
         {
             // MADV_RANDOM reads only the page; MADV_SEQUENTIAL reads ahead of it, which a
             // job that reads the map in order uses.
-            let advised = flags.split_whitespace().any(|f| f == "rr" || f == "sr");
-            maps.read_around |= !advised;
+            let random = flags.split_whitespace().any(|f| f == "rr");
+            let ahead = flags.split_whitespace().any(|f| f == "sr");
+            maps.read_around |= !(random || ahead);
+            if ahead {
+                let e = sequential.entry(key.clone()).or_default();
+                *e = (*e).max(*size);
+            }
         }
     }
+    maps.sequential_bytes = sequential.values().sum();
     maps
+}
+
+/// Device, inode and file offset of a smaps mapping header's fields.
+fn mapping_key(fields: &[&str]) -> MappingKey {
+    (
+        fields[3].to_string(),
+        fields[4].parse().unwrap_or(0),
+        u64::from_str_radix(fields[2], 16).unwrap_or(0),
+    )
+}
+
+/// Bytes of a mapping from its smaps address range (`start-end`, hexadecimal); 0 where it does
+/// not parse.
+fn mapping_size(range: &str) -> u64 {
+    range
+        .split_once('-')
+        .and_then(|(a, b)| {
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .map_or(0, |(a, b)| b.saturating_sub(a))
 }
 
 /// The fields of a smaps mapping header (`start-end perms offset dev inode [path]`), or `None`
@@ -137,13 +179,7 @@ fn referenced_file_kib(smaps: &str, exclude: Option<&std::path::Path>) -> Vec<(M
             let path = fields.get(5).copied().unwrap_or("");
             let file_backed = inode != 0 && path.starts_with('/') && !is_shared_memory(path);
             let excluded = exclude.is_some_and(|d| std::path::Path::new(path).starts_with(d));
-            current = (file_backed && !excluded).then(|| {
-                (
-                    fields[3].to_string(),
-                    inode,
-                    u64::from_str_radix(fields[2], 16).unwrap_or(0),
-                )
-            });
+            current = (file_backed && !excluded).then(|| mapping_key(&fields));
         } else if let (Some(key), Some(kb)) = (&current, line.strip_prefix("Referenced:"))
             && let Some(kib) = kb
                 .trim()
@@ -199,10 +235,14 @@ Referenced: 150000 kB
         let no_advice = DatasetMaps {
             mapped: true,
             read_around: true,
+            sequential_bytes: 0,
         };
-        assert_eq!(dataset_mappings(&smaps("rd mr mw me sd"), data), no_advice);
         assert_eq!(
-            dataset_mappings(&smaps("rd mr mw me sd rr"), data),
+            dataset_mappings(&smaps("rd mr mw me sd"), data, &mut Default::default()),
+            no_advice
+        );
+        assert_eq!(
+            dataset_mappings(&smaps("rd mr mw me sd rr"), data, &mut Default::default()),
             DatasetMaps {
                 read_around: false,
                 ..no_advice
@@ -210,9 +250,10 @@ Referenced: 150000 kB
             "MADV_RANDOM"
         );
         assert_eq!(
-            dataset_mappings(&smaps("rd mr mw me sd sr"), data),
+            dataset_mappings(&smaps("rd mr mw me sd sr"), data, &mut Default::default()),
             DatasetMaps {
                 read_around: false,
+                sequential_bytes: 0x10,
                 ..no_advice
             },
             "MADV_SEQUENTIAL"
@@ -223,12 +264,19 @@ Referenced: 150000 kB
             "7f40-7f50 r--s 00000000 fe:01 78 /data/set/b.bin\nVmFlags: rd\n"
         );
         assert_eq!(
-            dataset_mappings(&both, data),
-            no_advice,
+            dataset_mappings(&both, data, &mut Default::default()),
+            DatasetMaps {
+                sequential_bytes: 0x10,
+                ..no_advice
+            },
             "one mapping without advice is enough"
         );
         assert_eq!(
-            dataset_mappings(&smaps("rd mr"), std::path::Path::new("/other")),
+            dataset_mappings(
+                &smaps("rd mr"),
+                std::path::Path::new("/other"),
+                &mut Default::default()
+            ),
             DatasetMaps::default()
         );
     }
@@ -267,6 +315,15 @@ Referenced: 150000 kB
         assert_eq!(unsafe { libc::madvise(map, len, libc::MADV_SEQUENTIAL) }, 0);
         let maps = dataset_maps(&me, &canonical);
         assert!(maps.mapped && !maps.read_around);
+        assert_eq!(
+            maps.sequential_bytes, len as u64,
+            "the whole map is read ahead"
+        );
+        assert_eq!(
+            dataset_maps(&[me[0], me[0]], &canonical).sequential_bytes,
+            len as u64,
+            "a map seen from two processes counts once"
+        );
         // SAFETY: unmapping the mapping made above, used no more.
         assert_eq!(unsafe { libc::munmap(map, len) }, 0);
     }

@@ -273,6 +273,7 @@ mod tests {
             storage_bytes_per_s: 20.0 * MIB as f64,
             memory_bytes_per_s_per_core: 1e13,
             read_unit_bytes: None,
+            sequential_map_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,

@@ -192,6 +192,12 @@ pub struct CacheModelInputs {
     /// window around it (`read_ahead_kb`). Absent: a miss reads the sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_unit_bytes: Option<u64>,
+    /// Bytes of the dataset the job keeps mapped at once with `MADV_SEQUENTIAL` (`sr` among a
+    /// mapping's `VmFlags`), across its processes: the kernel reads such maps ahead of their
+    /// use, so a page cache with less room than this evicts some of what was read ahead before
+    /// the job reaches it, and the job reads it again. Absent: no such maps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential_map_bytes: Option<u64>,
     /// The page cache's hit ratio against the part of the dataset it holds, `[x, h]` points
     /// with `x` from 0 to 1, from the order in which the job opened its dataset's files on its
     /// first launch (an LRU cache replayed over that order). Absent: the job is taken to read

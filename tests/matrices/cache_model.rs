@@ -264,3 +264,54 @@ fn a_calibration_cell_changes_only_loaders_that_wait_on_their_reads() {
     assert_eq!(after.2.len(), 5, "the lowest cell at 2 CPUs is fitted");
     assert!(after.0 < before.0 / 4.0, "{before:.1?} -> {after:.1?}");
 }
+
+/// LitData maps four chunks for each of its four workers with `MADV_SEQUENTIAL` (126 MB at
+/// once, recorded by the sweep), which the kernel reads ahead of their use. Where the page
+/// cache has less room than that, what was read ahead is evicted before use and read again:
+/// counting it brings the cells that have less room closer and leaves the rest as they were.
+/// It does not bring them within the bound (docs/JOB_SPEC.md says what else is off there).
+#[test]
+fn read_ahead_evicted_before_use_is_counted_as_read_again() {
+    let m = recorded("loader-litdata.matrix.jsonl");
+    let inputs = m.header.cache_model.as_ref().expect("a cache model");
+    assert!(inputs.sequential_map_bytes.is_some_and(|w| w > 100_000_000));
+    let with = errors(&m, CacheKind::PageCache);
+    let mut plain = m.clone();
+    if let Some(i) = plain.header.cache_model.as_mut() {
+        i.sequential_map_bytes = None;
+    }
+    let without = errors(&plain, CacheKind::PageCache);
+    eprintln!(
+        "litdata: median {:.1}% max {:.1}% -> {:.1}% {:.1}%: {:.1?} -> {:.1?}",
+        without.0, without.1, with.0, with.1, without.2, with.2
+    );
+    let closer = (with.2.iter().zip(&without.2))
+        .filter(|(w, wo)| w.abs() < wo.abs() - 1.0)
+        .count();
+    assert_eq!(closer, 2, "the lowest level at each CPU level");
+    for (w, wo) in with.2.iter().zip(&without.2) {
+        assert!(w.abs() <= wo.abs() + 1e-9, "{w} vs {wo}");
+    }
+    assert!(with.1 < 0.7 * without.1, "{with:.1?} vs {without:.1?}");
+}
+
+/// The held-out h5py loader reads 60 KiB samples from one contiguous array with `pread`. The
+/// kernel reads ahead of a read whose preceding pages are cached (it takes it for a sequential
+/// stream), so under a cap storage read 1.5 samples' worth for each sample the job took, where
+/// the model counts one per miss: `validate` names that on the four lowest cells, and the model
+/// is off upwards on every cell.
+#[test]
+fn the_held_out_hdf5_loader_reads_more_than_a_sample_per_miss() {
+    let m = recorded("loader-hdf5.matrix.jsonl");
+    let v = compare(&m, Path::new(&m.header.job.name)).unwrap();
+    assert_eq!(v.cells.len(), 6);
+    let mut reread = 0;
+    for c in &v.cells {
+        let check = c.check.as_ref().expect("every validated cell is checked");
+        assert!(error_pct(c, CacheKind::PageCache) > 20.0, "{check:?}");
+        if check.explanation.contains("samples' worth for each sample") {
+            reread += 1;
+        }
+    }
+    assert_eq!(reread, 4, "{:?}", v.cells);
+}

@@ -377,6 +377,7 @@ fn rich_matrix() -> Matrix {
                 storage_bytes_per_s: 2e8,
                 memory_bytes_per_s_per_core: 5e9,
                 read_unit_bytes: None,
+                sequential_map_bytes: None,
                 access_hit_curve: None,
                 job_storage_bytes_per_s: None,
                 miss_calibration: None,

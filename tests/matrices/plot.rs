@@ -63,6 +63,7 @@ fn failing() -> (PathBuf, Matrix) {
         storage_bytes_per_s: 2e7,
         memory_bytes_per_s_per_core: 3e10,
         read_unit_bytes: None,
+        sequential_map_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,

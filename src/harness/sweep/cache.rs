@@ -19,6 +19,10 @@ const TOP_HOLDS: f64 = 0.95;
 /// Memory levels a sweep needs for a calibration cell: the top one, the lowest one it
 /// measures, and at least one between that the model predicts.
 const CALIBRATED_LEVELS: usize = 3;
+/// Looks at the job's memory maps for how much of the dataset it maps at once, and the time
+/// between them.
+const MAP_LOOKS: usize = 10;
+const MAP_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Sweep<'_> {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
@@ -57,6 +61,7 @@ impl Sweep<'_> {
             storage_bytes_per_s: storage,
             memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
             read_unit_bytes: None,
+            sequential_map_bytes: None,
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
@@ -71,7 +76,10 @@ impl Sweep<'_> {
     /// Once per sweep, while `run`'s job reads its dataset, how it maps the dataset's files
     /// (`self.dataset_maps`). Where it maps them with no advice (neither `MADV_RANDOM` nor
     /// `MADV_SEQUENTIAL`), a miss reads the device's read-ahead window, not a sample, and the
-    /// page-cache model is told so (`read_unit_bytes`, in the header).
+    /// page-cache model is told so (`read_unit_bytes`, in the header). Where it maps them with
+    /// `MADV_SEQUENTIAL`, the model is told how much it keeps mapped at once
+    /// (`sequential_map_bytes`): the most of [`MAP_LOOKS`] looks, as a loader maps and unmaps
+    /// its chunks as it goes and may be between epochs at any one look.
     pub(super) fn check_dataset_maps(&mut self, run: &Run) -> Result<(), SweepError> {
         let page_cache = self.page_cache_model();
         let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
@@ -83,8 +91,28 @@ impl Sweep<'_> {
         let Ok(dataset) = std::fs::canonicalize(dataset) else {
             return Ok(());
         };
-        let maps = dataset_maps(&run.pids(), &dataset);
+        let mut maps = dataset_maps(&run.pids(), &dataset);
+        if maps.mapped && !maps.read_around {
+            for _ in 1..MAP_LOOKS {
+                std::thread::sleep(MAP_LOOK_EVERY);
+                let look = dataset_maps(&run.pids(), &dataset);
+                maps.sequential_bytes = maps.sequential_bytes.max(look.sequential_bytes);
+            }
+        }
         self.dataset_maps = Some(maps);
+        if maps.sequential_bytes > 0
+            && let Some(inputs) = self.cache_inputs.as_mut()
+        {
+            inputs.sequential_map_bytes = Some(maps.sequential_bytes);
+            let inputs = inputs.clone();
+            self.observer.status(&format!(
+                "the job keeps {:.0} MB of its dataset mapped with MADV_SEQUENTIAL, which the \
+                 kernel reads ahead of its use: the cache model counts what a smaller page \
+                 cache evicts before use as read twice",
+                maps.sequential_bytes as f64 / 1e6
+            ));
+            self.update_header(|h| h.cache_model = Some(inputs))?;
+        }
         let Some(unit) = maps
             .read_around
             .then(|| read_ahead_bytes(&dataset))

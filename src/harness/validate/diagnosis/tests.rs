@@ -46,6 +46,7 @@ fn model() -> CacheModel {
         storage_bytes_per_s: 20.0 * MB as f64,
         memory_bytes_per_s_per_core: 5e9,
         read_unit_bytes: None,
+        sequential_map_bytes: None,
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,
