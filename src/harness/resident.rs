@@ -105,7 +105,8 @@ pub fn dataset_maps(pids: &[u32], dataset: &std::path::Path) -> DatasetMaps {
 }
 
 /// How one process's `smaps` maps files under `dataset`; its `MADV_SEQUENTIAL` mappings go
-/// into `sequential` (their size, by where they start in which file).
+/// into `sequential` (their size, by where they start in which file), all of which the
+/// returned `sequential_bytes` counts.
 fn dataset_mappings(
     smaps: &str,
     dataset: &std::path::Path,
