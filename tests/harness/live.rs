@@ -11,16 +11,26 @@ use super::*;
 /// the work a fresh one would. `--chunk=N` sets the work between barriers: the shorter it is
 /// against the scheduler's time slice, the more of each slice a re-capped worker spins away
 /// (at the default a re-capped lock-step job keeps 70-85% of a fresh one's rate, a difference
-/// the check catches; at a quarter of it, under a third). On SIGTERM it appends a line to `stopped.txt` (a checkpoint)
+/// the check catches; at a quarter of it, under a third). With `--timed` a chunk is 4 ms of the
+/// worker's own CPU time instead, so the rate counts the CPU the job gets: a shared VM's host
+/// can run the same instructions 1.8 times faster from one launch to the next (seen on a
+/// 2-core VM with no steal time reported), which no comparison of two launches survives, but
+/// the CPU time a cap gives stays what it is. On SIGTERM it appends a line to `stopped.txt` (a checkpoint)
 /// before exiting.
 const WORKERS_JOB: &str = r#"
 import json, multiprocessing as mp, os, signal, sys, time
 n = len(os.sched_getaffinity(0))
 lockstep = '--independent' not in sys.argv
 size = int(next((a[8:] for a in sys.argv if a.startswith('--chunk=')), 20000))
+timed = '--timed' in sys.argv
 report_every = max(1, 100000 // size)
 counts = mp.Array('q', n, lock=False)
 def chunk():
+    if timed:
+        end = time.thread_time() + 0.004
+        while time.thread_time() < end:
+            pass
+        return
     x = 0
     for i in range(size):
         x += i * i
@@ -111,7 +121,8 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
 /// A job of one worker per CPU it saw at start, whose workers do not wait for each other, also
 /// sizes itself, but harmlessly: re-capped from 2 CPUs to 1 it does the work a fresh 1-CPU
 /// launch does, so the live check keeps live mode. That proves the re-cap took: a job left at
-/// 2 CPUs would run at twice the fresh launch's rate. The check runs at 1 CPU, a whole core,
+/// 2 CPUs would run at twice the fresh launch's rate. Its chunks are timed (`--timed`): the
+/// rates count the CPU time each launch gets, not how fast a shared host runs it. The check runs at 1 CPU, a whole core,
 /// where the CFS quota never throttles; two fresh launches at a quarter core can differ by a
 /// third on a shared 2-core VM, which no single comparison can tell from a job that sizes
 /// itself (the rates that follow fractional caps are tested in
@@ -131,7 +142,7 @@ fn a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm() {
         let spec = workers_spec(
             dir.path(),
             "independent",
-            r#", "--independent""#,
+            r#", "--independent", "--timed""#,
             "cpu = [2, 1]\nmode = \"live\"",
         );
         let out = dir.path().join("m.matrix.jsonl");
