@@ -165,13 +165,18 @@ impl CacheModel {
         }
     }
 
+    /// Samples' worth storage reads for each miss when the cache holds `x` of the dataset:
+    /// `k r`, what a miss reads ([`CacheModel::samples_per_miss`]) times how often it is read
+    /// ([`CacheModel::reads_per_miss`]).
+    fn miss_cost(&self, x: f64, dataset_samples: u64) -> f64 {
+        self.samples_per_miss(dataset_samples) * self.reads_per_miss(x)
+    }
+
     /// Storage bytes read per sample over bytes of a sample when the cache holds `x` of the
     /// dataset: `(1 - h) k r`, 1 with nothing cached, whole samples read per miss and nothing
-    /// read twice (`r`, [`CacheModel::reads_per_miss`]).
+    /// read twice ([`CacheModel::miss_cost`]).
     pub fn read_fraction(&self, x: f64, dataset_samples: u64) -> f64 {
-        (1.0 - self.hit_ratio(x, dataset_samples))
-            * self.samples_per_miss(dataset_samples)
-            * self.reads_per_miss(x)
+        (1.0 - self.hit_ratio(x, dataset_samples)) * self.miss_cost(x, dataset_samples)
     }
 
     /// Seconds each sample's worth read from storage adds to a sample's time, from the
@@ -215,7 +220,7 @@ impl CacheModel {
     /// cached, at most `measured`, and the hit ratio it implies.
     fn bandwidth_rate(&self, measured: f64, cpu: f64, x: f64, dataset_samples: u64) -> (f64, f64) {
         let hit = self.hit_ratio(x, dataset_samples);
-        let k = self.samples_per_miss(dataset_samples) * self.reads_per_miss(x);
+        let k = self.miss_cost(x, dataset_samples);
         let usable = |b: f64| if b.is_finite() && b > 0.0 { b } else { 0.0 };
         let mem_bw = usable(self.inputs.memory_bytes_per_s_per_core * cpu);
         let disk_bw = usable(self.storage_bytes_per_s()).min(mem_bw);

@@ -105,8 +105,8 @@ pub fn dataset_maps(pids: &[u32], dataset: &std::path::Path) -> DatasetMaps {
 }
 
 /// How one process's `smaps` maps files under `dataset`; its `MADV_SEQUENTIAL` mappings go
-/// into `sequential` (their size, by where they start in which file), all of which the
-/// returned `sequential_bytes` counts.
+/// into `sequential` (their size, by where they start in which file), which the caller sums
+/// over its processes (`sequential_bytes` is left at 0 here).
 fn dataset_mappings(
     smaps: &str,
     dataset: &std::path::Path,
@@ -136,7 +136,6 @@ fn dataset_mappings(
             }
         }
     }
-    maps.sequential_bytes = sequential.values().sum();
     maps
 }
 
@@ -233,17 +232,23 @@ Referenced: 150000 kB
             )
         };
         let data = std::path::Path::new("/data/set");
+        // One process's maps, with its sequential bytes summed as `dataset_maps` does.
+        let look = |text: &str, dir: &std::path::Path| {
+            let mut sequential = std::collections::BTreeMap::new();
+            let maps = dataset_mappings(text, dir, &mut sequential);
+            DatasetMaps {
+                sequential_bytes: sequential.values().sum(),
+                ..maps
+            }
+        };
         let no_advice = DatasetMaps {
             mapped: true,
             read_around: true,
             sequential_bytes: 0,
         };
+        assert_eq!(look(&smaps("rd mr mw me sd"), data), no_advice);
         assert_eq!(
-            dataset_mappings(&smaps("rd mr mw me sd"), data, &mut Default::default()),
-            no_advice
-        );
-        assert_eq!(
-            dataset_mappings(&smaps("rd mr mw me sd rr"), data, &mut Default::default()),
+            look(&smaps("rd mr mw me sd rr"), data),
             DatasetMaps {
                 read_around: false,
                 ..no_advice
@@ -251,7 +256,7 @@ Referenced: 150000 kB
             "MADV_RANDOM"
         );
         assert_eq!(
-            dataset_mappings(&smaps("rd mr mw me sd sr"), data, &mut Default::default()),
+            look(&smaps("rd mr mw me sd sr"), data),
             DatasetMaps {
                 read_around: false,
                 sequential_bytes: 0x10,
@@ -265,7 +270,7 @@ Referenced: 150000 kB
             "7f40-7f50 r--s 00000000 fe:01 78 /data/set/b.bin\nVmFlags: rd\n"
         );
         assert_eq!(
-            dataset_mappings(&both, data, &mut Default::default()),
+            look(&both, data),
             DatasetMaps {
                 sequential_bytes: 0x10,
                 ..no_advice
@@ -273,11 +278,7 @@ Referenced: 150000 kB
             "one mapping without advice is enough"
         );
         assert_eq!(
-            dataset_mappings(
-                &smaps("rd mr"),
-                std::path::Path::new("/other"),
-                &mut Default::default()
-            ),
+            look(&smaps("rd mr"), std::path::Path::new("/other")),
             DatasetMaps::default()
         );
     }
