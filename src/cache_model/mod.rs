@@ -60,6 +60,7 @@
 mod access_order;
 mod bandwidth;
 mod hit_ratio;
+mod random_read;
 
 pub use access_order::{CURVE_POINTS, MIN_REREAD_SHARE, curve_hit_ratio, lru_hit_curve};
 
@@ -68,6 +69,7 @@ pub use bandwidth::{
     measure_storage_read_bandwidth,
 };
 pub use hit_ratio::{block_hit_ratio, page_cache_hit_ratio};
+pub use random_read::{RandomReads, measure_random_read_bandwidth};
 
 use crate::matrix::{CacheKind, CacheModelInputs};
 

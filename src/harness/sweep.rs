@@ -187,6 +187,9 @@ struct Sweep<'a> {
     /// Why memory levels relative to the dataset leave out the job's resident size, or were
     /// sized again, if they were.
     memory_note: Option<String>,
+    /// Where the storage cap is above what the disk delivers to random reads of a sample,
+    /// what it delivered.
+    storage_note: Option<String>,
     /// How levels relative to the dataset were sized from the job's footprint.
     sizing: Option<footprint::Sizing>,
     /// The memory axis has a dataset but no cache model (measuring storage failed): lower
@@ -419,6 +422,7 @@ fn run_sweep_with(
         dataset_maps: None,
         storage_throttle,
         memory_note: None,
+        storage_note: None,
         sizing: None,
         model_unavailable: false,
         step: step_caps,

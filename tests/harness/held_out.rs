@@ -1,9 +1,9 @@
 //! The page-cache model on a loader it was not built on, measured: the held-out LMDB loader of
 //! `workloads/loaders/lmdb.toml` (the `lmdb` library from PyPI, 3 KiB records read in a fresh
-//! random order by 2 DataLoader workers, storage capped at 20 MB/s), on a smaller dataset and
-//! one CPU level so that it fits in CI. `profiler validate` measures every memory level and
-//! compares each with what the model predicts from the top one and, where the job waited on its
-//! reads there, the lowest one (the calibration cell, then left out of the comparison).
+//! random order by 2 DataLoader workers), on a smaller dataset, slower storage and one CPU level
+//! so that it fits in CI. `profiler validate` measures every memory level and compares each with
+//! what the model predicts from the top one and, where the job waited on its reads there, the
+//! lowest one (the calibration cell, then left out of the comparison).
 //!
 //! `cargo test --test harness held_out -- --nocapture` prints the validation's table.
 
@@ -14,12 +14,17 @@ use std::io::Write as _;
 
 /// Records of the dataset: 60,000 of 3 KiB, about 247 MB in one `data.mdb`.
 const SAMPLES: u64 = 60_000;
+/// The storage cap, MB/s. Each miss is one random 4 KiB page read; a cap is only what the
+/// cells run at where the disk delivers more than it for such reads. One CI disk delivered
+/// 9-11 MB/s of them to this job's two workers, where others deliver 100, and the full
+/// validation's 20 MB/s then left the cells to the disk's own speed, which moved between cells:
+/// the model, fitted to the lowest cell, was 12-21% too high at the next two. At this cap the
+/// top level reads the whole dataset (41 s) within the warm-up.
+const STORAGE_MB_S: u32 = 6;
 /// Median |error| of the page-cache model this short validation must stay within. The full
 /// validation (docs/JOB_SPEC.md) is held to 5% median and 15% at most; this one has 30-s cells,
-/// on a machine where other tests may run beside it, and its median varied from 2.3% to 8.7%
-/// over four runs, a single cell by up to 28%. A model that leaves out what decides the cells
-/// is off by more: where the job's two workers waited on each read, the model without the
-/// calibration cell was 17-64% median over six runs; with it, 3.2-7.4% over five.
+/// on a machine where other tests may run beside it. It gave 6.2% where the MinIO model, which
+/// keeps a fixed part of the dataset cached, gave 40.1%; that one must stay further off.
 const MEDIAN_PCT: f64 = 15.0;
 
 fn loader(name: &str) -> String {
@@ -46,7 +51,7 @@ cache = "page-cache"
 [throughput]
 protocol = "progress-file"
 [measure]
-warmup_s = 15
+warmup_s = 45
 settle_s = 12
 window_s = 2
 steady_windows = 5
@@ -58,7 +63,7 @@ launches = 1
 cpu = [2]
 memory_pct_of_dataset = [5, 25, 50, 100]
 memory = "model"
-storage_read_mb_s = 20
+storage_read_mb_s = {STORAGE_MB_S}
 mode = "live"
 "#,
         python = python.display().to_string(),
@@ -114,6 +119,13 @@ fn held_out_lmdb_loader_is_within_the_bounds() {
             .unwrap_or_else(|| panic!("no {kind:?} in {v:?}"))
     };
     let page_cache = model(CacheKind::PageCache);
+    let minio = model(CacheKind::Minio);
+    assert!(
+        page_cache.median_abs_error_pct < minio.median_abs_error_pct,
+        "the page-cache model ({:.1}%) must be closer than MinIO's ({:.1}%)",
+        page_cache.median_abs_error_pct,
+        minio.median_abs_error_pct
+    );
     assert!(
         page_cache.median_abs_error_pct <= MEDIAN_PCT,
         "page-cache model: median |error| {:.1}% (max {:.1}%), bound {MEDIAN_PCT}%",

@@ -23,6 +23,12 @@ const CALIBRATED_LEVELS: usize = 3;
 /// between them.
 const MAP_LOOKS: usize = 10;
 const MAP_LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+/// Readers, and how long they read, when the sweep checks a storage cap against random reads
+/// of a sample: a loader's usual few workers.
+const RANDOM_READERS: usize = 4;
+const RANDOM_READ_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
+/// A cap is held where random reads got at least this part of it.
+const CAP_HELD: f64 = 0.9;
 
 impl Sweep<'_> {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
@@ -66,6 +72,54 @@ impl Sweep<'_> {
             job_storage_bytes_per_s: None,
             miss_calibration: None,
         });
+        if let Some((_, cap)) = self.storage_throttle {
+            self.check_cap_against_random_reads(cap as f64);
+        }
+    }
+
+    /// Warns where the disk delivers less than the storage cap `cap` (bytes/s) to
+    /// [`RANDOM_READERS`] readers each reading one sample at a time at random: a job that reads
+    /// its samples so runs at the disk's speed, which the cap does not hold steady, and its
+    /// cells below the top memory level at whatever the disk gave them.
+    fn check_cap_against_random_reads(&mut self, cap: f64) {
+        let Some(ds) = &self.dataset else { return };
+        let samples = (self.opts.spec.spec.dataset.as_ref())
+            .and_then(|d| d.samples)
+            .unwrap_or(ds.files);
+        let Some(sample_bytes) = ds.page_cache_bytes.checked_div(samples) else {
+            return;
+        };
+        let reads = match cache_model::measure_random_read_bandwidth(
+            &ds.paths,
+            sample_bytes,
+            RANDOM_READERS,
+            RANDOM_READ_PROBE,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.observer
+                    .status(&format!("random reads of a sample not measured: {e}"));
+                return;
+            }
+        };
+        let got = reads.bytes_per_s();
+        if got >= CAP_HELD * cap {
+            return;
+        }
+        let note = format!(
+            "the disk delivered {:.1} MB/s to {RANDOM_READERS} readers each reading one {:.0} \
+             KiB sample at a time at random, below the storage cap of {:.1} MB/s",
+            got / 1e6,
+            sample_bytes as f64 / 1024.0,
+            cap / 1e6
+        );
+        self.observer.warn(&format!(
+            "{note}: a job that reads its samples at random runs at the disk's speed, not \
+             the cap's, and the disk's speed can change from one cell to the next; set \
+             sweep.storage_read_mb_s below {:.1} for cells that hold",
+            got / 1e6
+        ));
+        self.storage_note = Some(note);
     }
 
     /// Whether the cells below the top memory level come from the page-cache model.

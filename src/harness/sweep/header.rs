@@ -38,6 +38,10 @@ impl Sweep<'_> {
             }
             _ => provenance,
         };
+        let provenance = match &self.storage_note {
+            Some(note) => format!("{provenance}; {note}"),
+            None => provenance,
+        };
         let provenance = match &self.step {
             Some(_) => format!(
                 "{provenance}; measured in Slurm jobs under Slurm's cgroups (cpuset and memory \
