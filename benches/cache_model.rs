@@ -41,6 +41,7 @@ fn bench_predict(c: &mut Criterion) {
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,
+        replayed_reads: None,
     });
     c.bench_function("predict_samples_per_s (one cell)", |b| {
         b.iter(|| {

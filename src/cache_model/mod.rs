@@ -175,10 +175,33 @@ impl CacheModel {
     }
 
     /// Storage bytes read per sample over bytes of a sample when the cache holds `x` of the
-    /// dataset: `(1 - h) k r`, 1 with nothing cached, whole samples read per miss and nothing
-    /// read twice ([`CacheModel::miss_cost`]).
+    /// dataset: what the sweep's replay of the job's reads counted (`replayed_reads`), else
+    /// `(1 - h) k r`, 1 with nothing cached, whole samples read per miss and nothing read
+    /// twice ([`CacheModel::miss_cost`]).
     pub fn read_fraction(&self, x: f64, dataset_samples: u64) -> f64 {
-        (1.0 - self.hit_ratio(x, dataset_samples)) * self.miss_cost(x, dataset_samples)
+        match self.replayed() {
+            Some(points) => replayed_read_fraction(points, x),
+            None => (1.0 - self.hit_ratio(x, dataset_samples)) * self.miss_cost(x, dataset_samples),
+        }
+    }
+
+    /// What storage reads per sample and the part of reads served from memory when the cache
+    /// holds `x`: `(1 - h) k r` and `h`, or the replay's reads and what of a sample they leave
+    /// to memory.
+    fn reads_and_hits(&self, x: f64, dataset_samples: u64) -> (f64, f64) {
+        let reads = self.read_fraction(x, dataset_samples);
+        match self.replayed() {
+            Some(_) => (reads, (1.0 - reads).clamp(0.0, 1.0)),
+            None => (reads, self.hit_ratio(x, dataset_samples)),
+        }
+    }
+
+    /// The replay's `[x, reads]` points, where the page-cache model has them (MinIO's fixed
+    /// subset is what it is whatever the kernel would do).
+    fn replayed(&self) -> Option<&[[f64; 2]]> {
+        let r = self.inputs.replayed_reads.as_ref()?;
+        (self.inputs.kind == CacheKind::PageCache && !r.points.is_empty())
+            .then_some(r.points.as_slice())
     }
 
     /// Seconds each sample's worth read from storage adds to a sample's time, from the
@@ -221,8 +244,7 @@ impl CacheModel {
     /// The rate storage and memory bandwidth allow at `cpu` cores with `x` of the dataset
     /// cached, at most `measured`, and the hit ratio it implies.
     fn bandwidth_rate(&self, measured: f64, cpu: f64, x: f64, dataset_samples: u64) -> (f64, f64) {
-        let hit = self.hit_ratio(x, dataset_samples);
-        let k = self.miss_cost(x, dataset_samples);
+        let (reads, hit) = self.reads_and_hits(x, dataset_samples);
         let usable = |b: f64| if b.is_finite() && b > 0.0 { b } else { 0.0 };
         let mem_bw = usable(self.inputs.memory_bytes_per_s_per_core * cpu);
         let disk_bw = usable(self.storage_bytes_per_s()).min(mem_bw);
@@ -230,14 +252,13 @@ impl CacheModel {
             // Some bytes must come from a storage (or memory) with no usable bandwidth.
             return (0.0, hit);
         }
-        // A miss reads k samples' worth from storage, a hit one sample from memory:
-        // io_time = D * (k/B_disk + h * (1/B_mem - k/B_disk)); the coefficient of h is <= 0 (k >= 1,
-        // B_disk <= B_mem), h is non-decreasing in x and k (with what is read again) is
-        // non-increasing, so io_time is non-increasing in x.
-        let k_inv_disk = k / disk_bw;
-        let inv_mem = 1.0 / mem_bw;
+        // Storage reads `reads` samples' worth per sample, memory serves the hits:
+        // io_time = D * (reads/B_disk + h/B_mem). With reads = (1 - h) k the coefficient of h is
+        // 1/B_mem - k/B_disk <= 0 (k >= 1, B_disk <= B_mem) and k is non-increasing in x; with
+        // a replay, h = 1 - reads where below 1 and reads is non-increasing: io_time is
+        // non-increasing in x either way.
         let dataset_bytes = self.inputs.dataset_bytes as f64;
-        let io_time_s = dataset_bytes * (k_inv_disk + hit * (inv_mem - k_inv_disk));
+        let io_time_s = dataset_bytes * (reads / disk_bw + hit / mem_bw);
         let io_rate = dataset_samples as f64 / io_time_s;
         let rate = if io_rate.is_nan() {
             measured
@@ -301,6 +322,29 @@ impl CacheModel {
     }
 }
 
+/// Storage reads per sample at `x` from a replay's `[x, reads]` points (sorted by `x`): linear
+/// between points, towards none read at the whole dataset above the last, the first point's
+/// below it, and never more than at any smaller `x` (a replay's noise must not make more
+/// memory read more).
+fn replayed_read_fraction(points: &[[f64; 2]], x: f64) -> f64 {
+    let finite = |v: f64| if v.is_finite() { v.max(0.0) } else { 0.0 };
+    let mut prev: Option<[f64; 2]> = None;
+    let mut cap = f64::INFINITY;
+    for p in points.iter().chain(std::iter::once(&[1.0, 0.0])) {
+        let p = [p[0], finite(p[1]).min(cap)];
+        if x <= p[0] {
+            return match prev {
+                None => p[1],
+                Some(q) if p[0] > q[0] => q[1] + (p[1] - q[1]) * (x - q[0]) / (p[0] - q[0]),
+                Some(q) => q[1].min(p[1]),
+            };
+        }
+        cap = p[1];
+        prev = Some(p);
+    }
+    0.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,6 +363,7 @@ mod tests {
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
+            replayed_reads: None,
         })
     }
 
@@ -434,31 +479,44 @@ mod tests {
             proptest::option::of(1e3f64..1e11),
             proptest::option::of((1e-3f64..1e5, 1e-3f64..1e5)),
             proptest::option::of(0u64..(1 << 42)),
+            proptest::option::of(proptest::collection::vec((0.0f64..1.0, 0.0f64..3.0), 1..5)),
         )
-            .prop_map(|(d, disk, mem, lru, unit, trace, job_disk, pass, mapped)| {
-                let kind = if lru {
-                    CacheKind::PageCache
-                } else {
-                    CacheKind::Minio
-                };
-                let mut m = model(d, disk, mem).with_kind(kind);
-                m.inputs.read_unit_bytes = unit;
-                m.inputs.job_storage_bytes_per_s = job_disk;
-                m.inputs.sequential_map_bytes = mapped;
-                m.inputs.miss_calibration = pass.map(|(a, b)| crate::matrix::MissCalibration {
-                    cpu: 1.0,
-                    memory_bytes: d / 4,
-                    resident_bytes: 0,
-                    samples_per_s: a.min(b),
-                    cached_samples_per_s: a.max(b),
-                    storage_read_bytes_per_s: None,
-                });
-                m.inputs.access_hit_curve = trace.and_then(|picks| {
-                    let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();
-                    lru_hit_curve(&opens, &[4096; 16])
-                });
-                m
-            })
+            .prop_map(
+                |(d, disk, mem, lru, unit, trace, job_disk, pass, mapped, replay)| {
+                    let kind = if lru {
+                        CacheKind::PageCache
+                    } else {
+                        CacheKind::Minio
+                    };
+                    let mut m = model(d, disk, mem).with_kind(kind);
+                    m.inputs.read_unit_bytes = unit;
+                    m.inputs.job_storage_bytes_per_s = job_disk;
+                    m.inputs.sequential_map_bytes = mapped;
+                    m.inputs.replayed_reads = replay.map(|points| {
+                        let mut points: Vec<[f64; 2]> =
+                            points.iter().map(|&(x, r)| [x, r]).collect();
+                        points.sort_by(|a, b| a[0].total_cmp(&b[0]));
+                        crate::matrix::ReplayedReads {
+                            access: crate::matrix::ReadAccess::Pread,
+                            readers: 3,
+                            points,
+                        }
+                    });
+                    m.inputs.miss_calibration = pass.map(|(a, b)| crate::matrix::MissCalibration {
+                        cpu: 1.0,
+                        memory_bytes: d / 4,
+                        resident_bytes: 0,
+                        samples_per_s: a.min(b),
+                        cached_samples_per_s: a.max(b),
+                        storage_read_bytes_per_s: None,
+                    });
+                    m.inputs.access_hit_curve = trace.and_then(|picks| {
+                        let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();
+                        lru_hit_curve(&opens, &[4096; 16])
+                    });
+                    m
+                },
+            )
     }
 
     #[test]
@@ -640,6 +698,39 @@ mod tests {
         }
         // Only the page cache reads ahead; MinIO's cache holds whole objects.
         assert_eq!(m.with_kind(CacheKind::Minio).reads_per_miss(0.05), 1.0);
+    }
+
+    #[test]
+    fn replayed_reads_are_interpolated_and_never_rise_with_memory() {
+        let points = [[0.25, 1.5], [0.5, 1.45], [0.75, 1.6]];
+        let f = |x| replayed_read_fraction(&points, x);
+        assert_eq!(f(0.1), 1.5);
+        assert!((f(0.375) - 1.475).abs() < 1e-12);
+        // More memory never reads more: the 0.75 point is taken at 1.45.
+        assert_eq!(f(0.75), 1.45);
+        assert!((f(0.875) - 0.725).abs() < 1e-12);
+        assert_eq!(f(1.0), 0.0);
+        assert_eq!(f(1.5), 0.0);
+    }
+
+    /// An h5py loader's replayed reads (storage at 20 MB/s, 61 KB samples) bound the rate by
+    /// what storage delivers: 20 MB/s over 1.45 samples' worth a sample. MinIO ignores them.
+    #[test]
+    fn the_page_cache_model_takes_its_reads_from_a_replay() {
+        let d = 276_520_960u64;
+        let samples = 4500;
+        let mut m = model(d, 20e6, 1e10).with_kind(CacheKind::PageCache);
+        m.inputs.replayed_reads = Some(crate::matrix::ReplayedReads {
+            access: crate::matrix::ReadAccess::Pread,
+            readers: 3,
+            points: vec![[0.27, 1.48], [0.47, 1.45], [0.72, 1.0]],
+        });
+        let sample = d as f64 / samples as f64;
+        let r = rate(m.predict_samples_per_s(600.0, 2.0, d / 2 + GB, GB, samples));
+        let reads = replayed_read_fraction(&[[0.27, 1.48], [0.47, 1.45], [0.72, 1.0]], 0.5);
+        assert!((r - 20e6 / (reads * sample)).abs() / r < 0.01, "{r}");
+        let minio = m.with_kind(CacheKind::Minio);
+        assert!(rate(minio.predict_samples_per_s(600.0, 2.0, d / 2 + GB, GB, samples)) > 1.5 * r);
     }
 
     proptest! {

@@ -15,6 +15,7 @@ pub mod page_cache;
 mod plan;
 pub mod process_tree;
 pub mod progress;
+pub mod read_replay;
 pub mod resident;
 pub mod rhythm;
 pub mod signals;

@@ -31,6 +31,7 @@ pub fn modelled_cells(
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,
+        replayed_reads: None,
     };
     let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset));
     limits
@@ -162,6 +163,7 @@ mod tests {
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
+            replayed_reads: None,
         };
         let cells = modelled_cells(
             &measured(500.0),
@@ -197,6 +199,7 @@ mod tests {
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
+            replayed_reads: None,
         };
         let mut top = measured(500.0);
         top.telemetry = Some(Telemetry {
@@ -275,6 +278,7 @@ mod tests {
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
+            replayed_reads: None,
         };
         for inputs in [Some(&inputs), None] {
             let cells = modelled_cells(&measured(0.0), &[600 * MIB, 150 * MIB], inputs, 1000);

@@ -87,21 +87,37 @@ pub struct DatasetMaps {
     /// Bytes of such mappings advised `MADV_SEQUENTIAL` (`sr`): what the kernel reads ahead
     /// of the job's use. A part of a file mapped by several processes counts once.
     pub sequential_bytes: u64,
+    /// Processes that map a file under the dataset or hold one open: the job's readers (a
+    /// data loader's workers).
+    pub readers: u32,
 }
 
-/// How `pids` map files under `dataset`.
+/// How `pids` map files under `dataset`, and how many of them read it.
 pub fn dataset_maps(pids: &[u32], dataset: &std::path::Path) -> DatasetMaps {
     let mut maps = DatasetMaps::default();
     let mut sequential = std::collections::BTreeMap::new();
     for pid in pids {
+        let mut reads = false;
         if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) {
             let m = dataset_mappings(&text, dataset, &mut sequential);
             maps.mapped |= m.mapped;
             maps.read_around |= m.read_around;
+            reads = m.mapped;
         }
+        reads = reads || holds_open(*pid, dataset);
+        maps.readers += u32::from(reads);
     }
     maps.sequential_bytes = sequential.values().sum();
     maps
+}
+
+/// Whether process `pid` has a file under `dataset` open.
+fn holds_open(pid: u32, dataset: &std::path::Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(dataset)))
 }
 
 /// How one process's `smaps` maps files under `dataset`; its `MADV_SEQUENTIAL` mappings go
@@ -245,6 +261,7 @@ Referenced: 150000 kB
             mapped: true,
             read_around: true,
             sequential_bytes: 0,
+            readers: 0,
         };
         assert_eq!(look(&smaps("rd mr mw me sd"), data), no_advice);
         assert_eq!(
@@ -399,5 +416,20 @@ Referenced: 150000 kB
             "tree {tree} vs rss sum {rss_sum}"
         );
         assert!(tree > 64 << 20, "tree {tree}");
+    }
+
+    #[test]
+    fn a_process_holding_a_dataset_file_open_reads_it() {
+        let dataset = tempfile::tempdir().expect("temp dir");
+        let elsewhere = tempfile::tempdir().expect("temp dir");
+        let path = dataset.path().join("images.h5");
+        std::fs::write(&path, b"data").expect("write");
+        let me = std::process::id();
+        let before = dataset_maps(&[me], dataset.path()).readers;
+        let file = std::fs::File::open(&path).expect("open");
+        assert_eq!(dataset_maps(&[me], dataset.path()).readers, before + 1);
+        assert_eq!(dataset_maps(&[me], elsewhere.path()).readers, 0);
+        drop(file);
+        assert_eq!(dataset_maps(&[me], dataset.path()).readers, before);
     }
 }

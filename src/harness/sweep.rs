@@ -27,6 +27,7 @@ mod launches;
 mod live_check;
 mod measure;
 mod points;
+mod replay;
 mod run;
 mod search;
 mod spread;
@@ -489,6 +490,7 @@ fn run_sweep_with(
         };
         sweep.launch_again(params)?;
         sweep.calibrate_misses(params, &levels)?;
+        sweep.replay_reads(params, &levels)?;
         if memory_axis == MemoryAxis::Model {
             sweep.fill_modelled(params, &levels)?;
         }

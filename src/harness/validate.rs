@@ -277,6 +277,7 @@ mod tests {
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
+            replayed_reads: None,
         });
         Matrix { header: h, cells }
     }

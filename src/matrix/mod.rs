@@ -217,6 +217,39 @@ pub struct CacheModelInputs {
     /// it the time it cost there ([`crate::cache_model::CacheModel::wait_per_read_s`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miss_calibration: Option<MissCalibration>,
+    /// What storage read per sample when the sweep replayed the job's reads under the page
+    /// cache of each memory level below the top one. Where present, the model takes its
+    /// reads per sample from it instead of from the hit ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_reads: Option<ReplayedReads>,
+}
+
+/// How a job reads its dataset, as the sweep saw it: by system calls, or through memory maps
+/// with the advice it gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadAccess {
+    /// `read`/`pread` calls: the kernel reads ahead of them where it sees a stream.
+    Pread,
+    /// A map with no advice: a fault reads the device's read-ahead window around it.
+    Map,
+    /// A map advised `MADV_RANDOM`: a fault reads its page.
+    MapRandom,
+    /// A map advised `MADV_SEQUENTIAL`: the kernel reads ahead of the faults.
+    MapSequential,
+}
+
+/// The job's reads replayed under each memory level's page cache: a memory cgroup holding as
+/// much of the dataset as the level leaves the job, the dataset's storage cap, as many readers
+/// as the job had reading it, each epoch's samples in a fresh random order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayedReads {
+    pub access: ReadAccess,
+    pub readers: u32,
+    /// `[x, reads]`: `x` the part of the dataset the cache held, `reads` the bytes storage
+    /// read over the bytes of the samples taken, in an epoch after one that filled the cache.
+    pub points: Vec<[f64; 2]>,
 }
 
 /// A cell measured below the top memory level to learn what a miss costs the job.

@@ -691,4 +691,5 @@ mod held_out;
 mod live;
 mod page_cache;
 mod presets;
+mod read_replay;
 mod rhythm;

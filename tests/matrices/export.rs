@@ -381,6 +381,7 @@ fn rich_matrix() -> Matrix {
                 access_hit_curve: None,
                 job_storage_bytes_per_s: None,
                 miss_calibration: None,
+                replayed_reads: None,
             }),
             validation: Some(Validation {
                 created_unix_s: 1_700_000_100,

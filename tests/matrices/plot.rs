@@ -67,6 +67,7 @@ fn failing() -> (PathBuf, Matrix) {
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,
+        replayed_reads: None,
     });
     m.header.validation = Some(Validation {
         created_unix_s: 0,

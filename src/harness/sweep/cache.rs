@@ -71,6 +71,7 @@ impl Sweep<'_> {
             access_hit_curve: None,
             job_storage_bytes_per_s: None,
             miss_calibration: None,
+            replayed_reads: None,
         });
         if let Some((_, cap)) = self.storage_throttle {
             self.check_cap_against_random_reads(cap as f64);

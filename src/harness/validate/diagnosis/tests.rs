@@ -50,6 +50,7 @@ fn model() -> CacheModel {
         access_hit_curve: None,
         job_storage_bytes_per_s: None,
         miss_calibration: None,
+        replayed_reads: None,
     })
 }
 
