@@ -83,10 +83,9 @@ impl Sweep<'_> {
     /// its samples so runs at the disk's speed, which the cap does not hold steady, and its
     /// cells below the top memory level at whatever the disk gave them.
     fn check_cap_against_random_reads(&mut self, cap: f64) {
-        let Some(ds) = &self.dataset else { return };
-        let samples = (self.opts.spec.spec.dataset.as_ref())
-            .and_then(|d| d.samples)
-            .unwrap_or(ds.files);
+        let (Some(ds), Some(samples)) = (&self.dataset, self.dataset_samples()) else {
+            return;
+        };
         let Some(sample_bytes) = ds.page_cache_bytes.checked_div(samples) else {
             return;
         };

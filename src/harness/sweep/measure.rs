@@ -196,9 +196,14 @@ impl Sweep<'_> {
 
     /// Samples in one epoch: the spec's `dataset.samples`, else one per dataset file.
     fn epoch_samples(&self) -> Option<f64> {
+        self.dataset_samples().map(|n| n as f64)
+    }
+
+    /// The dataset's samples: the spec's `dataset.samples`, else one per dataset file.
+    pub(super) fn dataset_samples(&self) -> Option<u64> {
         let ds = self.dataset.as_ref()?;
         let samples = (self.opts.spec.spec.dataset.as_ref()).and_then(|d| d.samples);
-        Some(samples.unwrap_or(ds.files) as f64)
+        Some(samples.unwrap_or(ds.files))
     }
 
     /// The epoch to measure over when the page cache holds only part of the dataset. The cache

@@ -59,9 +59,7 @@ impl Sweep<'_> {
             ));
             return Ok(());
         }
-        let samples = (self.opts.spec.spec.dataset.as_ref())
-            .and_then(|d| d.samples)
-            .unwrap_or(ds.files);
+        let samples = self.dataset_samples().unwrap_or(ds.files);
         let readers = self.dataset_maps.map_or(1, |m| m.readers.max(1));
         let setup = ReplaySetup {
             files: ds.paths.clone(),
@@ -130,9 +128,7 @@ impl Sweep<'_> {
         let inputs = self.cache_inputs.as_ref()?;
         let ds = self.dataset.as_ref()?;
         let maps = self.dataset_maps?;
-        let samples = (self.opts.spec.spec.dataset.as_ref())
-            .and_then(|d| d.samples)
-            .unwrap_or(ds.files);
+        let samples = self.dataset_samples()?;
         let replays = inputs.kind == CacheKind::PageCache
             && inputs.replayed_reads.is_none()
             && self.step.is_none()
