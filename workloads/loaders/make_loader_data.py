@@ -10,6 +10,7 @@ records the parameters: a rerun with the same ones does nothing, anything else i
     make_loader_data.py litdata DIR --samples 2500  # LitData: optimize() chunks of 8 MB, 126 KiB uint8 arrays
     make_loader_data.py parquet DIR --samples 24000 # Hugging Face datasets: to_parquet() shards of 4096-token rows
     make_loader_data.py hdf5 DIR --samples 4500     # h5py: one .h5 of 60 KiB uint8 images (3x128x160) + labels
+    make_loader_data.py zarr DIR --samples 6000     # zarr: a v3 array of 48 KiB uint8 images (3x128x128), a chunk file each
 
 The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
 classes, 320x320, about 39 KB each), written by one process per CPU.
@@ -133,7 +134,21 @@ def write_hdf5(out, samples, seed, block=500):
         f.create_dataset("labels", data=np.arange(samples, dtype=np.int64) % CLASSES)
 
 
-WRITERS = {"arrow": write_arrow, "hdf5": write_hdf5, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy}
+def write_zarr(out, samples, seed, block=500):
+    """Incompressible 3x128x128 uint8 images (48 KiB) in a zarr v3 array chunked one image to a
+    chunk (a file each, zarr's default zstd codec), labels in a second array of one chunk."""
+    import numpy as np
+    import zarr
+    rng = np.random.default_rng(seed)
+    root = zarr.open_group(os.path.join(out, "images.zarr"), mode="w")
+    images = root.create_array("images", shape=(samples, 3, 128, 128), chunks=(1, 3, 128, 128), dtype="uint8")
+    for start in range(0, samples, block):
+        n = min(block, samples - start)
+        images[start:start + n] = rng.integers(0, 256, size=(n, 3, 128, 128), dtype=np.uint8)
+    root.create_array("labels", data=np.arange(samples, dtype=np.int64) % CLASSES)
+
+
+WRITERS = {"arrow": write_arrow, "hdf5": write_hdf5, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy, "zarr": write_zarr}
 
 
 def main(argv=None):
