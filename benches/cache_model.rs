@@ -51,6 +51,7 @@ fn bench_predict(c: &mut Criterion) {
                 black_box(64 << 30),
                 black_box(8 << 30),
                 black_box(1_281_167),
+                black_box(None),
             )
         })
     });
@@ -65,6 +66,7 @@ fn bench_predict(c: &mut Criterion) {
                         mem_gb * (16 << 30),
                         8 << 30,
                         1_281_167,
+                        None,
                     );
                     acc += p.samples_per_s().unwrap_or(0.0);
                 }

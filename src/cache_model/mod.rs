@@ -59,6 +59,7 @@
 
 mod access_order;
 mod bandwidth;
+mod calibration;
 mod hit_ratio;
 mod random_read;
 
@@ -68,14 +69,11 @@ pub use bandwidth::{
     CacheModelError, MEMORY_PROBE_BYTES, measure_memory_read_bandwidth_per_core,
     measure_storage_read_bandwidth,
 };
+pub use calibration::{CPU_BOUND, HELD_BACK};
 pub use hit_ratio::{block_hit_ratio, page_cache_hit_ratio};
 pub use random_read::{RandomReads, measure_random_read_bandwidth};
 
 use crate::matrix::{CacheKind, CacheModelInputs};
-
-/// A calibration cell that ran below this part of what storage bandwidth allows it was held
-/// back by waiting on its reads.
-pub const HELD_BACK: f64 = 0.9;
 
 /// What the model predicts for one cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -204,43 +202,6 @@ impl CacheModel {
             .then_some(r.points.as_slice())
     }
 
-    /// Seconds each sample's worth read from storage adds to a sample's time, from the
-    /// calibration cell (`miss_calibration`), where that cell ran below [`HELD_BACK`] of what
-    /// storage bandwidth allows it and read from storage at less than that part of the
-    /// bandwidth: the line through the cached rate (no reads) and that cell. `None` where there
-    /// is no calibration, or bandwidth explains the cell: it ran as fast as the model's reads
-    /// allow, or storage was busy (it read more than the model counts, such as read-ahead
-    /// evicted before it was used).
-    pub fn wait_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
-        let c = self.inputs.miss_calibration.as_ref()?;
-        let dataset_bytes = self.inputs.dataset_bytes as f64;
-        let cache = c.memory_bytes.saturating_sub(c.resident_bytes) as f64;
-        if !(dataset_bytes > 0.0 && cache < dataset_bytes && c.samples_per_s > 0.0) {
-            return None;
-        }
-        let x = cache / dataset_bytes;
-        let reads = self.read_fraction(x, dataset_samples);
-        let (bandwidth, _) = self.bandwidth_rate(c.cached_samples_per_s, c.cpu, x, dataset_samples);
-        let storage_busy = c
-            .storage_read_bytes_per_s
-            .is_some_and(|r| r >= HELD_BACK * self.storage_bytes_per_s());
-        if !(reads > 0.0 && c.samples_per_s < HELD_BACK * bandwidth) || storage_busy {
-            return None;
-        }
-        let wait = (1.0 / c.samples_per_s - 1.0 / c.cached_samples_per_s) / reads;
-        (wait.is_finite() && wait > 0.0).then_some(wait)
-    }
-
-    /// The most a job reaches that waits `wait_s` for each sample's worth read from storage
-    /// and reads `reads` per sample: the wait added to the time per sample of the faster of
-    /// `measured` and the calibration's cached rate. A CPU level slower than the calibration's
-    /// has slack that absorbs the wait (its compute overlaps it); a faster one pays it in full.
-    fn waiting_rate(&self, measured: f64, reads: f64, wait_s: f64) -> f64 {
-        let cached =
-            (self.inputs.miss_calibration.as_ref()).map_or(measured, |c| c.cached_samples_per_s);
-        1.0 / (1.0 / measured.max(cached) + reads * wait_s)
-    }
-
     /// The rate storage and memory bandwidth allow at `cpu` cores with `x` of the dataset
     /// cached, at most `measured`, and the hit ratio it implies.
     fn bandwidth_rate(&self, measured: f64, cpu: f64, x: f64, dataset_samples: u64) -> (f64, f64) {
@@ -277,7 +238,9 @@ impl CacheModel {
     /// * Otherwise `min(measured, dataset_samples / io_time)` where
     ///   `io_time = x * D / B_mem(cpu) + (1 - x) * D / min(B_disk, B_mem(cpu))`, and at most
     ///   what the wait per read ([`CacheModel::wait_per_read_s`]) allows where the calibration
-    ///   cell showed the job waiting on its reads.
+    ///   cell showed the job waiting on its reads, and at most what its CPUs allow where the job
+    ///   used them all with all memory (`full_memory_cpu_cores_used`) and the calibration cell
+    ///   showed what a read costs in CPU time ([`CacheModel::cpu_per_read_s`]).
     ///
     /// The result never exceeds the measured rate and is non-decreasing in the memory limit.
     /// A measured rate that is not a positive finite number predicts 0 for partial caching.
@@ -288,6 +251,7 @@ impl CacheModel {
         memory_limit_bytes: u64,
         job_resident_bytes: u64,
         dataset_samples: u64,
+        full_memory_cpu_cores_used: Option<f64>,
     ) -> Prediction {
         if memory_limit_bytes < job_resident_bytes {
             return Prediction::Infeasible;
@@ -308,11 +272,20 @@ impl CacheModel {
         }
         let x = cache_bytes as f64 / dataset_bytes as f64;
         let (mut samples_per_s, hit) = self.bandwidth_rate(measured, cpu, x, dataset_samples);
+        let reads = self.read_fraction(x, dataset_samples);
         if measured > 0.0
             && let Some(wait_s) = self.wait_per_read_s(dataset_samples)
         {
-            let reads = self.read_fraction(x, dataset_samples);
             samples_per_s = samples_per_s.min(self.waiting_rate(measured, reads, wait_s));
+        }
+        if let Some(cpu_rate) = self.cpu_bound_rate(
+            measured,
+            cpu,
+            full_memory_cpu_cores_used,
+            reads,
+            dataset_samples,
+        ) {
+            samples_per_s = samples_per_s.min(cpu_rate);
         }
         Prediction::Feasible {
             samples_per_s,
@@ -352,7 +325,7 @@ mod tests {
 
     const GB: u64 = 1 << 30;
 
-    fn model(dataset_bytes: u64, storage: f64, mem_per_core: f64) -> CacheModel {
+    pub(super) fn model(dataset_bytes: u64, storage: f64, mem_per_core: f64) -> CacheModel {
         CacheModel::new(CacheModelInputs {
             kind: CacheKind::Minio,
             dataset_bytes,
@@ -379,14 +352,14 @@ mod tests {
         }
     }
 
-    fn rate(p: Prediction) -> f64 {
+    pub(super) fn rate(p: Prediction) -> f64 {
         p.samples_per_s().expect("feasible")
     }
 
     #[test]
     fn whole_dataset_cached_returns_measured() {
         let m = model(10 * GB, 200e6, 10e9);
-        let p = m.predict_samples_per_s(1234.5, 4.0, 20 * GB, 2 * GB, 1_000_000);
+        let p = m.predict_samples_per_s(1234.5, 4.0, 20 * GB, 2 * GB, 1_000_000, None);
         assert_eq!(
             p,
             Prediction::Feasible {
@@ -401,11 +374,11 @@ mod tests {
     fn infeasible_below_resident() {
         let m = model(10 * GB, 200e6, 10e9);
         assert_eq!(
-            m.predict_samples_per_s(100.0, 4.0, GB, 2 * GB, 1000),
+            m.predict_samples_per_s(100.0, 4.0, GB, 2 * GB, 1000, None),
             Prediction::Infeasible
         );
         // Exactly the resident size: feasible, nothing cached.
-        match m.predict_samples_per_s(100.0, 4.0, 2 * GB, 2 * GB, 1000) {
+        match m.predict_samples_per_s(100.0, 4.0, 2 * GB, 2 * GB, 1000, None) {
             Prediction::Feasible {
                 cached_fraction, ..
             } => assert_eq!(cached_fraction, 0.0),
@@ -419,7 +392,7 @@ mod tests {
         let d = 100_000_000_000u64;
         let m = model(d, 100e6, 1e15);
         let samples = 1_000_000u64;
-        let p = m.predict_samples_per_s(1e9, 8.0, d / 2 + GB, GB, samples);
+        let p = m.predict_samples_per_s(1e9, 8.0, d / 2 + GB, GB, samples, None);
         let expected = samples as f64 / (0.5 * d as f64 / 100e6 + 0.5 * d as f64 / 8e15);
         match p {
             Prediction::Feasible {
@@ -438,7 +411,7 @@ mod tests {
     fn cpu_bound_job_unaffected_by_partial_cache() {
         // Fast disk, slow job: T_cpu dominates even with nothing cached.
         let m = model(GB, 1e9, 10e9);
-        let r = rate(m.predict_samples_per_s(10.0, 1.0, GB, GB, 1000));
+        let r = rate(m.predict_samples_per_s(10.0, 1.0, GB, GB, 1000, None));
         assert_eq!(r, 10.0);
     }
 
@@ -448,7 +421,7 @@ mod tests {
         let disk = 1e6; // 1 MB/s
         let m = model(d, disk, 10e9);
         let samples = 1_000_000u64;
-        let r = rate(m.predict_samples_per_s(5000.0, 4.0, GB, GB, samples));
+        let r = rate(m.predict_samples_per_s(5000.0, 4.0, GB, GB, samples, None));
         let disk_rate = samples as f64 / (d as f64 / disk);
         assert!(
             (r - disk_rate).abs() / disk_rate < 1e-9,
@@ -461,7 +434,7 @@ mod tests {
         let m = model(GB, 0.0, f64::NAN);
         for measured in [f64::NAN, f64::INFINITY, -1.0, 0.0, 100.0] {
             for cpu in [0.0, -1.0, 0.5, f64::NAN] {
-                let p = m.predict_samples_per_s(measured, cpu, GB / 2, 0, 100);
+                let p = m.predict_samples_per_s(measured, cpu, GB / 2, 0, 100, None);
                 let r = rate(p);
                 assert!(r.is_finite() && r >= 0.0, "{measured} {cpu} -> {r}");
             }
@@ -477,7 +450,12 @@ mod tests {
             proptest::option::of(1u64..(1 << 30)),
             proptest::option::of(proptest::collection::vec(0u32..16, 0..64)),
             proptest::option::of(1e3f64..1e11),
-            proptest::option::of((1e-3f64..1e5, 1e-3f64..1e5)),
+            proptest::option::of((
+                1e-3f64..1e5,
+                1e-3f64..1e5,
+                proptest::option::of(1e-6f64..1.0),
+                proptest::option::of(1e-6f64..1.0),
+            )),
             proptest::option::of(0u64..(1 << 42)),
             proptest::option::of(proptest::collection::vec((0.0f64..1.0, 0.0f64..3.0), 1..5)),
         )
@@ -502,14 +480,17 @@ mod tests {
                             points,
                         }
                     });
-                    m.inputs.miss_calibration = pass.map(|(a, b)| crate::matrix::MissCalibration {
-                        cpu: 1.0,
-                        memory_bytes: d / 4,
-                        resident_bytes: 0,
-                        samples_per_s: a.min(b),
-                        cached_samples_per_s: a.max(b),
-                        storage_read_bytes_per_s: None,
-                    });
+                    m.inputs.miss_calibration =
+                        pass.map(|(a, b, cpu_low, cpu_top)| crate::matrix::MissCalibration {
+                            cpu: 1.0,
+                            memory_bytes: d / 4,
+                            resident_bytes: 0,
+                            samples_per_s: a.min(b),
+                            cached_samples_per_s: a.max(b),
+                            storage_read_bytes_per_s: None,
+                            cpu_s_per_sample: cpu_low,
+                            cached_cpu_s_per_sample: cpu_top,
+                        });
                     m.inputs.access_hit_curve = trace.and_then(|picks| {
                         let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();
                         lru_hit_curve(&opens, &[4096; 16])
@@ -526,8 +507,9 @@ mod tests {
         let minio = model(d, 30e6, 1e10);
         let lru = minio.with_kind(CacheKind::PageCache);
         let args = (3000.0, 2.0, d / 4 + 1000, 1000, 2000);
-        let r_minio = rate(minio.predict_samples_per_s(args.0, args.1, args.2, args.3, args.4));
-        let r_lru = rate(lru.predict_samples_per_s(args.0, args.1, args.2, args.3, args.4));
+        let r_minio =
+            rate(minio.predict_samples_per_s(args.0, args.1, args.2, args.3, args.4, None));
+        let r_lru = rate(lru.predict_samples_per_s(args.0, args.1, args.2, args.3, args.4, None));
         // Storage-bound: 2000 samples need (1 - h) x 100 MB at 30 MB/s.
         let expect = |h: f64| 2000.0 / ((1.0 - h) * d as f64 / 30e6 + h * d as f64 / 2e10);
         assert!((r_minio - expect(0.25)).abs() / r_minio < 1e-9);
@@ -541,10 +523,10 @@ mod tests {
     fn a_traced_repeated_scan_reads_everything_from_storage() {
         let d = 100_000_000u64;
         let mut m = model(d, 20e6, 1e10).with_kind(CacheKind::PageCache);
-        let shuffled = rate(m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000));
+        let shuffled = rate(m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000, None));
         let scan: Vec<u32> = (0..50).chain(0..50).collect();
         m.inputs.access_hit_curve = lru_hit_curve(&scan, &[d / 50; 50]);
-        let p = m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000);
+        let p = m.predict_samples_per_s(5000.0, 2.0, d / 2, 0, 2000, None);
         let (samples_per_s, hit_ratio) = rate_and_hits(p);
         assert_eq!(hit_ratio, 0.0);
         let storage_rate = 2000.0 / (d as f64 / 20e6);
@@ -564,13 +546,13 @@ mod tests {
     fn misses_come_at_the_storage_rate_the_job_got() {
         let d = 100_000_000u64;
         let mut m = model(d, 20e6, 1e10);
-        let device = rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000));
+        let device = rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000, None));
         m.inputs.job_storage_bytes_per_s = Some(15e6);
-        let job = rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000));
+        let job = rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000, None));
         assert!((job / device - 0.75).abs() < 1e-3, "{job} vs {device}");
         m.inputs.job_storage_bytes_per_s = Some(30e6);
         assert_eq!(
-            rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000)),
+            rate(m.predict_samples_per_s(5000.0, 2.0, 0, 0, 2000, None)),
             device
         );
     }
@@ -581,83 +563,20 @@ mod tests {
     /// cached rate is below the calibration's absorbs the wait; one above pays it in full. A
     /// calibration cell that bandwidth explains adds nothing.
     #[test]
-    fn a_job_that_waits_pays_each_miss_what_the_calibration_cell_did() {
-        let d = 100_000_000u64;
-        let samples = 20_000;
-        let mut m = model(d, 50e6, 1e12);
-        let half = d / 2;
-        assert_eq!(
-            rate(m.predict_samples_per_s(6000.0, 2.0, half, 0, samples)),
-            6000.0
-        );
-        let calibration = crate::matrix::MissCalibration {
-            cpu: 2.0,
-            memory_bytes: 1000,
-            resident_bytes: 1000,
-            samples_per_s: 4000.0,
-            cached_samples_per_s: 6000.0,
-            storage_read_bytes_per_s: Some(20e6),
-        };
-        m.inputs.miss_calibration = Some(calibration);
-        let wait_s = m.wait_per_read_s(samples).expect("it waited");
-        assert!(
-            (wait_s - (1.0 / 4000.0 - 1.0 / 6000.0)).abs() < 1e-12,
-            "{wait_s}"
-        );
-        let at = |m: &CacheModel, measured: f64, limit: u64| {
-            rate(m.predict_samples_per_s(measured, 2.0, limit, 0, samples))
-        };
-        let close = |a: f64, b: f64| (a - b).abs() / b < 1e-9;
-        // Nothing cached: the calibration's rate; half cached (MinIO: half the reads hit).
-        assert!(close(at(&m, 6000.0, 0), 4000.0), "{}", at(&m, 6000.0, 0));
-        assert!(close(
-            at(&m, 6000.0, half),
-            1.0 / (1.0 / 6000.0 + 0.5 * wait_s)
-        ));
-        // A CPU level at 3,000 cached: 1/6000 + wait_s is 1/4000, below 1/3000.
-        assert!(close(at(&m, 3000.0, 0), 3000.0), "{}", at(&m, 3000.0, 0));
-        // A faster CPU level pays the whole wait on top of its own time.
-        assert!(close(
-            at(&m, 12_000.0, half),
-            1.0 / (1.0 / 12_000.0 + 0.5 * wait_s)
-        ));
-        // The whole dataset cached: the measured rate.
-        assert_eq!(at(&m, 6000.0, d), 6000.0);
-        // Storage at 0.5 MB/s allows 100 samples/s: the calibration cell is storage's, and
-        // adds nothing to what bandwidth predicts.
-        m.inputs.storage_bytes_per_s = 0.5e6;
-        m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
-            samples_per_s: 95.0,
-            ..calibration
-        });
-        assert_eq!(m.wait_per_read_s(samples), None);
-        let storage_bound = at(&m, 6000.0, half);
-        // Storage busy at the calibration cell: it read more than the model counts (read-ahead
-        // evicted before use), which is bandwidth, not waiting.
-        m.inputs.storage_bytes_per_s = 50e6;
-        m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
-            storage_read_bytes_per_s: Some(49e6),
-            ..calibration
-        });
-        assert_eq!(m.wait_per_read_s(samples), None);
-        assert!((storage_bound - 200.0).abs() < 1e-3, "{storage_bound}");
-    }
-
-    #[test]
     fn read_around_multiplies_what_a_miss_costs() {
         // 467 MB of 39 KB samples (12,000), 20 MB/s storage, 8 MiB read around each fault: a
         // miss reads 215 samples' worth, and with 68% of the dataset cached a third of the
         // reads miss (close to independent references), so storage allows 7-8 samples/s.
         let d = 467_000_000u64;
         let mut m = model(d, 20e6, 1e10).with_kind(CacheKind::PageCache);
-        let whole = rate(m.predict_samples_per_s(800.0, 2.0, d * 68 / 100, 0, 12_000));
+        let whole = rate(m.predict_samples_per_s(800.0, 2.0, d * 68 / 100, 0, 12_000, None));
         m.inputs.read_unit_bytes = Some(8 << 20);
         let k = m.samples_per_miss(12_000);
         assert!(
             (k - (8 << 20) as f64 / (d as f64 / 12_000.0)).abs() < 1e-9,
             "{k}"
         );
-        let p = m.predict_samples_per_s(800.0, 2.0, d * 68 / 100, 0, 12_000);
+        let p = m.predict_samples_per_s(800.0, 2.0, d * 68 / 100, 0, 12_000, None);
         let (samples_per_s, hit_ratio) = rate_and_hits(p);
         assert!((hit_ratio - block_hit_ratio(0.68, k)).abs() < 1e-12);
         let expect = 12_000.0 / (d as f64 * (1.0 - hit_ratio) * k / 20e6);
@@ -679,7 +598,7 @@ mod tests {
         let mut m = model(d, 20e6, 1e10).with_kind(CacheKind::PageCache);
         let at = |m: &CacheModel, pct: u64| {
             let x = pct as f64 / 100.0;
-            let p = m.predict_samples_per_s(1000.0, 2.0, d * pct / 100, 0, 2_500);
+            let p = m.predict_samples_per_s(1000.0, 2.0, d * pct / 100, 0, 2_500, None);
             (m.read_fraction(x, 2_500), rate(p))
         };
         let plain: Vec<_> = [5, 25, 50].iter().map(|&p| at(&m, p)).collect();
@@ -726,11 +645,13 @@ mod tests {
             points: vec![[0.27, 1.48], [0.47, 1.45], [0.72, 1.0]],
         });
         let sample = d as f64 / samples as f64;
-        let r = rate(m.predict_samples_per_s(600.0, 2.0, d / 2 + GB, GB, samples));
+        let r = rate(m.predict_samples_per_s(600.0, 2.0, d / 2 + GB, GB, samples, None));
         let reads = replayed_read_fraction(&[[0.27, 1.48], [0.47, 1.45], [0.72, 1.0]], 0.5);
         assert!((r - 20e6 / (reads * sample)).abs() / r < 0.01, "{r}");
         let minio = m.with_kind(CacheKind::Minio);
-        assert!(rate(minio.predict_samples_per_s(600.0, 2.0, d / 2 + GB, GB, samples)) > 1.5 * r);
+        assert!(
+            rate(minio.predict_samples_per_s(600.0, 2.0, d / 2 + GB, GB, samples, None)) > 1.5 * r
+        );
     }
 
     proptest! {
@@ -741,10 +662,11 @@ mod tests {
             cpu in 0.1f64..128.0,
             limit in 0u64..(1 << 43),
             resident in 0u64..(1 << 36),
+            cores in proptest::option::of(0.0f64..256.0),
             samples in 0u64..1_000_000_000,
         ) {
             if let Prediction::Feasible { samples_per_s, cached_fraction, .. } =
-                m.predict_samples_per_s(measured, cpu, limit, resident, samples)
+                m.predict_samples_per_s(measured, cpu, limit, resident, samples, cores)
             {
                 prop_assert!(samples_per_s <= measured);
                 prop_assert!(samples_per_s >= 0.0);
@@ -760,11 +682,12 @@ mod tests {
             a in 0u64..(1 << 43),
             b in 0u64..(1 << 43),
             resident in 0u64..(1 << 36),
+            cores in proptest::option::of(0.0f64..256.0),
             samples in 1u64..1_000_000_000,
         ) {
             let (lo, hi) = (a.min(b), a.max(b));
-            let p_lo = m.predict_samples_per_s(measured, cpu, lo, resident, samples);
-            let p_hi = m.predict_samples_per_s(measured, cpu, hi, resident, samples);
+            let p_lo = m.predict_samples_per_s(measured, cpu, lo, resident, samples, cores);
+            let p_hi = m.predict_samples_per_s(measured, cpu, hi, resident, samples, cores);
             match (p_lo.samples_per_s(), p_hi.samples_per_s()) {
                 (Some(r_lo), Some(r_hi)) => prop_assert!(r_lo <= r_hi, "{r_lo} > {r_hi}"),
                 (Some(_), None) => prop_assert!(false, "feasible at lower limit only"),
@@ -783,7 +706,7 @@ mod tests {
         ) {
             let limit = resident + m.inputs.dataset_bytes + extra;
             prop_assert_eq!(
-                m.predict_samples_per_s(measured, cpu, limit, resident, samples),
+                m.predict_samples_per_s(measured, cpu, limit, resident, samples, None),
                 Prediction::Feasible { samples_per_s: measured, cached_fraction: 1.0, hit_ratio: 1.0 }
             );
         }
@@ -794,7 +717,7 @@ mod tests {
             limit in 0u64..(1 << 40),
             resident in 0u64..(1 << 40),
         ) {
-            let p = m.predict_samples_per_s(100.0, 2.0, limit, resident, 1000);
+            let p = m.predict_samples_per_s(100.0, 2.0, limit, resident, 1000, None);
             prop_assert_eq!(p == Prediction::Infeasible, limit < resident);
         }
 
@@ -808,7 +731,7 @@ mod tests {
             let disk = 1.0; // 1 byte/s: storage dominates everything
             let m = model(d, disk, 1e10);
             let measured = 1e12; // far above what storage allows
-            let r = rate(m.predict_samples_per_s(measured, cpu, resident, resident, samples));
+            let r = rate(m.predict_samples_per_s(measured, cpu, resident, resident, samples, None));
             let disk_rate = samples as f64 / (d as f64 / disk);
             prop_assert!((r - disk_rate).abs() <= disk_rate * 1e-9, "{} vs {}", r, disk_rate);
         }

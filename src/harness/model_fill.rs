@@ -71,6 +71,7 @@ pub fn modelled_cells(
                 limit,
                 resident,
                 dataset_samples,
+                measured.telemetry.as_ref().map(|t| t.cpu_cores_used),
             ) {
                 Prediction::Feasible {
                     samples_per_s,

@@ -271,6 +271,14 @@ pub struct MissCalibration {
     /// bandwidth (reading more than the model counts), not waiting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_read_bytes_per_s: Option<f64>,
+    /// CPU seconds the job spent on each sample in the cell (CPU used over samples/s): more
+    /// than at the top level by what reading from storage under the cap costs in CPU time
+    /// (faults or reads, their completion, reclaim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s_per_sample: Option<f64>,
+    /// The same at the top memory level of the same CPU level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_cpu_s_per_sample: Option<f64>,
 }
 
 impl MissCalibration {
@@ -282,6 +290,11 @@ impl MissCalibration {
                 .then(|| c.samples_per_s())
                 .flatten()
         };
+        let cpu_s_per_sample = |c: &Cell| {
+            let (t, rate) = (c.telemetry.as_ref()?, measured(c)?);
+            let s = t.cpu_cores_used / rate;
+            (s.is_finite() && s > 0.0).then_some(s)
+        };
         Some(MissCalibration {
             cpu: low.cpu,
             memory_bytes: low.memory_bytes,
@@ -289,6 +302,8 @@ impl MissCalibration {
             samples_per_s: measured(low)?,
             cached_samples_per_s: measured(top)?,
             storage_read_bytes_per_s: low.telemetry.as_ref().map(|t| t.storage_read_bytes_per_s),
+            cpu_s_per_sample: cpu_s_per_sample(low),
+            cached_cpu_s_per_sample: cpu_s_per_sample(top),
         })
     }
 }
@@ -352,6 +367,10 @@ pub struct CellCheck {
     pub storage_bytes_per_s_modelled: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_per_sample_vs_top: Option<f64>,
+    /// What the model expects of `cpu_per_sample_vs_top`: more than 1 where the calibration
+    /// cell showed what a read costs in CPU time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_per_sample_vs_top_modelled: Option<f64>,
     /// The assumption furthest off, in words.
     pub explanation: String,
 }

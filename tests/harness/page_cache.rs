@@ -246,6 +246,7 @@ fn a_modelled_memory_axis_measures_its_calibration_cell() {
                 middle,
                 resident,
                 m.header.job.dataset_samples.unwrap_or(0),
+                top_cell.telemetry.as_ref().map(|t| t.cpu_cores_used),
             )
             .samples_per_s()
             .expect("feasible");

@@ -315,3 +315,34 @@ fn the_held_out_hdf5_loader_reads_more_than_a_sample_per_miss() {
     }
     assert_eq!(reread, 4, "{:?}", v.cells);
 }
+
+/// The held-out zarr loader (48 KiB chunk files, 4 workers) used its one CPU with all memory,
+/// and each sample took 18-20% more CPU time under the lowest caps: reading under a cap costs
+/// the job CPU time of its own. With the calibration cell's CPU figures (recorded before the
+/// model read them) the model charges each read what it cost there: the 1-CPU cells come
+/// closer, and the 2-CPU ones, where the job had CPU to spare beside its storage-bound reads,
+/// are as they were.
+#[test]
+fn a_job_that_uses_its_cpus_pays_each_read_in_cpu_time() {
+    let m = recorded("loader-zarr.matrix.jsonl");
+    let recorded_calibration = m
+        .header
+        .cache_model
+        .as_ref()
+        .and_then(|i| i.miss_calibration);
+    assert!(recorded_calibration.is_some_and(|c| c.cpu_s_per_sample.is_none()));
+    let before = errors(&m, CacheKind::PageCache);
+    let after = errors(&calibrated(m), CacheKind::PageCache);
+    eprintln!(
+        "zarr: median {:.1}% max {:.1}% -> {:.1}% {:.1}%: {:.1?} -> {:.1?}",
+        before.0, before.1, after.0, after.1, before.2, after.2
+    );
+    // Cells in key order: the three 1-CPU levels, then the three 2-CPU ones.
+    for (b, a) in before.2[..3].iter().zip(&after.2[..3]) {
+        assert!(a.abs() < b.abs(), "{b:.1} -> {a:.1}");
+    }
+    for (b, a) in before.2[3..].iter().zip(&after.2[3..]) {
+        assert!((a - b).abs() < 1e-9, "{b} -> {a}");
+    }
+    assert!(after.1 < 0.6 * before.1, "{before:.1?} -> {after:.1?}");
+}

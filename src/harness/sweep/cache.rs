@@ -371,15 +371,24 @@ impl Sweep<'_> {
             calibration.samples_per_s,
             calibration.cached_samples_per_s,
         );
-        self.observer.status(&match CacheModel::new(inputs.clone()).wait_per_read_s(samples) {
+        let model = CacheModel::new(inputs.clone());
+        let cpu_cost = match model.cpu_per_read_s(samples) {
+            Some(per_read) => format!(
+                "; each sample's worth read from storage cost it {:.0} µs of CPU time, which \
+                 the cache model adds where the job uses all its CPUs",
+                per_read * 1e6
+            ),
+            None => String::new(),
+        };
+        self.observer.status(&match model.wait_per_read_s(samples) {
             Some(wait) => format!(
                 "{at}, below what storage bandwidth allows: the job waits on its reads, and the \
-                 cache model adds {:.0} µs to a sample's time for each sample read from storage",
+                 cache model adds {:.0} µs to a sample's time for each sample read from \
+                 storage{cpu_cost}",
                 wait * 1e6
             ),
             None => format!(
-                "{at} and read {:.1} MB/s from storage: bandwidth explains it, misses cost the \
-                 job bandwidth only",
+                "{at} and read {:.1} MB/s from storage: bandwidth explains it{cpu_cost}",
                 calibration.storage_read_bytes_per_s.unwrap_or(0.0) / 1e6
             ),
         });

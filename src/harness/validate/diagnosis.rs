@@ -68,6 +68,16 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         (Some(c), Some(c0)) => Some(c / c0),
         _ => None,
     };
+    // What the model expects of it: each sample's worth read costing what it cost in the
+    // calibration cell.
+    let cpu_vs_top_modelled = match (
+        model.cpu_per_read_s(dataset_samples),
+        cpu_top,
+        reads_modelled,
+    ) {
+        (Some(per_read), Some(c0), Some(reads)) => Some(1.0 + reads * per_read / c0),
+        _ => None,
+    };
     // The CPU time each page read from storage added, against the top level's.
     let cpu_per_page = match (t, top_t, cpu_here, cpu_top) {
         (Some(t), Some(t0), Some(c), Some(c0)) => {
@@ -83,17 +93,22 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         cap: cell.cpu,
         per_page_s: cpu_per_page,
     });
-    // Storage sets the rate only where the model predicts less than the top cell's.
-    let predicted = model
-        .predict_samples_per_s(
-            top_rate,
-            cell.cpu,
-            cell.memory_bytes,
-            resident,
-            dataset_samples,
-        )
-        .samples_per_s();
-    let storage_bound = predicted.is_some_and(|p| p < top_rate * (1.0 - 1e-9));
+    // Storage sets the rate only where the model, leaving out what reads cost in CPU time,
+    // predicts less than the top cell's.
+    let predict = |cores_used: Option<f64>| {
+        model
+            .predict_samples_per_s(
+                top_rate,
+                cell.cpu,
+                cell.memory_bytes,
+                resident,
+                dataset_samples,
+                cores_used,
+            )
+            .samples_per_s()
+    };
+    let predicted = predict(top_t.map(|t| t.cpu_cores_used));
+    let storage_bound = predict(None).is_some_and(|p| p < top_rate * (1.0 - 1e-9));
     let mut check = CellCheck {
         cache_share_measured: cache_measured,
         cache_share_modelled: cache_modelled,
@@ -102,6 +117,7 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         storage_bytes_per_s_measured: storage_measured,
         storage_bytes_per_s_modelled: storage_modelled,
         cpu_per_sample_vs_top: cpu_vs_top,
+        cpu_per_sample_vs_top_modelled: cpu_vs_top_modelled,
         explanation: String::new(),
     };
     let error = predicted.map_or(0.0, |p| p - rate);
@@ -222,12 +238,17 @@ fn explain(
         ));
     }
     if let Some(k) = c.cpu_per_sample_vs_top {
-        // More CPU per sample: a slower job, a prediction too high.
+        // More CPU per sample than the model expects: a slower job, a prediction too high.
+        let cpu_vs_top_modelled = c.cpu_per_sample_vs_top_modelled.unwrap_or(1.0);
+        let expected = match c.cpu_per_sample_vs_top_modelled {
+            Some(e) => format!(", the model expects {:+.0}%", 100.0 * (e - 1.0)),
+            None => String::new(),
+        };
         candidates.push((
-            (k - 1.0).abs() / RATE_TOLERANCE,
-            k - 1.0,
+            (k - cpu_vs_top_modelled).abs() / RATE_TOLERANCE,
+            k - cpu_vs_top_modelled,
             format!(
-                "each sample took {:+.0}% CPU time against the top memory level{}",
+                "each sample took {:+.0}% CPU time against the top memory level{expected}{}",
                 100.0 * (k - 1.0),
                 cpu_use.map_or(String::new(), |u| u.describe())
             ),

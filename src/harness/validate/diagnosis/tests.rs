@@ -61,7 +61,7 @@ fn a_cell_that_held_what_the_model_said_is_variation() {
     // sample come from storage.
     let h = crate::cache_model::page_cache_hit_ratio(0.5);
     let rate = model()
-        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000)
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
         .samples_per_s()
         .unwrap();
     assert!(rate < 400.0, "storage-bound: {rate}");
@@ -114,7 +114,7 @@ fn the_assumption_furthest_off_is_named_with_both_figures() {
     );
     // Everything as modelled but CPU time per sample up by half: reclaim.
     let rate = model()
-        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000)
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
         .samples_per_s()
         .unwrap();
     let storage = rate * 100_000.0 * (1.0 - h);
@@ -196,5 +196,59 @@ fn data_read_twice_is_named_as_reads_per_sample() {
         c.hit_ratio_measured,
         Some(0.0),
         "the recorded ratio stays in [0, 1]"
+    );
+}
+
+/// A job that used its CPU: where the calibration cell showed what a read costs in CPU time,
+/// a cell that took that much more is as modelled, and one that took more than that is named
+/// with both figures.
+#[test]
+fn cpu_time_the_calibration_cell_predicts_is_not_blamed() {
+    let top = cell(1000, 400.0, 0.0, 1.0, 100, 50);
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    // The calibration cell (nothing cached, a whole sample read per sample) took 1.5 times the
+    // top level's 2.5 ms of CPU per sample: 1.25 ms a read. Storage is far faster than the job.
+    let mut m = model();
+    m.inputs.storage_bytes_per_s = 1e12;
+    m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
+        cpu: 1.0,
+        memory_bytes: 50 * MB,
+        resident_bytes: 50 * MB,
+        samples_per_s: 1.0 / 3.75e-3,
+        cached_samples_per_s: 400.0,
+        storage_read_bytes_per_s: Some(20.0 * MB as f64),
+        cpu_s_per_sample: Some(3.75e-3),
+        cached_cpu_s_per_sample: Some(2.5e-3),
+    });
+    let reads = 1.0 - h;
+    let expected = 1.0 + reads * 1.25e-3 / 2.5e-3;
+    let rate = m
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, Some(1.0))
+        .samples_per_s()
+        .unwrap();
+    assert!((rate - 1.0 / (expected * 2.5e-3)).abs() < 1e-6, "{rate}");
+    let at = |k: f64| {
+        let cpu = k * 2.5e-3 * rate;
+        check(
+            &cell(100, rate, rate * 100_000.0 * reads, cpu, 50, 50),
+            &top,
+            &m,
+            1000,
+        )
+    };
+    let as_modelled = at(expected);
+    assert!(
+        as_modelled.explanation.starts_with("every assumption held"),
+        "{}",
+        as_modelled.explanation
+    );
+    let more = at(expected + 0.3);
+    assert!(
+        more.explanation.contains(&format!(
+            "CPU time against the top memory level, the model expects {:+.0}%",
+            100.0 * (expected - 1.0)
+        )),
+        "{}",
+        more.explanation
     );
 }
