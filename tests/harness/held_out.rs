@@ -19,7 +19,10 @@ const SAMPLES: u64 = 60_000;
 /// 9-11 MB/s of them to this job's two workers, where others deliver 100, and the full
 /// validation's 20 MB/s then left the cells to the disk's own speed, which moved between cells:
 /// the model, fitted to the lowest cell, was 12-21% too high at the next two. At this cap the
-/// top level reads the whole dataset (41 s) within the warm-up.
+/// top level reads the whole dataset (41 s) within the warm-up. The cap also throttles the
+/// job's own start where a build has pushed PyTorch's libraries out of the page cache (its
+/// import then reads over 700 MB at 6 MB/s): the test imports them first, uncapped, and the
+/// spec allows 300 s for the first progress.
 const STORAGE_MB_S: u32 = 6;
 /// Median |error| of the page-cache model this short validation must stay within. The full
 /// validation (docs/JOB_SPEC.md) is held to 5% median and 15% at most; this one has 30-s cells,
@@ -57,7 +60,7 @@ window_s = 2
 steady_windows = 5
 steady_cv = 0.05
 max_s = 30
-startup_timeout_s = 120
+startup_timeout_s = 300
 launches = 1
 [sweep]
 cpu = [2]
@@ -83,14 +86,44 @@ fn held_out_lmdb_loader_is_within_the_bounds() {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("v.matrix.jsonl");
+    // The job's libraries read once uncapped, as an operator's first run would: under the cap
+    // a cold PyTorch import alone reads over 700 MB.
+    let warm = std::process::Command::new(&python)
+        .args(["-c", "import lmdb, numpy, torch"])
+        .status()
+        .expect("python runs");
+    assert!(warm.success(), "the loader's libraries import: {warm}");
     let started = Instant::now();
     let outcome = run_validate(
-        &options(spec(dir.path(), &python), out, "profiler-test-held-out"),
+        &options(
+            spec(dir.path(), &python),
+            out.clone(),
+            "profiler-test-held-out",
+        ),
         &[],
         &mut Silent,
         &AtomicBool::new(false),
     )
-    .expect("validate runs");
+    .unwrap_or_else(|e| {
+        // What each cell recorded, and the job's own output, say why nothing could be compared.
+        let cells = std::fs::read_to_string(&out).unwrap_or_default();
+        let logs = std::fs::read_dir(out.with_extension("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|f| f.path().extension().is_some_and(|x| x == "log"))
+            .map(|f| {
+                let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+                let from = (text.len().saturating_sub(3000)..text.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(0);
+                let tail = &text[from..];
+                format!("{}:\n{tail}", f.path().display())
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        panic!("validate: {e}\n{cells}\n{logs}")
+    });
     let v = outcome.matrix.header.validation.expect("recorded");
     eprint!("{}", validate::render(&v, None));
     eprintln!("validated in {:.0} s", started.elapsed().as_secs_f64());

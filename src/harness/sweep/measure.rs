@@ -168,6 +168,22 @@ impl Sweep<'_> {
                             run.tail.bad_lines
                         ));
                     }
+                    // The cap throttles every read of the device, the job's own libraries
+                    // included where the page cache lost them (PyTorch's import reads hundreds
+                    // of MB).
+                    if let (Some((_, cap)), Some(c)) = (self.storage_throttle, run.counters()) {
+                        let rate = c.read_bytes as f64 / started.elapsed().as_secs_f64();
+                        if rate >= 0.8 * cap as f64 {
+                            note.push_str(&format!(
+                                "; it read {:.0} MB from storage meanwhile, at the storage cap of \
+                                 {:.1} MB/s, which also slows the reading of its own code and \
+                                 libraries where the page cache does not hold them (a longer \
+                                 startup_timeout_s, or one uncapped run of the job to cache them)",
+                                c.read_bytes as f64 / 1e6,
+                                cap as f64 / 1e6
+                            ));
+                        }
+                    }
                     return Ok(Err(self.empty_cell(
                         p,
                         CellSource::Failed,
