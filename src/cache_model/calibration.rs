@@ -38,8 +38,9 @@ impl CacheModel {
     pub fn wait_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
         let c = self.inputs.miss_calibration.as_ref()?;
         let x = self.calibration_fraction()?;
-        let reads = self.read_fraction(x, dataset_samples);
-        let (bandwidth, _) = self.bandwidth_rate(c.cached_samples_per_s, c.cpu, x, dataset_samples);
+        let (reads, hit) = self.reads_and_hits(x, dataset_samples);
+        let bandwidth =
+            self.bandwidth_rate(c.cached_samples_per_s, c.cpu, reads, hit, dataset_samples);
         let storage_busy = c
             .storage_read_bytes_per_s
             .is_some_and(|r| r >= HELD_BACK * self.storage_bytes_per_s());
@@ -109,6 +110,11 @@ mod tests {
     use super::super::{CacheModel, Prediction};
     use crate::matrix::MissCalibration;
 
+    /// A job measured at 4,000 samples/s with nothing cached against 6,000 cached, where
+    /// storage allows 10,000, waits on its reads: each sample read costs it 83 µs, so half the
+    /// reads missing give 4,800 where bandwidth alone allows the cached rate. A CPU level whose
+    /// cached rate is below the calibration's absorbs the wait; one above pays it in full. A
+    /// calibration cell that bandwidth explains adds nothing.
     #[test]
     fn a_job_that_waits_pays_each_miss_what_the_calibration_cell_did() {
         let d = 100_000_000u64;
@@ -119,7 +125,7 @@ mod tests {
             rate(m.predict_samples_per_s(6000.0, 2.0, half, 0, samples, None)),
             6000.0
         );
-        let calibration = crate::matrix::MissCalibration {
+        let calibration = MissCalibration {
             cpu: 2.0,
             memory_bytes: 1000,
             resident_bytes: 1000,
@@ -157,7 +163,7 @@ mod tests {
         // Storage at 0.5 MB/s allows 100 samples/s: the calibration cell is storage's, and
         // adds nothing to what bandwidth predicts.
         m.inputs.storage_bytes_per_s = 0.5e6;
-        m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
+        m.inputs.miss_calibration = Some(MissCalibration {
             samples_per_s: 95.0,
             ..calibration
         });
@@ -166,7 +172,7 @@ mod tests {
         // Storage busy at the calibration cell: it read more than the model counts (read-ahead
         // evicted before use), which is bandwidth, not waiting.
         m.inputs.storage_bytes_per_s = 50e6;
-        m.inputs.miss_calibration = Some(crate::matrix::MissCalibration {
+        m.inputs.miss_calibration = Some(MissCalibration {
             storage_read_bytes_per_s: Some(49e6),
             ..calibration
         });

@@ -205,16 +205,23 @@ impl CacheModel {
             .then_some(r.points.as_slice())
     }
 
-    /// The rate storage and memory bandwidth allow at `cpu` cores with `x` of the dataset
-    /// cached, at most `measured`, and the hit ratio it implies.
-    fn bandwidth_rate(&self, measured: f64, cpu: f64, x: f64, dataset_samples: u64) -> (f64, f64) {
-        let (reads, hit) = self.reads_and_hits(x, dataset_samples);
+    /// The rate storage and memory bandwidth allow at `cpu` cores where storage reads `reads`
+    /// samples' worth per sample and memory serves `hit` of a sample
+    /// ([`CacheModel::reads_and_hits`]), at most `measured`.
+    fn bandwidth_rate(
+        &self,
+        measured: f64,
+        cpu: f64,
+        reads: f64,
+        hit: f64,
+        dataset_samples: u64,
+    ) -> f64 {
         let usable = |b: f64| if b.is_finite() && b > 0.0 { b } else { 0.0 };
         let mem_bw = usable(self.inputs.memory_bytes_per_s_per_core * cpu);
         let disk_bw = usable(self.storage_bytes_per_s()).min(mem_bw);
         if measured == 0.0 || disk_bw == 0.0 {
             // Some bytes must come from a storage (or memory) with no usable bandwidth.
-            return (0.0, hit);
+            return 0.0;
         }
         // Storage reads `reads` samples' worth per sample, memory serves the hits:
         // io_time = D * (reads/B_disk + h/B_mem). With reads = (1 - h) k the coefficient of h is
@@ -224,12 +231,11 @@ impl CacheModel {
         let dataset_bytes = self.inputs.dataset_bytes as f64;
         let io_time_s = dataset_bytes * (reads / disk_bw + hit / mem_bw);
         let io_rate = dataset_samples as f64 / io_time_s;
-        let rate = if io_rate.is_nan() {
+        if io_rate.is_nan() {
             measured
         } else {
             measured.min(io_rate)
-        };
-        (rate, hit)
+        }
     }
 
     /// Predicted throughput at `cpu` cores under `memory_limit_bytes`, from the rate measured at
@@ -274,8 +280,8 @@ impl CacheModel {
             };
         }
         let x = cache_bytes as f64 / dataset_bytes as f64;
-        let (mut samples_per_s, hit) = self.bandwidth_rate(measured, cpu, x, dataset_samples);
-        let reads = self.read_fraction(x, dataset_samples);
+        let (reads, hit) = self.reads_and_hits(x, dataset_samples);
+        let mut samples_per_s = self.bandwidth_rate(measured, cpu, reads, hit, dataset_samples);
         if measured > 0.0
             && let Some(wait_s) = self.wait_per_read_s(dataset_samples)
         {
@@ -560,11 +566,6 @@ mod tests {
         );
     }
 
-    /// A job measured at 4,000 samples/s with nothing cached against 6,000 cached, where
-    /// storage allows 10,000, waits on its reads: each sample read costs it 83 µs, so half the
-    /// reads missing give 4,800 where bandwidth alone allows the cached rate. A CPU level whose
-    /// cached rate is below the calibration's absorbs the wait; one above pays it in full. A
-    /// calibration cell that bandwidth explains adds nothing.
     #[test]
     fn read_around_multiplies_what_a_miss_costs() {
         // 467 MB of 39 KB samples (12,000), 20 MB/s storage, 8 MiB read around each fault: a
