@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod cache;
+mod cache_fill;
 mod disturbance;
 mod footprint;
 mod header;

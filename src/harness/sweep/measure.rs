@@ -11,7 +11,7 @@ use crate::matrix::{Cell, CellSource, Telemetry};
 use std::time::Instant;
 
 /// Below this part of the dataset in the page cache, a cell is measured over a whole epoch.
-const PARTLY_CACHED: f64 = 0.98;
+pub(super) const PARTLY_CACHED: f64 = 0.98;
 
 /// Whole epochs of `n` samples to measure over: enough to span the `steady_windows` windows a
 /// steady cell would have, at the pace so far (a short epoch alone is a noisy measurement).
@@ -111,13 +111,15 @@ impl Sweep<'_> {
         started: Instant,
     ) -> Result<Result<(), Cell>, SweepError> {
         let m = self.opts.spec.spec.measure.clone();
-        // One pass over the dataset, so a launch's first cell sees a warm page cache.
+        // One pass over the dataset, so a launch's first cell sees a warm page cache, and more
+        // while the cache is still taking it in.
         let pass_samples = match m.warmup_pass {
             true => self.epoch_samples().unwrap_or(0.0),
             false => 0.0,
         };
         let mut first: Option<(Instant, f64)> = None;
         let mut read = 0.0;
+        let mut cache_look = None;
         loop {
             if self.cancelled() {
                 return Err(self.interrupted());
@@ -151,8 +153,14 @@ impl Sweep<'_> {
             match first {
                 Some((f, _))
                     if f.elapsed().as_secs_f64() >= m.warmup_s
-                        && (read >= pass_samples
-                            || f.elapsed().as_secs_f64() >= m.startup_timeout_s) =>
+                        && (f.elapsed().as_secs_f64() >= m.startup_timeout_s
+                            || (read >= pass_samples
+                                && !self.cache_still_filling(
+                                    p,
+                                    &mut cache_look,
+                                    read,
+                                    pass_samples,
+                                ))) =>
                 {
                     return Ok(Ok(()));
                 }
