@@ -300,6 +300,11 @@ pub struct ValidateArgs {
     /// Override the spec's sweep.mode.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Walk the levels this many times (overrides measure.launches): every cell is then the
+    /// mean of its launches, and the matrix says how far launches of the job land apart
+    /// (`launch_spread`), the part of an error that is the machine's own variation.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub launches: Option<u32>,
     /// Parent cgroup the runs are created under (one path component).
     #[arg(long, default_value = "profiler", value_name = "NAME")]
     pub cgroup_parent: String,
@@ -307,7 +312,10 @@ pub struct ValidateArgs {
 
 impl ValidateArgs {
     /// The sweep that measures every cell, and the matrices to record the result in.
-    pub fn into_options(self, spec: LoadedSpec) -> (SweepOptions, Vec<PathBuf>) {
+    pub fn into_options(self, mut spec: LoadedSpec) -> (SweepOptions, Vec<PathBuf>) {
+        if let Some(n) = self.launches {
+            spec.spec.measure.launches = n;
+        }
         let name = spec.spec.name.clone();
         let output = self
             .output

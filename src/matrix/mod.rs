@@ -544,7 +544,8 @@ pub struct Telemetry {
     /// Seconds the CFS throttled the cgroup per wall second.
     pub throttled_s_per_s: f64,
     /// Peak resident memory of the process tree, bytes: the sum of its processes' PSS, so pages
-    /// they share (forked DataLoader workers) count once.
+    /// they share (forked DataLoader workers) count once. Sampled as often as its reading stays
+    /// under 1% of a core (every few seconds for a PyTorch DataLoader's processes).
     pub rss_peak_bytes: u64,
     /// Page cache charged to the cgroup at the end of the window, bytes.
     pub page_cache_bytes: u64,

@@ -277,6 +277,7 @@ impl Sweep<'_> {
             ));
         }
         let mut rss_peak = 0u64;
+        let mut resident = crate::harness::resident::ResidentSampler::default();
         let mut anon_peak = 0u64;
         let mut shmem_peak = 0u64;
         let (mut held_sum, mut held_polls) = (0u128, 0u64);
@@ -322,7 +323,9 @@ impl Sweep<'_> {
             for w in run.tail.take_warnings() {
                 self.observer.warn(&format!("{}: {w}", label(p)));
             }
-            rss_peak = rss_peak.max(run.resident_bytes());
+            if let Some(bytes) = resident.sample(|| run.resident_bytes()) {
+                rss_peak = rss_peak.max(bytes);
+            }
             if let Some(c) = run.memory_counters() {
                 anon_peak = anon_peak.max(c.anon_bytes);
                 shmem_peak = shmem_peak.max(c.shmem_bytes);
