@@ -68,11 +68,17 @@ impl CacheModel {
     /// cell: the CPU time per sample there over that at the top level, per sample's worth the
     /// model has it read. Reading under a memory cap costs the job CPU time of its own: page
     /// faults or read calls, their completion, and reclaim, which the kernel runs in the task
-    /// that needs the page. `None` without the cell's CPU figures, or where it read too little
-    /// or spent no more CPU time per sample than the top level.
+    /// that needs the page. Only a cell that used its CPUs ([`CPU_BOUND`]) says so: where it
+    /// had idle CPU, threads that spin while they wait (PyTorch's and OpenMP's) turn waiting on
+    /// storage into CPU time too, which a job that uses its CPUs does not spend. `None` without
+    /// the cell's CPU figures, where it had CPU to spare, read too little or spent no more CPU
+    /// time per sample than the top level.
     pub fn cpu_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
         let c = self.inputs.miss_calibration.as_ref()?;
         let (low, top) = (c.cpu_s_per_sample?, c.cached_cpu_s_per_sample?);
+        if low * c.samples_per_s < CPU_BOUND * c.cpu {
+            return None;
+        }
         let reads = self.read_fraction(self.calibration_fraction()?, dataset_samples);
         if reads < MIN_READS {
             return None;
@@ -219,6 +225,13 @@ mod tests {
         // With CPU to spare at the top (0.5 of 1 core), or no CPU figure, the cost is absorbed.
         assert_eq!(at(0, Some(0.5)), 1000.0);
         assert_eq!(at(0, None), 1000.0);
+        // The same cell with a CPU to spare (0.75 of 1 used): its extra CPU time may be
+        // threads spinning while they wait, not what a read costs.
+        m.inputs.miss_calibration = Some(MissCalibration {
+            samples_per_s: 0.75 / 1.5e-3,
+            ..calibration
+        });
+        assert_eq!(m.cpu_per_read_s(samples), None);
         // No more CPU time per sample in the cell, which ran at the top level's rate: reads
         // cost bandwidth only.
         m.inputs.miss_calibration = Some(MissCalibration {

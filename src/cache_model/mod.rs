@@ -33,7 +33,8 @@
 //!   top cell and the calibration cell;
 //! * a job that uses all its CPUs: each sample's worth read from storage adds the CPU time it
 //!   added in the calibration cell (faults or reads, their completion, reclaim under the cap),
-//!   and the same cores do that much more work per sample ([`CacheModel::cpu_per_read_s`]);
+//!   where that cell used its CPUs too, and the same cores do that much more work per sample
+//!   ([`CacheModel::cpu_per_read_s`]);
 //! * `B_mem(c)`: memory read bandwidth with `c` cores, `c` times the single-core bandwidth
 //!   ([`measure_memory_read_bandwidth_per_core`]);
 //! * `T_cpu(c)`: epoch time measured at `c` CPUs with the whole dataset cached,

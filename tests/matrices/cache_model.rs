@@ -317,41 +317,36 @@ fn the_held_out_hdf5_loader_reads_more_than_a_sample_per_miss() {
 }
 
 /// The held-out zarr loader (48 KiB chunk files, 4 workers) used its one CPU with all memory,
-/// and each sample took 18-20% more CPU time under the lowest caps: reading under a cap costs
-/// the job CPU time of its own. With the calibration cell's CPU figures (recorded before the
-/// model read them) the model charges each read what it cost there: the 1-CPU cells come
-/// closer, and the 2-CPU ones, where the job had CPU to spare beside its storage-bound reads,
-/// are as they were.
+/// and each sample took 18-20% more CPU time under the lowest caps. Its calibration cell (2
+/// CPUs, the lowest level) took 10% more CPU time per sample than the top level there, but with
+/// 0.3 of its CPUs idle: threads that spin while they wait make waiting on storage CPU time too,
+/// so that cell does not say what a read costs (five later validations of the same loader put
+/// it anywhere from 43 µs to 1.2 ms a sample's worth, and where it was charged the 1-CPU cells
+/// came out 25-40% low). The model charges a read's CPU time only from a calibration cell that
+/// used its CPUs; neither zarr's nor the development h5py loader's did, and their cells stay
+/// as bandwidth predicts them.
 #[test]
-fn a_job_that_uses_its_cpus_pays_each_read_in_cpu_time() {
-    let m = recorded("loader-zarr.matrix.jsonl");
-    let recorded_calibration = m
-        .header
-        .cache_model
-        .as_ref()
-        .and_then(|i| i.miss_calibration);
-    assert!(recorded_calibration.is_some_and(|c| c.cpu_s_per_sample.is_none()));
-    let before = errors(&m, CacheKind::PageCache);
-    let after = errors(&calibrated(m), CacheKind::PageCache);
-    eprintln!(
-        "zarr: median {:.1}% max {:.1}% -> {:.1}% {:.1}%: {:.1?} -> {:.1?}",
-        before.0, before.1, after.0, after.1, before.2, after.2
-    );
-    // Cells in key order: the three 1-CPU levels, then the three 2-CPU ones.
-    for (b, a) in before.2[..3].iter().zip(&after.2[..3]) {
-        assert!(a.abs() < b.abs(), "{b:.1} -> {a:.1}");
+fn only_a_calibration_cell_that_used_its_cpus_says_what_a_read_costs() {
+    for name in ["loader-zarr.matrix.jsonl", "loader-hdf5.matrix.jsonl"] {
+        let m = recorded(name);
+        let before = errors(&m, CacheKind::PageCache);
+        let c = calibrated(m);
+        let cell = c
+            .header
+            .cache_model
+            .as_ref()
+            .and_then(|i| i.miss_calibration);
+        let used = cell.and_then(|c| Some(c.cpu_s_per_sample? * c.samples_per_s / c.cpu));
+        assert!(used.is_some_and(|u| u < 0.9), "{name}: {used:?}");
+        let after = errors(&c, CacheKind::PageCache);
+        eprintln!(
+            "{name}: the calibration cell used {:.0}% of its CPUs; median {:.1}% max {:.1}%",
+            100.0 * used.unwrap_or(0.0),
+            after.0,
+            after.1
+        );
+        for (b, a) in before.2.iter().zip(&after.2) {
+            assert!((a - b).abs() < 1e-9, "{name}: {b} -> {a}");
+        }
     }
-    for (b, a) in before.2[3..].iter().zip(&after.2[3..]) {
-        assert!((a - b).abs() < 1e-9, "{b} -> {a}");
-    }
-    assert!(after.1 < 0.6 * before.1, "{before:.1?} -> {after:.1?}");
-    // The development h5py loader also used its one CPU: its 1-CPU cells come closer too.
-    let m = recorded("loader-hdf5.matrix.jsonl");
-    let before = errors(&m, CacheKind::PageCache);
-    let after = errors(&calibrated(m), CacheKind::PageCache);
-    eprintln!(
-        "hdf5: median {:.1}% max {:.1}% -> {:.1}% {:.1}%: {:.1?} -> {:.1?}",
-        before.0, before.1, after.0, after.1, before.2, after.2
-    );
-    assert!(after.0 < before.0, "{before:.1?} -> {after:.1?}");
 }

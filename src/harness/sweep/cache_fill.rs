@@ -53,12 +53,15 @@ fn next(last: Option<CacheLook>, read: f64, cached: u64, dataset: u64) -> Next {
 
 impl Sweep<'_> {
     /// Whether the warm-up of `p` goes on for another pass of `pass` samples, `read` samples
-    /// into it: the page cache holds less than [`PARTLY_CACHED`] of the dataset and gained
-    /// over the pass since the last look (`last`, none yet at the first). Looks once a pass, so
-    /// a dataset of many files is scanned once an epoch.
+    /// into it: its memory level has room for the dataset beside the `held` bytes the job holds
+    /// (anonymous and shared memory, at their most so far), and the page cache holds less than
+    /// [`PARTLY_CACHED`] of the dataset and gained over the pass since the last look (`last`,
+    /// none yet at the first). Looks once a pass, so a dataset of many files is scanned once
+    /// an epoch.
     pub(super) fn cache_still_filling(
         &mut self,
         p: &Point,
+        held: u64,
         last: &mut Option<CacheLook>,
         read: f64,
         pass: f64,
@@ -66,7 +69,8 @@ impl Sweep<'_> {
         let Some(ds) = self.dataset.as_ref() else {
             return false;
         };
-        if pass <= 0.0 {
+        let limit = self.memory.bytes().and_then(|b| b.get(p.mem).copied());
+        if pass <= 0.0 || limit.is_some_and(|l| l.saturating_sub(held) < ds.page_cache_bytes) {
             return false;
         }
         if let Some(l) = last

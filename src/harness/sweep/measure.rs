@@ -157,6 +157,7 @@ impl Sweep<'_> {
                             || (read >= pass_samples
                                 && !self.cache_still_filling(
                                     p,
+                                    run.held_peak,
                                     &mut cache_look,
                                     read,
                                     pass_samples,
