@@ -170,8 +170,8 @@ pub struct MeasureSpec {
     /// Also warm up until the job has read its whole dataset once (`dataset.samples` samples
     /// after its first report), and, at a memory level with room for it, for another pass
     /// while the page cache still takes it in (below 98% of it and gaining), so the page cache
-    /// holds what it holds in steady state
-    /// before the first cell of a launch is measured. Bounded by `startup_timeout_s`.
+    /// holds what it holds in steady state before the first cell of a launch is measured.
+    /// Bounded by `startup_timeout_s`.
     pub warmup_pass: bool,
     /// Seconds a stopped job gets between SIGTERM and SIGKILL (to save a checkpoint, flush
     /// its logs).
