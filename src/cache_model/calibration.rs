@@ -4,6 +4,7 @@
 //! where a job instead waits on each read, or spends CPU time on it.
 
 use super::CacheModel;
+use crate::matrix::MissCalibration;
 
 /// A calibration cell that ran below this part of what storage bandwidth allows it was held
 /// back by waiting on its reads.
@@ -16,6 +17,13 @@ pub const CPU_BOUND: f64 = 0.9;
 /// Fewer samples' worth read per sample than this in the calibration cell say nothing about
 /// what a read costs.
 const MIN_READS: f64 = 0.1;
+
+/// Whether the calibration cell used [`CPU_BOUND`] of its CPUs or more (false without its CPU
+/// figure): it had no idle time to wait in, and its extra CPU time is work, not spinning.
+fn used_its_cpus(c: &MissCalibration) -> bool {
+    c.cpu_s_per_sample
+        .is_some_and(|s| s * c.samples_per_s >= CPU_BOUND * c.cpu)
+}
 
 impl CacheModel {
     /// The part of the dataset the model gives the cache in the calibration cell, where it is
@@ -44,10 +52,10 @@ impl CacheModel {
         let storage_busy = c
             .storage_read_bytes_per_s
             .is_some_and(|r| r >= HELD_BACK * self.storage_bytes_per_s());
-        let cpu_busy = c
-            .cpu_s_per_sample
-            .is_some_and(|s| s * c.samples_per_s >= CPU_BOUND * c.cpu);
-        if !(reads > 0.0 && c.samples_per_s < HELD_BACK * bandwidth) || storage_busy || cpu_busy {
+        if !(reads > 0.0 && c.samples_per_s < HELD_BACK * bandwidth)
+            || storage_busy
+            || used_its_cpus(c)
+        {
             return None;
         }
         let wait = (1.0 / c.samples_per_s - 1.0 / c.cached_samples_per_s) / reads;
@@ -76,7 +84,7 @@ impl CacheModel {
     pub fn cpu_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
         let c = self.inputs.miss_calibration.as_ref()?;
         let (low, top) = (c.cpu_s_per_sample?, c.cached_cpu_s_per_sample?);
-        if low * c.samples_per_s < CPU_BOUND * c.cpu {
+        if !used_its_cpus(c) {
             return None;
         }
         let reads = self.read_fraction(self.calibration_fraction()?, dataset_samples);

@@ -3,6 +3,7 @@
 //! top memory level of its CPU level with today's code. Re-recording a matrix re-runs these checks
 //! on the new measurement.
 
+use profiler::cache_model::CPU_BOUND;
 use profiler::harness::validate::{compare, error_pct};
 use profiler::matrix::{CacheKind, CellSource, Matrix, MissCalibration, load_matrix};
 use std::path::Path;
@@ -337,7 +338,7 @@ fn only_a_calibration_cell_that_used_its_cpus_says_what_a_read_costs() {
             .as_ref()
             .and_then(|i| i.miss_calibration);
         let used = cell.and_then(|c| Some(c.cpu_s_per_sample? * c.samples_per_s / c.cpu));
-        assert!(used.is_some_and(|u| u < 0.9), "{name}: {used:?}");
+        assert!(used.is_some_and(|u| u < CPU_BOUND), "{name}: {used:?}");
         let after = errors(&c, CacheKind::PageCache);
         eprintln!(
             "{name}: the calibration cell used {:.0}% of its CPUs; median {:.1}% max {:.1}%",
