@@ -4,6 +4,7 @@
 pub mod affinity;
 pub mod cgroup;
 pub mod cpu_search;
+pub mod cpu_speed;
 pub mod dataset;
 pub mod fleet;
 pub mod gpu;

@@ -174,6 +174,21 @@ pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
             let _ = writeln!(out, "{:>28} why: {}", "", check.explanation);
         }
     }
+    // The machine's own speed, where it moved between a cell and its top cell.
+    let speeds: Vec<f64> = (v.cells.iter())
+        .filter_map(|c| c.check.as_ref()?.cpu_speed_vs_top)
+        .collect();
+    let lo = speeds.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = speeds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !speeds.is_empty() && (lo < 0.95 || hi > 1.05) {
+        let _ = writeln!(
+            out,
+            "the machine's CPUs ran at {:.0}-{:.0}% of their speed during the top cells (the \
+             profiler's reference loop): where a cell's CPUs were slower, so is the cell",
+            100.0 * lo,
+            100.0 * hi
+        );
+    }
     let _ = writeln!(out, "{}", v.summary(chosen));
     out
 }

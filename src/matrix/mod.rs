@@ -371,6 +371,10 @@ pub struct CellCheck {
     /// cell showed what a read costs in CPU time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_per_sample_vs_top_modelled: Option<f64>,
+    /// The top cell's reference loop CPU time over this cell's: below 1 where the machine's
+    /// CPUs ran slower than while the top cell was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_speed_vs_top: Option<f64>,
     /// The assumption furthest off, in words.
     pub explanation: String,
 }
@@ -583,6 +587,11 @@ pub struct Telemetry {
     /// cache loses at the peak is read again through the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_mean_bytes: Option<u64>,
+    /// CPU time of the profiler's fixed reference loop while the cell was measured (the median
+    /// of its runs, about one a second), ns. Where it differs between cells, the machine's CPUs
+    /// ran at different speeds: a virtual machine's slow down when other guests load the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_loop_ns: Option<f64>,
 }
 
 impl Telemetry {

@@ -279,6 +279,7 @@ impl Sweep<'_> {
         }
         let mut rss_peak = 0u64;
         let mut resident = crate::harness::resident::ResidentSampler::default();
+        let mut speed = crate::harness::cpu_speed::SpeedSampler::default();
         let mut anon_peak = 0u64;
         let mut shmem_peak = 0u64;
         let (mut held_sum, mut held_polls) = (0u128, 0u64);
@@ -327,6 +328,7 @@ impl Sweep<'_> {
             if let Some(bytes) = resident.sample(|| run.resident_bytes()) {
                 rss_peak = rss_peak.max(bytes);
             }
+            speed.sample();
             if let Some(c) = run.memory_counters() {
                 anon_peak = anon_peak.max(c.anon_bytes);
                 shmem_peak = shmem_peak.max(c.shmem_bytes);
@@ -388,6 +390,7 @@ impl Sweep<'_> {
                 dataset_cached_bytes: dataset_cached.map(|c| c.bytes),
                 dataset_cached_half_width_bytes: dataset_cached.and_then(|c| c.half_width_bytes),
                 mapped_hot_bytes: self.mapped_hot_bytes(run),
+                reference_loop_ns: speed.median_ns(),
             }),
             _ => {
                 // No cgroup counts for the job: its process tree does, memory aside.
@@ -397,6 +400,7 @@ impl Sweep<'_> {
                     storage_read_bytes_per_s: u1.read_bytes.saturating_sub(u0.read_bytes) as f64
                         / elapsed,
                     rss_peak_bytes: rss_peak,
+                    reference_loop_ns: speed.median_ns(),
                     ..Telemetry::default()
                 })
             }

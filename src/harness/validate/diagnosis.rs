@@ -15,7 +15,13 @@
 //!   completion, reclaiming a page under the cap): the explanation gives that cost per page
 //!   and how much of its CPUs the job used, which says whether it could have gone faster.
 //!
-//! The explanation names the assumption that is furthest off, with both figures.
+//!
+//! Besides the model's assumptions, the machine: the cell and its top cell may have run at
+//! different CPU speeds (a virtual machine's host loaded by other guests), which the profiler's
+//! reference loop shows ([`crate::harness::cpu_speed`]).
+//!
+//! The explanation names the assumption that is furthest off, with both figures, and the
+//! machine's speed where it moved and is not that assumption.
 
 use crate::cache_model::CacheModel;
 use crate::matrix::{Cell, CellCheck, Telemetry};
@@ -31,6 +37,8 @@ const MIN_MISS_FOR_STORAGE: f64 = 0.1;
 const MIN_PAGES_PER_SAMPLE: f64 = 0.1;
 /// The unit the cost of a read is given in.
 const PAGE_BYTES: f64 = 4096.0;
+/// A change of the machine's CPU speed below this is not worth naming.
+const SPEED_TOLERANCE: f64 = 0.05;
 
 /// The check of `cell` (measured at a lower memory level) against what `model` assumed from
 /// `top` (the same CPU level, all memory); `dataset_samples` the samples of one epoch.
@@ -88,6 +96,14 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         }
         _ => None,
     };
+    // The top cell's reference loop time over this cell's: below 1, the CPUs ran slower here.
+    let cpu_speed_vs_top = match (
+        t.and_then(|t| t.reference_loop_ns),
+        top_t.and_then(|t| t.reference_loop_ns),
+    ) {
+        (Some(here), Some(there)) if here > 0.0 && there > 0.0 => Some(there / here),
+        _ => None,
+    };
     let cpu_use = t.map(|t| CpuUse {
         used: t.cpu_cores_used,
         cap: cell.cpu,
@@ -118,6 +134,7 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         storage_bytes_per_s_modelled: storage_modelled,
         cpu_per_sample_vs_top: cpu_vs_top,
         cpu_per_sample_vs_top_modelled: cpu_vs_top_modelled,
+        cpu_speed_vs_top,
         explanation: String::new(),
     };
     let error = predicted.map_or(0.0, |p| p - rate);
@@ -254,6 +271,18 @@ fn explain(
             ),
         ));
     }
+    let machine = c.cpu_speed_vs_top.map(|speed| {
+        let why = format!(
+            "the machine's CPUs ran {:.0}% {} than while the top cell was measured (the \
+             profiler's reference loop took {:.2} times its CPU time there)",
+            100.0 * (1.0 - speed).abs(),
+            if speed < 1.0 { "slower" } else { "faster" },
+            1.0 / speed
+        );
+        // Slower CPUs: a slower job, a prediction too high.
+        ((speed - 1.0).abs() / SPEED_TOLERANCE, 1.0 - speed, why)
+    });
+    candidates.extend(machine.clone());
     candidates.retain(|c| c.0 > 1.0);
     // Those that explain the error's sign first, then the furthest off.
     candidates.sort_by(|a, b| {
@@ -261,7 +290,11 @@ fn explain(
         agrees(b).cmp(&agrees(a)).then(b.0.total_cmp(&a.0))
     });
     match candidates.first() {
-        Some((_, _, why)) => why.clone(),
+        // The machine's speed is said beside whatever else is furthest off.
+        Some((_, _, why)) => match machine.filter(|m| m.0 > 1.0 && &m.2 != why) {
+            Some((_, _, speed)) => format!("{why}; {speed}"),
+            None => why.clone(),
+        },
         None if c.cache_share_measured.is_none() && c.cpu_per_sample_vs_top.is_none() => {
             "the cell recorded no telemetry to check the model against".into()
         }

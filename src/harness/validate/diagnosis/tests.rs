@@ -252,3 +252,52 @@ fn cpu_time_the_calibration_cell_predicts_is_not_blamed() {
         more.explanation
     );
 }
+
+/// A cell measured while the machine's CPUs ran slower than during its top cell: a CPU-bound
+/// job took more CPU time per sample, and the explanation says the machine slowed down as well
+/// as what the job's counters show; at the top cell's speed nothing is said of the machine.
+#[test]
+fn a_machine_that_slowed_down_between_cells_is_named() {
+    let with_loop = |mut c: Cell, ns: f64| {
+        c.telemetry.as_mut().unwrap().reference_loop_ns = Some(ns);
+        c
+    };
+    let top = with_loop(cell(1000, 400.0, 0.0, 1.0, 100, 50), 4.0e6);
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    let rate = model()
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
+        .samples_per_s()
+        .unwrap();
+    // The job ran at the share LRU gives, 40% slower, using its whole CPU: 1.67 times the CPU
+    // time a sample, as the loop took 1.67 times its time.
+    let slow = rate / 1.6667;
+    let storage = slow * 100_000.0 * (1.0 - h);
+    let c = check(
+        &with_loop(cell(100, slow, storage, 1.0, 50, 50), 6.6667e6),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!((c.cpu_speed_vs_top.unwrap() - 0.6).abs() < 1e-3, "{c:?}");
+    assert!(
+        c.explanation.contains(
+            "the machine's CPUs ran 40% slower than while the top cell was measured (the \
+             profiler's reference loop took 1.67 times its CPU time there)"
+        ),
+        "{}",
+        c.explanation
+    );
+    // The same cell at the top cell's speed: as modelled.
+    let storage = rate * 100_000.0 * (1.0 - h);
+    let c = check(
+        &with_loop(cell(100, rate, storage, rate / 400.0, 50, 50), 4.1e6),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(
+        c.explanation.contains("launch-to-launch variation") && !c.explanation.contains("machine"),
+        "{}",
+        c.explanation
+    );
+}
