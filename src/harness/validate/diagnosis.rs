@@ -15,7 +15,6 @@
 //!   completion, reclaiming a page under the cap): the explanation gives that cost per page
 //!   and how much of its CPUs the job used, which says whether it could have gone faster.
 //!
-//!
 //! Besides the model's assumptions, the machine: the cell and its top cell may have run at
 //! different CPU speeds (a virtual machine's host loaded by other guests), which the profiler's
 //! reference loop shows ([`crate::harness::cpu_speed`]).
@@ -274,7 +273,7 @@ fn explain(
     let machine = c.cpu_speed_vs_top.map(|speed| {
         let why = format!(
             "the machine's CPUs ran {:.0}% {} than while the top cell was measured (the \
-             profiler's reference loop took {:.2} times its CPU time there)",
+             profiler's reference loop took {:.2} times the CPU time it took there)",
             100.0 * (1.0 - speed).abs(),
             if speed < 1.0 { "slower" } else { "faster" },
             1.0 / speed

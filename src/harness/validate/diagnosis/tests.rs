@@ -282,7 +282,7 @@ fn a_machine_that_slowed_down_between_cells_is_named() {
     assert!(
         c.explanation.contains(
             "the machine's CPUs ran 40% slower than while the top cell was measured (the \
-             profiler's reference loop took 1.67 times its CPU time there)"
+             profiler's reference loop took 1.67 times the CPU time it took there)"
         ),
         "{}",
         c.explanation
