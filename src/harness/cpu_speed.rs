@@ -55,14 +55,7 @@ impl SpeedSampler {
 
     /// The median run's CPU time, ns; none before the first run.
     pub fn median_ns(&self) -> Option<f64> {
-        let mut v = self.runs_ns.clone();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        match n {
-            0 => None,
-            _ if n % 2 == 1 => Some(v[n / 2]),
-            _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-        }
+        (!self.runs_ns.is_empty()).then(|| crate::stats::median(&self.runs_ns))
     }
 }
 
@@ -87,20 +80,15 @@ mod tests {
         let allowed = sched_getaffinity(Pid::from_raw(0)).unwrap();
         let cpu = (0..CpuSet::count()).find(|&c| allowed.is_set(c).unwrap_or(false));
         let cpu = cpu.expect("some CPU is allowed");
-        let timed = move || {
+        // The fastest of five runs alone.
+        let alone = std::thread::spawn(move || {
             pin_to(cpu);
-            let mut best = (f64::INFINITY, 0.0);
-            for _ in 0..5 {
-                let wall = Instant::now();
-                let ns = reference_loop_ns().unwrap();
-                let w = wall.elapsed().as_nanos() as f64;
-                if ns < best.0 {
-                    best = (ns, w);
-                }
-            }
-            best
-        };
-        let (alone, _) = std::thread::spawn(timed).join().unwrap();
+            (0..5)
+                .map(|_| reference_loop_ns().unwrap())
+                .fold(f64::INFINITY, f64::min)
+        })
+        .join()
+        .unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let hog = {
             let stop = stop.clone();

@@ -103,7 +103,7 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             errors.sort_by(f64::total_cmp);
             ModelAccuracy {
                 model: kind,
-                median_abs_error_pct: median(&errors),
+                median_abs_error_pct: crate::stats::median(&errors),
                 max_abs_error_pct: errors.last().copied().unwrap_or(0.0),
                 cells: errors.len() as u32,
             }
@@ -120,14 +120,6 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
 pub fn error_pct(c: &ValidationCell, kind: CacheKind) -> f64 {
     let p = c.predicted.get(&kind).copied().unwrap_or(0.0);
     100.0 * (p - c.measured_samples_per_s) / c.measured_samples_per_s
-}
-
-fn median(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
 }
 
 /// Cells whose chosen model is off by more than this (percent) get a line saying why.
@@ -333,12 +325,5 @@ mod tests {
             e.to_string().contains("needs a spec with a [dataset]"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn median_of_even_and_odd_counts() {
-        assert_eq!(median(&[1.0, 2.0, 10.0]), 2.0);
-        assert_eq!(median(&[1.0, 2.0, 4.0, 10.0]), 3.0);
-        assert_eq!(median(&[]), 0.0);
     }
 }

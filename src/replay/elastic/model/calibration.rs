@@ -9,11 +9,12 @@
 //! change of data or of the fit shows.
 
 use super::efficiency::EfficiencyModel;
-use super::fit::{self, PhiSource, median};
+use super::fit::{self, PhiSource};
 use super::reference::{self, HistoryRow, StepSample, ValidationCurve};
 use super::step_time::StepTimeModel;
 use super::{AppModel, AppModels};
 use crate::replay::error::ReplayError;
+use crate::stats::median;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::LazyLock;

@@ -15,6 +15,7 @@
 use super::efficiency::EfficiencyModel;
 use super::reference::{StepSample, ValidationCurve};
 use super::step_time::StepTimeModel;
+use crate::stats::median;
 
 /// Largest gamma the fit considers (Pollux's bound).
 pub const MAX_GAMMA: f64 = 10.0;
@@ -33,21 +34,6 @@ pub fn step_time_errors(m: &StepTimeModel, data: &[StepSample]) -> Vec<f64> {
     data.iter()
         .map(|s| (m.step_time(s.replicas, s.nodes, s.local_batch) - s.step_s).abs() / s.step_s)
         .collect()
-}
-
-/// Median of a non-empty slice (NaN-free); 0 for an empty one.
-pub fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 /// Weighted least squares of y ~ a + b x minimising sum ((a + b x - y) / y)^2, with a, b >= 0.
@@ -496,8 +482,6 @@ mod tests {
         );
         let g = golden(1.0, 10.0, |v| (v - 4.2).powi(2));
         assert!((g - 4.2).abs() < 1e-6, "{g}");
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 
     /// Curves generated from a known constant phi are predicted exactly (up to the quadrature)
