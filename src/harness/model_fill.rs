@@ -51,6 +51,7 @@ pub fn modelled_cells(
                 node: None,
                 interference: None,
                 measured_unix_s: None,
+                left_out_unix_s: Vec::new(),
             };
             let (Some(rate), CellSource::Measured) = (measured.samples_per_s(), measured.source)
             else {
@@ -147,6 +148,7 @@ mod tests {
             node: None,
             interference: None,
             measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
         }
     }
 

@@ -273,6 +273,18 @@ impl RateWindows {
         ])
     }
 
+    /// Unix-second spans inside [`Self::span`] that the estimate over the last `n` windows
+    /// leaves out: the gaps between the windows it uses, where discarded (disturbed) windows
+    /// lay. Its rate is the samples over the span less those in these gaps, over the span's
+    /// seconds less theirs.
+    pub fn left_out(&self, n: usize) -> Vec<[f64; 2]> {
+        self.used(n)
+            .windows(2)
+            .map(|w| [self.reports[w[0].1].t, self.reports[w[1].0].t])
+            .filter(|[a, b]| b > a)
+            .collect()
+    }
+
     /// Median seconds between consecutive progress reports so far.
     pub fn report_interval_s(&self) -> Option<f64> {
         let mut gaps: Vec<f64> = self.reports.windows(2).map(|w| w[1].t - w[0].t).collect();
@@ -670,6 +682,49 @@ mod tests {
             } else {
                 proptest::prop_assert!(rates.is_empty());
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever is discarded, the estimate's rate is the progress over its span less the
+        /// spans it leaves out, over the span's seconds less theirs: someone holding the job's
+        /// own record can check a cell that discarded windows.
+        #[test]
+        fn the_rate_is_its_span_less_what_it_leaves_out(
+            steps in proptest::collection::vec((0.01f64..2.0, 0.0f64..50.0, proptest::bool::ANY), 1..300),
+            window_s in 0.05f64..5.0,
+            n in 1usize..8,
+        ) {
+            let mut w = RateWindows::new(0.0, window_s);
+            let mut record = vec![(0.0, 0.0)];
+            let (mut t, mut s) = (0.0, 0.0);
+            w.push(report(t, s, 0.0));
+            for (dt, ds, disturbed) in steps {
+                t += dt;
+                s += ds;
+                let closed = w.closed();
+                w.push(report(t, s, 0.0));
+                record.push((t, s));
+                if disturbed && w.closed() > closed {
+                    w.discard_last();
+                }
+            }
+            let done_by = |at: f64| record.iter().rfind(|r| r.0 <= at).map_or(0.0, |r| r.1);
+            let (Some(tp), Some([t0, t1])) = (w.throughput(n), w.span(n)) else {
+                return Ok(());
+            };
+            let gaps = w.left_out(n);
+            let mut samples = done_by(t1) - done_by(t0);
+            let mut seconds = t1 - t0;
+            for [a, b] in gaps {
+                proptest::prop_assert!(t0 <= a && a < b && b <= t1);
+                samples -= done_by(b) - done_by(a);
+                seconds -= b - a;
+            }
+            proptest::prop_assert!((tp.measured_s - seconds).abs() < 1e-6 * t1.max(1.0));
+            proptest::prop_assert!(
+                (tp.samples_per_s - samples / seconds).abs() <= 1e-6 * tp.samples_per_s.max(1.0)
+            );
         }
     }
 

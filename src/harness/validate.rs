@@ -267,6 +267,7 @@ mod tests {
             node: None,
             interference: None,
             measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
         }
     }
 

@@ -470,6 +470,12 @@ pub struct Cell {
     /// so the rate can be checked against the job's own records of the same interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_unix_s: Option<[f64; 2]>,
+    /// Unix-second spans inside `measured_unix_s` that the rate leaves out: the windows
+    /// discarded as disturbed between the ones it uses. The rate is the job's progress over
+    /// `measured_unix_s` less these spans. Empty (and absent) when none was left out, as a
+    /// rate over whole epochs never leaves any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out_unix_s: Vec<[f64; 2]>,
 }
 
 impl Cell {
@@ -530,6 +536,10 @@ pub struct LaunchRate {
     /// `measured_unix_s` is for its first launch; absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_unix_s: Option<[f64; 2]>,
+    /// Spans inside `measured_unix_s` this launch's rate leaves out, as the cell's
+    /// `left_out_unix_s` is for its first launch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out_unix_s: Vec<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -755,6 +765,7 @@ pub(crate) mod fixtures {
             node: None,
             interference: None,
             measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
         }
     }
 }

@@ -434,6 +434,7 @@ mod tests {
             ci95_low: r - h,
             ci95_high: r + h,
             measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
         });
         let mut c = measured(2.0, 100.0);
         c.throughput.as_mut().unwrap().launches = launches.to_vec();

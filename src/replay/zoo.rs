@@ -137,6 +137,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
                     node: None,
                     interference: None,
                     measured_unix_s: None,
+                    left_out_unix_s: Vec::new(),
                 }
             })
             .collect();

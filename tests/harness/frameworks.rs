@@ -12,6 +12,7 @@
 //! prints the table of docs/JOB_SPEC.md, "Real framework scripts".
 
 use super::*;
+use profiler::matrix::LaunchRate;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::OnceLock;
@@ -175,9 +176,14 @@ fn read_truth(path: &Path) -> Vec<Vec<(f64, f64)>> {
     launches
 }
 
-/// The record's samples/s over `[t0, t1]`: samples done by `t1` minus those done by `t0`, in
-/// the launch that ran then.
-fn truth_rate(launches: &[Vec<(f64, f64)>], [t0, t1]: [f64; 2]) -> Option<f64> {
+/// The record's samples/s over `[t0, t1]` less the spans `left_out` (the windows the cell's
+/// rate leaves out): samples done in the interval less those done in the spans, over its
+/// seconds less theirs, in the launch that ran then.
+fn truth_rate(
+    launches: &[Vec<(f64, f64)>],
+    [t0, t1]: [f64; 2],
+    left_out: &[[f64; 2]],
+) -> Option<f64> {
     let launch = launches.iter().rev().find(|l| l[0].0 <= t0)?;
     let done_by = |t: f64| {
         launch
@@ -190,7 +196,12 @@ fn truth_rate(launches: &[Vec<(f64, f64)>], [t0, t1]: [f64; 2]) -> Option<f64> {
     if launch.last()?.0 < t1 - 1.0 {
         return None;
     }
-    Some((done_by(t1)? - done_by(t0)?) / (t1 - t0))
+    let (mut samples, mut seconds) = (done_by(t1)? - done_by(t0)?, t1 - t0);
+    for &[a, b] in left_out {
+        samples -= done_by(b)? - done_by(a)?;
+        seconds -= b - a;
+    }
+    Some(samples / seconds)
 }
 
 /// One measured cell next to the script's record.
@@ -207,20 +218,13 @@ struct Row {
     disturbed: bool,
     /// The cell's note says its windows never settled.
     unsteady: bool,
-    /// Disturbed windows the sweep left out of the rate: the rate is then over windows with
-    /// gaps between them, and the record's rate over the whole interval is not the same
-    /// quantity (the cell does not say which windows it kept).
+    /// Disturbed windows the sweep discarded; the record is compared over the windows kept.
     discarded: u32,
 }
 
 impl Row {
     fn error(&self) -> f64 {
         self.matrix / self.truth - 1.0
-    }
-
-    /// Whether the record's rate over `measured_unix_s` is what the cell measured.
-    fn checkable(&self) -> bool {
-        self.discarded == 0
     }
 }
 
@@ -272,18 +276,23 @@ fn sweep_against_truth(
         let t = c.throughput.as_ref().expect("measured");
         // A cell measured on several launches (a live check's fresh launches beside the live
         // one) lists each with the interval it measured: each is compared with the record
-        // over its own interval. Its interference is its first launch's.
-        let launches_of_cell: Vec<(f64, Option<[f64; 2]>)> = if t.launches.is_empty() {
-            vec![(t.samples_per_s, c.measured_unix_s)]
+        // over its own interval, less the windows its rate left out. Its interference is its
+        // first launch's.
+        let launches_of_cell = if t.launches.is_empty() {
+            vec![LaunchRate {
+                samples_per_s: t.samples_per_s,
+                ci95_low: t.ci95_low,
+                ci95_high: t.ci95_high,
+                measured_unix_s: c.measured_unix_s,
+                left_out_unix_s: c.left_out_unix_s.clone(),
+            }]
         } else {
-            t.launches
-                .iter()
-                .map(|l| (l.samples_per_s, l.measured_unix_s))
-                .collect()
+            t.launches.clone()
         };
-        for (i, (rate, span)) in launches_of_cell.into_iter().enumerate() {
+        for (i, l) in launches_of_cell.into_iter().enumerate() {
+            let (rate, span) = (l.samples_per_s, l.measured_unix_s);
             let span = span.expect("a measured launch records its interval");
-            let truth = truth_rate(&launches, span).unwrap_or_else(|| {
+            let truth = truth_rate(&launches, span, &l.left_out_unix_s).unwrap_or_else(|| {
                 panic!(
                     "{} {mode} at {cpu} CPUs, launch {i}: the record does not cover {span:?}",
                     job.name
@@ -331,24 +340,11 @@ fn sweep_against_truth(
 }
 
 /// Every cell within [`TRUTH_TOLERANCE`] of the script's own rate ([`UNSTEADY_TRUTH_TOLERANCE`]
-/// where the cell says it is unsteady). A cell whose rate left out
-/// disturbed windows cannot be checked against the record: outside CI that is said on stderr
-/// (`UNCHECKED:`), under CI it fails (a quiet machine discards none).
+/// where the cell says it is unsteady).
 fn assert_rows_match_truth(rows: &[Row]) {
     let mut bad = String::new();
     for r in rows {
-        if !r.checkable() {
-            let line = format!(
-                "{} {} at {} CPUs: {} disturbed windows left out of the rate, which the record \
-                 cannot be compared with",
-                r.job, r.mode, r.cpu, r.discarded
-            );
-            if under_ci() {
-                let _ = writeln!(bad, "{line}");
-            } else {
-                let _ = writeln!(std::io::stderr(), "UNCHECKED: {line}");
-            }
-        } else if r.error().abs()
+        if r.error().abs()
             >= if r.unsteady {
                 UNSTEADY_TRUTH_TOLERANCE
             } else {
@@ -373,15 +369,10 @@ fn assert_rows_match_truth(rows: &[Row]) {
 /// Sweeps `job` live at 2 and 1 CPUs and checks every cell against the script's record. These
 /// scripts size their worker pools at start, so the live check finds re-capping wrong and the
 /// 1-CPU cell is a fresh launch's: the sweep covers a live cell and a fresh start, and a
-/// relaunched sweep would repeat that fresh start. A sweep with a cell that cannot be checked
-/// (other load made it leave windows out) runs once more.
+/// relaunched sweep would repeat that fresh start.
 fn check_job(test: &str, python: &Path, job: &Job) -> Vec<Row> {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let mut swept = sweep_against_truth(python, job, "live", &[1.0, 2.0]);
-    if !swept.0.iter().all(Row::checkable) {
-        swept = sweep_against_truth(python, job, "live", &[1.0, 2.0]);
-    }
-    let (rows, outcome) = swept;
+    let (rows, outcome) = sweep_against_truth(python, job, "live", &[1.0, 2.0]);
     let check = outcome.matrix.header.live_check.as_ref();
     assert!(
         check.is_some_and(|c| c.cpu == 1.0 && c.outcome == "relaunch"),

@@ -334,6 +334,7 @@ fn rich_matrix() -> Matrix {
                         ..Interference::default()
                     }),
                     measured_unix_s: None,
+                    left_out_unix_s: Vec::new(),
                 });
             }
         }
@@ -1039,6 +1040,7 @@ mod properties {
                             node: None,
                             interference: None,
                             measured_unix_s: None,
+                            left_out_unix_s: Vec::new(),
                         });
                     }
                 }

@@ -63,25 +63,34 @@ pub fn combine_throughputs(launches: &[Throughput]) -> Option<Throughput> {
                 ci95_low: t.ci95_low,
                 ci95_high: t.ci95_high,
                 measured_unix_s: None,
+                left_out_unix_s: Vec::new(),
             })
             .collect(),
     })
 }
 
+/// The interval one launch measured and the spans inside it its rate leaves out.
+type Span = (Option<[f64; 2]>, Vec<[f64; 2]>);
+
 /// Records in `t`'s launches the interval each measured (`spans`, in launch order).
-fn with_spans(mut t: Throughput, spans: impl IntoIterator<Item = Option<[f64; 2]>>) -> Throughput {
-    for (launch, span) in t.launches.iter_mut().zip(spans) {
+fn with_spans(mut t: Throughput, spans: impl IntoIterator<Item = Span>) -> Throughput {
+    for (launch, (span, left_out)) in t.launches.iter_mut().zip(spans) {
         launch.measured_unix_s = span;
+        launch.left_out_unix_s = left_out;
     }
     t
 }
 
 /// The intervals the launches behind `cell`'s rate measured, in launch order: the cell's own
 /// where it is one launch.
-fn launch_spans(cell: &Cell) -> Vec<Option<[f64; 2]>> {
+fn launch_spans(cell: &Cell) -> Vec<Span> {
     match &cell.throughput {
-        Some(t) if !t.launches.is_empty() => t.launches.iter().map(|l| l.measured_unix_s).collect(),
-        _ => vec![cell.measured_unix_s],
+        Some(t) if !t.launches.is_empty() => t
+            .launches
+            .iter()
+            .map(|l| (l.measured_unix_s, l.left_out_unix_s.clone()))
+            .collect(),
+        _ => vec![(cell.measured_unix_s, cell.left_out_unix_s.clone())],
     }
 }
 
@@ -97,7 +106,9 @@ pub fn combine_cells(cells: &[Cell]) -> Option<Cell> {
         .collect();
     let mut cell = first.clone();
     // One rate per cell (each cell's combined rate, if it had several): one interval each.
-    let spans = measured.iter().map(|c| c.measured_unix_s);
+    let spans = measured
+        .iter()
+        .map(|c| (c.measured_unix_s, c.left_out_unix_s.clone()));
     cell.throughput = combine_throughputs(&rates).map(|t| with_spans(t, spans));
     cell.wall_s = cells.iter().map(|c| c.wall_s).sum();
     Some(cell)
@@ -275,6 +286,7 @@ mod tests {
             node: None,
             interference: None,
             measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
         }
     }
 
@@ -395,7 +407,7 @@ mod tests {
                 measured_s: 1.0,
                 launches: Vec::new(),
             };
-            t.launches = (0..extra).map(|_| LaunchRate { samples_per_s: rate, ci95_low: rate, ci95_high: rate, measured_unix_s: None }).collect();
+            t.launches = (0..extra).map(|_| LaunchRate { samples_per_s: rate, ci95_low: rate, ci95_high: rate, measured_unix_s: None, left_out_unix_s: Vec::new() }).collect();
             let spread = LaunchSpread { relative_sd: sd, degrees_of_freedom: 2, launches: 3 };
             let once = hold_launch_spread(&t, &spread);
             proptest::prop_assert!(once.ci95_low <= t.ci95_low && once.ci95_high >= t.ci95_high);

@@ -60,6 +60,7 @@ impl Sweep<'_> {
             node: None,
             interference: None,
             measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
         }
     }
 
@@ -434,9 +435,12 @@ impl Sweep<'_> {
         };
         let over_epoch =
             period.and_then(|p| windows.throughput_over(p).zip(windows.period_times(p)));
-        let measured_unix_s = match &over_epoch {
-            Some((_, span)) => Some(*span),
-            None => windows.span(m.steady_windows),
+        let (measured_unix_s, left_out_unix_s) = match &over_epoch {
+            Some((_, span)) => (Some(*span), Vec::new()),
+            None => (
+                windows.span(m.steady_windows),
+                windows.left_out(m.steady_windows),
+            ),
         };
         let throughput = match over_epoch {
             Some((t, _)) => Some(t),
@@ -499,6 +503,7 @@ impl Sweep<'_> {
             node: None,
             interference: judge.as_ref().and_then(WindowJudge::summary),
             measured_unix_s,
+            left_out_unix_s,
         }))
     }
 }
