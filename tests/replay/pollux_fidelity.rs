@@ -13,7 +13,9 @@ use profiler::replay::elastic::workload::pollux;
 use std::collections::BTreeMap;
 
 const POLICIES: [&str; 3] = ["tiresias", "optimus", "pollux"];
-const SEEDS: u64 = 3;
+/// One seed: without noise Tiresias and Optimus schedule the same with every seed, and Pollux's
+/// search moves its mean JCT by 0.3 minutes at most (three seeds' mean against one).
+const SEEDS: u64 = 1;
 /// Mean JCT of each policy on each workload, against the simulator's.
 const WORKLOAD_TOLERANCE_PCT: f64 = 10.0;
 /// Mean JCT of each policy on each application with enough jobs over the eight workloads.
