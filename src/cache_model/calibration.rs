@@ -76,17 +76,19 @@ impl CacheModel {
     /// cell: the CPU time per sample there over that at the top level, per sample's worth the
     /// model has it read. Reading under a memory cap costs the job CPU time of its own: page
     /// faults or read calls, their completion, and reclaim, which the kernel runs in the task
-    /// that needs the page. Only a cell that used its CPUs ([`CPU_BOUND`]) says so: where it
-    /// had idle CPU, threads that spin while they wait (PyTorch's and OpenMP's) turn waiting on
-    /// storage into CPU time too, which a job that uses its CPUs does not spend. `None` without
-    /// the cell's CPU figures, where it had CPU to spare, read too little or spent no more CPU
-    /// time per sample than the top level.
+    /// that needs the page. A cell that used its CPUs ([`CPU_BOUND`]) says so in its CPU time:
+    /// one that had idle CPU only in its system time, since threads that spin while they wait
+    /// (PyTorch's and OpenMP's) turn waiting on storage into user time as well, which a job
+    /// that uses its CPUs does not spend; the kernel's work for a read is the same either way.
+    /// `None` without those figures, where the cell read too little or spent no more time per
+    /// sample than the top level.
     pub fn cpu_per_read_s(&self, dataset_samples: u64) -> Option<f64> {
         let c = self.inputs.miss_calibration.as_ref()?;
-        let (low, top) = (c.cpu_s_per_sample?, c.cached_cpu_s_per_sample?);
-        if !used_its_cpus(c) {
-            return None;
-        }
+        let (low, top) = if used_its_cpus(c) {
+            (c.cpu_s_per_sample?, c.cached_cpu_s_per_sample?)
+        } else {
+            (c.system_s_per_sample?, c.cached_system_s_per_sample?)
+        };
         let reads = self.read_fraction(self.calibration_fraction()?, dataset_samples);
         if reads < MIN_READS {
             return None;
@@ -148,6 +150,8 @@ mod tests {
             storage_read_bytes_per_s: Some(20e6),
             cpu_s_per_sample: None,
             cached_cpu_s_per_sample: None,
+            system_s_per_sample: None,
+            cached_system_s_per_sample: None,
         };
         m.inputs.miss_calibration = Some(calibration);
         let wait_s = m.wait_per_read_s(samples).expect("it waited");
@@ -211,6 +215,8 @@ mod tests {
             storage_read_bytes_per_s: Some(1e6),
             cpu_s_per_sample: Some(1.5e-3),
             cached_cpu_s_per_sample: Some(1.0e-3),
+            system_s_per_sample: None,
+            cached_system_s_per_sample: None,
         };
         m.inputs.miss_calibration = Some(calibration);
         let per_read = m.cpu_per_read_s(samples).expect("it cost CPU time");
@@ -240,6 +246,16 @@ mod tests {
             ..calibration
         });
         assert_eq!(m.cpu_per_read_s(samples), None);
+        // Its system time says what the kernel spent on each read (0.2 ms a sample, where the
+        // top level spent 0.1), spinning or not.
+        m.inputs.miss_calibration = Some(MissCalibration {
+            samples_per_s: 0.75 / 1.5e-3,
+            system_s_per_sample: Some(0.3e-3),
+            cached_system_s_per_sample: Some(0.1e-3),
+            ..calibration
+        });
+        let per_read = m.cpu_per_read_s(samples).expect("the kernel's time");
+        assert!((per_read - 0.2e-3).abs() < 1e-12, "{per_read}");
         // No more CPU time per sample in the cell, which ran at the top level's rate: reads
         // cost bandwidth only.
         m.inputs.miss_calibration = Some(MissCalibration {

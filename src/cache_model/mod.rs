@@ -500,6 +500,8 @@ mod tests {
                             storage_read_bytes_per_s: None,
                             cpu_s_per_sample: cpu_low,
                             cached_cpu_s_per_sample: cpu_top,
+                            system_s_per_sample: None,
+                            cached_system_s_per_sample: None,
                         });
                     m.inputs.access_hit_curve = trace.and_then(|picks| {
                         let opens: Vec<u32> = (0..16).chain(0..16).chain(picks).collect();

@@ -279,6 +279,13 @@ pub struct MissCalibration {
     /// The same at the top memory level of the same CPU level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_cpu_s_per_sample: Option<f64>,
+    /// The kernel's part of `cpu_s_per_sample` (system time): what reads cost a job whose
+    /// threads spin in user space while they wait, which `cpu_s_per_sample` also counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_s_per_sample: Option<f64>,
+    /// The same at the top memory level of the same CPU level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_system_s_per_sample: Option<f64>,
 }
 
 impl MissCalibration {
@@ -290,11 +297,13 @@ impl MissCalibration {
                 .then(|| c.samples_per_s())
                 .flatten()
         };
-        let cpu_s_per_sample = |c: &Cell| {
+        let per_sample = |c: &Cell, cores: fn(&Telemetry) -> Option<f64>| {
             let (t, rate) = (c.telemetry.as_ref()?, measured(c)?);
-            let s = t.cpu_cores_used / rate;
+            let s = cores(t)? / rate;
             (s.is_finite() && s > 0.0).then_some(s)
         };
+        let cpu_s_per_sample = |c: &Cell| per_sample(c, |t| Some(t.cpu_cores_used));
+        let system_s_per_sample = |c: &Cell| per_sample(c, |t| t.cpu_system_cores);
         Some(MissCalibration {
             cpu: low.cpu,
             memory_bytes: low.memory_bytes,
@@ -304,6 +313,8 @@ impl MissCalibration {
             storage_read_bytes_per_s: low.telemetry.as_ref().map(|t| t.storage_read_bytes_per_s),
             cpu_s_per_sample: cpu_s_per_sample(low),
             cached_cpu_s_per_sample: cpu_s_per_sample(top),
+            system_s_per_sample: system_s_per_sample(low),
+            cached_system_s_per_sample: system_s_per_sample(top),
         })
     }
 }
@@ -371,6 +382,12 @@ pub struct CellCheck {
     /// cell showed what a read costs in CPU time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_per_sample_vs_top_modelled: Option<f64>,
+    /// Of the CPU time each sample took beyond the top level's, the part the kernel spent
+    /// (system time: faults, reads, reclaim); the rest is the job's own code (user time, such
+    /// as threads that spin while they wait). Absent where a sample took no more CPU time or
+    /// the cgroup does not tell system time apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_cpu_in_kernel: Option<f64>,
     /// The top cell's reference loop CPU time over this cell's: below 1 where the machine's
     /// CPUs ran slower than while the top cell was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -555,6 +572,11 @@ pub struct Percentiles {
 pub struct Telemetry {
     /// CPU seconds (user + system) per wall second: 1.0 = one core busy.
     pub cpu_cores_used: f64,
+    /// The part of `cpu_cores_used` the kernel spent on the job's behalf (system time: page
+    /// faults, read calls, their completion, reclaim under a memory cap), in cores; absent
+    /// where the job's cgroup does not tell it apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_system_cores: Option<f64>,
     /// Seconds the CFS throttled the cgroup per wall second.
     pub throttled_s_per_s: f64,
     /// Peak resident memory of the process tree, bytes: the sum of its processes' PSS, so pages

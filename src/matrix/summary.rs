@@ -188,13 +188,14 @@ pub fn render_cells(matrix: &Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
+        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>5} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
         "cell",
         "source",
         "samples/s",
         "ci95 %",
         "iter p50/p95",
         "cores",
+        "sys",
         "thr/s",
         "other",
         "RSS MiB",
@@ -221,13 +222,14 @@ pub fn render_cells(matrix: &Matrix) -> String {
             .map_or("-".to_string(), |p| format!("{:.3}/{:.3}", p.p50, p.p95));
         let _ = writeln!(
             out,
-            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
+            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>5} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
             cell_label(c),
             c.source.as_str(),
             opt(tp.map(|t| t.samples_per_s), 1),
             opt(ci.map(f64::abs), 1),
             iter,
             opt(t.map(|t| t.cpu_cores_used), 2),
+            opt(t.and_then(|t| t.cpu_system_cores), 2),
             opt(t.map(|t| t.throttled_s_per_s), 2),
             other,
             opt(t.map(|t| t.rss_peak_bytes as f64 / (1u64 << 20) as f64), 0),
@@ -257,6 +259,7 @@ pub fn render_cells(matrix: &Matrix) -> String {
     let _ = writeln!(
         out,
         "\nci95 %: half-width of the 95% interval in % of the rate; cores: CPU seconds per second;\n\
+         sys: of them, system time (the kernel's work for the job: faults, reads, reclaim);\n\
          thr/s: CFS-throttled seconds per second; other: cores other processes used on the job's\n\
          CPUs (! = disturbed, more often than the cell could be measured again); launch N: one\n\
          launch of a cell measured on several (the cell's rate is their mean, its interval where\n\

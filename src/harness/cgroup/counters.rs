@@ -4,6 +4,9 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CgroupCounters {
     pub cpu_usage_ns: u64,
+    /// The part of `cpu_usage_ns` spent in the kernel on the cgroup's behalf (system time:
+    /// page faults, reads, reclaim); `None` where it cannot be told apart.
+    pub cpu_system_ns: Option<u64>,
     pub throttled_ns: u64,
     /// Current memory charged (anonymous + page cache + kernel).
     pub memory_usage_bytes: u64,

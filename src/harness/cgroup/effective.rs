@@ -172,6 +172,8 @@ impl EffectiveCaps {
         counters.anon_bytes = counters.anon_bytes.saturating_sub(own_anon);
         counters.memory_usage_bytes = counters.memory_usage_bytes.saturating_sub(own_anon);
         counters.cpu_usage_ns = job.cpu_ns;
+        // The step's cgroup holds the profiler as well: its system time is not the job's.
+        counters.cpu_system_ns = None;
         counters.read_bytes = job.read_bytes;
         counters
     }

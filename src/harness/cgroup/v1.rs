@@ -9,6 +9,7 @@ pub const CFS_PERIOD: &str = "cpu.cfs_period_us";
 pub const CFS_QUOTA: &str = "cpu.cfs_quota_us";
 pub const CPU_STAT: &str = "cpu.stat";
 pub const CPUACCT_USAGE: &str = "cpuacct.usage";
+pub const CPUACCT_USAGE_SYS: &str = "cpuacct.usage_sys";
 pub const MEMORY_LIMIT: &str = "memory.limit_in_bytes";
 /// Memory + swap; present only where the kernel accounts swap.
 pub const MEMSW_LIMIT: &str = "memory.memsw.limit_in_bytes";
@@ -72,6 +73,7 @@ impl Controls for V1 {
         let io = std::fs::read_to_string(dirs.io.join(SERVICE_BYTES)).unwrap_or_default();
         CgroupCounters {
             cpu_usage_ns: read_u64(&dirs.cpuacct, CPUACCT_USAGE).unwrap_or(0),
+            cpu_system_ns: read_u64(&dirs.cpuacct, CPUACCT_USAGE_SYS),
             throttled_ns: cpu.get("throttled_time").copied().unwrap_or(0),
             memory_usage_bytes: read_u64(&dirs.memory, MEMORY_USAGE).unwrap_or(0),
             anon_bytes: mem.get("total_rss").copied().unwrap_or(0),
@@ -112,6 +114,7 @@ mod tests {
                 "nr_periods 10\nnr_throttled 4\nthrottled_time 123456\n",
             ),
             ("cpuacct", CPUACCT_USAGE, "987654321\n"),
+            ("cpuacct", CPUACCT_USAGE_SYS, "87654321\n"),
             ("memory", MEMORY_LIMIT, "9223372036854771712\n"),
             ("memory", MEMORY_USAGE, "4096000\n"),
             (
@@ -195,6 +198,7 @@ mod tests {
             c,
             CgroupCounters {
                 cpu_usage_ns: 987_654_321,
+                cpu_system_ns: Some(87_654_321),
                 throttled_ns: 123_456,
                 memory_usage_bytes: 4_096_000,
                 anon_bytes: 1000,

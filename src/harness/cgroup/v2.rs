@@ -59,6 +59,7 @@ impl Controls for V2 {
         let io = std::fs::read_to_string(dirs.io.join(IO_STAT)).unwrap_or_default();
         CgroupCounters {
             cpu_usage_ns: cpu.get("usage_usec").copied().unwrap_or(0) * 1000,
+            cpu_system_ns: cpu.get("system_usec").map(|us| us * 1000),
             throttled_ns: cpu.get("throttled_usec").copied().unwrap_or(0) * 1000,
             memory_usage_bytes: read_u64(&dirs.memory, MEMORY_CURRENT).unwrap_or(0),
             anon_bytes: mem.get("anon").copied().unwrap_or(0),
@@ -103,7 +104,8 @@ mod tests {
             (CPU_MAX, "max 100000"),
             (
                 CPU_STAT,
-                "usage_usec 5000\nuser_usec 4000\nnr_throttled 3\nthrottled_usec 700\n",
+                "usage_usec 5000\nuser_usec 4000\nsystem_usec 1000\nnr_throttled 3\n\
+                 throttled_usec 700\n",
             ),
             (MEMORY_MAX, "max"),
             (
@@ -178,6 +180,7 @@ mod tests {
             V2.counters(&cg.dirs),
             CgroupCounters {
                 cpu_usage_ns: 5_000_000,
+                cpu_system_ns: Some(1_000_000),
                 throttled_ns: 700_000,
                 memory_usage_bytes: 8192,
                 anon_bytes: 4096,

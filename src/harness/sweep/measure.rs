@@ -377,6 +377,10 @@ impl Sweep<'_> {
                 cpu_cores_used: b.cpu_usage_ns.saturating_sub(a.cpu_usage_ns) as f64
                     / 1e9
                     / elapsed,
+                cpu_system_cores: a
+                    .cpu_system_ns
+                    .zip(b.cpu_system_ns)
+                    .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9 / elapsed),
                 throttled_s_per_s: (b.throttled_ns.saturating_sub(a.throttled_ns)) as f64
                     / 1e9
                     / elapsed,

@@ -12,8 +12,10 @@
 //!   where the model has storage set the rate and the cell misses enough to matter.
 //! - **CPU per sample**: the top cell's; measured: the cell's CPU time per sample. Each page
 //!   read from storage costs CPU the model does not count (a page fault or a read, the I/O's
-//!   completion, reclaiming a page under the cap): the explanation gives that cost per page
-//!   and how much of its CPUs the job used, which says whether it could have gone faster.
+//!   completion, reclaiming a page under the cap): the explanation gives that cost per page,
+//!   how much of the extra time the kernel spent (system time) against the job's own code
+//!   (user time: its work, or threads spinning while they wait), and how much of its CPUs the
+//!   job used, which says whether it could have gone faster.
 //!
 //! Besides the model's assumptions, the machine: the cell and its top cell may have run at
 //! different CPU speeds (a virtual machine's host loaded by other guests), which the profiler's
@@ -38,6 +40,10 @@ const MIN_PAGES_PER_SAMPLE: f64 = 0.1;
 const PAGE_BYTES: f64 = 4096.0;
 /// A change of the machine's CPU speed below this is not worth naming.
 const SPEED_TOLERANCE: f64 = 0.05;
+
+/// Extra CPU time per sample, as a part of the top level's, below which where it went is not
+/// said.
+const MIN_EXTRA_CPU: f64 = 0.02;
 
 /// The check of `cell` (measured at a lower memory level) against what `model` assumed from
 /// `top` (the same CPU level, all memory); `dataset_samples` the samples of one epoch.
@@ -95,6 +101,23 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         }
         _ => None,
     };
+    // Of the extra CPU time per sample, the kernel's part.
+    let system_per_sample = |t: Option<&Telemetry>, r: f64| {
+        t.and_then(|t| t.cpu_system_cores)
+            .map(|s| s / r)
+            .filter(|s| s.is_finite())
+    };
+    let extra_cpu_in_kernel = match (
+        system_per_sample(t, rate),
+        system_per_sample(top_t, top_rate),
+        cpu_here,
+        cpu_top,
+    ) {
+        (Some(s), Some(s0), Some(c), Some(c0)) if c > c0 * (1.0 + MIN_EXTRA_CPU) => {
+            Some((s - s0) / (c - c0))
+        }
+        _ => None,
+    };
     // The top cell's reference loop time over this cell's: below 1, the CPUs ran slower here.
     let cpu_speed_vs_top = match (
         t.and_then(|t| t.reference_loop_ns),
@@ -133,6 +156,7 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         storage_bytes_per_s_modelled: storage_modelled,
         cpu_per_sample_vs_top: cpu_vs_top,
         cpu_per_sample_vs_top_modelled: cpu_vs_top_modelled,
+        extra_cpu_in_kernel,
         cpu_speed_vs_top,
         explanation: String::new(),
     };
@@ -175,6 +199,23 @@ impl CpuUse {
             "{per_page}; the job used {:.2} of its {} {unit}",
             self.used,
             crate::harness::plan::cpu_text(self.cap)
+        )
+    }
+}
+
+/// Where the extra CPU time went, from its kernel part `k`.
+fn in_kernel(k: f64) -> String {
+    let k = k.clamp(0.0, 1.0);
+    if k >= 0.5 {
+        format!(
+            ", {:.0}% of the extra in the kernel (system time: faults, reads, reclaim)",
+            100.0 * k
+        )
+    } else {
+        format!(
+            ", {:.0}% of the extra in the kernel and the rest in the job's own code (user \
+             time: its work, or threads that spin while they wait)",
+            100.0 * k
         )
     }
 }
@@ -264,8 +305,9 @@ fn explain(
             (k - cpu_vs_top_modelled).abs() / RATE_TOLERANCE,
             k - cpu_vs_top_modelled,
             format!(
-                "each sample took {:+.0}% CPU time against the top memory level{expected}{}",
+                "each sample took {:+.0}% CPU time against the top memory level{expected}{}{}",
                 100.0 * (k - 1.0),
+                c.extra_cpu_in_kernel.map_or(String::new(), in_kernel),
                 cpu_use.map_or(String::new(), |u| u.describe())
             ),
         ));

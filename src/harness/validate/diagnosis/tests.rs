@@ -141,6 +141,58 @@ fn the_assumption_furthest_off_is_named_with_both_figures() {
     );
 }
 
+/// A cell whose samples took half again the top cell's CPU time: the system time says how much
+/// of the extra the kernel spent (faults, reads, reclaim) and how much the job's own threads.
+#[test]
+fn the_extra_cpu_time_is_split_between_the_kernel_and_the_job() {
+    let with_system = |mut c: Cell, system_cores: f64| {
+        c.telemetry.as_mut().unwrap().cpu_system_cores = Some(system_cores);
+        c
+    };
+    // The top cell: 1 core at 400 samples/s, a tenth of it system time.
+    let top = with_system(cell(1000, 400.0, 0.0, 1.0, 100, 50), 0.1);
+    let h = crate::cache_model::page_cache_hit_ratio(0.5);
+    // The rate the model predicts, so that the CPU time is what is off.
+    let rate = model()
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
+        .samples_per_s()
+        .unwrap();
+    let storage = rate * 100_000.0 * (1.0 - h);
+    // 2.5 ms of CPU a sample at the top, 3.75 ms here: 1.25 ms more.
+    let cores = 1.5 * rate / 400.0;
+    for (kernel, words) in [
+        (
+            0.8,
+            "80% of the extra in the kernel (system time: faults, reads, reclaim)",
+        ),
+        (
+            0.2,
+            "20% of the extra in the kernel and the rest in the job's own code (user time",
+        ),
+    ] {
+        // System time per sample: the top's 0.25 ms plus `kernel` of the 1.25 ms extra.
+        let system = rate * (0.1 / 400.0 + kernel * 1.25e-3);
+        let c = check(
+            &with_system(cell(100, rate, storage, cores, 50, 50), system),
+            &top,
+            &model(),
+            1000,
+        );
+        let k = c.extra_cpu_in_kernel.expect("both cells have system time");
+        assert!((k - kernel).abs() < 1e-9, "{k}");
+        assert!(c.explanation.contains(words), "{}", c.explanation);
+    }
+    // Without the top cell's system time nothing is said of it.
+    let c = check(
+        &with_system(cell(100, rate, storage, cores, 50, 50), 0.5),
+        &cell(1000, 400.0, 0.0, 1.0, 100, 50),
+        &model(),
+        1000,
+    );
+    assert_eq!(c.extra_cpu_in_kernel, None);
+    assert!(!c.explanation.contains("kernel"), "{}", c.explanation);
+}
+
 /// The check against the top cell (1 GB, 400 samples/s) of a cell at half the dataset (100 MB
 /// limit, 50 MB besides it, 50 MB cached) taking `rate` samples/s at the top cell's CPU time per
 /// sample and reading `storage` bytes/s.
@@ -220,6 +272,8 @@ fn cpu_time_the_calibration_cell_predicts_is_not_blamed() {
         storage_read_bytes_per_s: Some(20.0 * MB as f64),
         cpu_s_per_sample: Some(3.75e-3),
         cached_cpu_s_per_sample: Some(2.5e-3),
+        system_s_per_sample: None,
+        cached_system_s_per_sample: None,
     });
     let reads = 1.0 - h;
     let expected = 1.0 + reads * 1.25e-3 / 2.5e-3;
