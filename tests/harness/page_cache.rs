@@ -57,6 +57,29 @@ fn memory_cap_below_the_dataset_raises_storage_reads() {
         cache(small),
         cache(big)
     );
+    // Reading from storage under the cap is the kernel's work: page allocation, the read,
+    // reclaim. The cgroup's system time shows it, within the job's CPU time.
+    let system_per_sample = |c: &Cell| {
+        let t = c.telemetry.as_ref().unwrap();
+        let system = t
+            .cpu_system_cores
+            .expect("the cgroup tells system time apart");
+        assert!(system <= 1.01 * t.cpu_cores_used, "{t:?}");
+        system / rate(c)
+    };
+    eprintln!(
+        "system time per sample: {:.3} ms at {} MiB, {:.3} ms at {} MiB",
+        system_per_sample(small) * 1e3,
+        small.memory_bytes >> 20,
+        system_per_sample(big) * 1e3,
+        big.memory_bytes >> 20
+    );
+    assert!(
+        system_per_sample(small) > system_per_sample(big),
+        "system time per sample: {:.3} ms at the small level, {:.3} ms at the large one",
+        system_per_sample(small) * 1e3,
+        system_per_sample(big) * 1e3
+    );
 }
 
 #[test]
