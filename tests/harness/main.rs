@@ -399,7 +399,8 @@ fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
     let parent = "profiler-test-search";
     // A grid sweep first: its levels count as measured when a search resumes its file.
     let grid = pipeline_spec(dir.path(), "search", 2.0, "cpu = [2, 1]");
-    let grid = sweep(grid, out.clone(), parent).matrix.cells;
+    let grid = sweep(grid, out.clone(), parent).matrix;
+    let (grid, grid_check) = (grid.cells, grid.header.live_check);
     let spec = pipeline_spec(
         dir.path(),
         "search",
@@ -422,7 +423,18 @@ fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
     assert!(levels.iter().all(|c| (0.5..=2.0).contains(c)), "{levels:?}");
     assert!(levels.contains(&0.5), "the search measures its lower end");
     assert!(cells.iter().all(|c| c.source == CellSource::Measured));
-    assert_eq!(outcome.launches, 1, "the new levels re-cap one running job");
+    // One launch re-capped to every new level, and the fresh launches of a live check where
+    // this run made one (it found that re-capping and a fresh start agree, so it went on live).
+    let check = outcome.matrix.header.live_check.as_ref();
+    let fresh = match check.filter(|c| Some(*c) != grid_check.as_ref()) {
+        Some(c) if c.outcome == "live" => c.fresh_samples_per_s.len().max(1) as u32,
+        _ => 0,
+    };
+    assert_eq!(
+        outcome.launches,
+        1 + fresh,
+        "the new levels re-cap one running job; live check {check:?}, the grid's {grid_check:?}"
+    );
     // The file's CPU axis is the levels measured; its provenance says how they were chosen.
     let on_disk = load_matrix(&out).unwrap();
     assert_eq!(&on_disk.cells, cells);

@@ -429,13 +429,23 @@ impl CgroupRoot {
                 .trim()
                 .to_string()
         };
-        let mut cpus_text = read(pdirs.cpuset.join("cpuset.cpus.effective"));
-        if cpus_text.is_empty() {
-            cpus_text = read(pdirs.cpuset.join("cpuset.cpus"));
-        }
-        let mut mems = read(pdirs.cpuset.join("cpuset.mems.effective"));
-        if mems.is_empty() {
-            mems = read(pdirs.cpuset.join("cpuset.mems"));
+        let read_cpuset = |name: &str| {
+            let text = read(pdirs.cpuset.join(format!("{name}.effective")));
+            if text.is_empty() {
+                read(pdirs.cpuset.join(name))
+            } else {
+                text
+            }
+        };
+        // A v1 cpuset cgroup starts empty: where another profiler (or thread) has just created
+        // the parent, its CPUs and memory nodes are being copied in. Give it a moment.
+        let (mut cpus_text, mut mems) = (read_cpuset("cpuset.cpus"), read_cpuset("cpuset.mems"));
+        for _ in 0..100 {
+            if !cpus_text.is_empty() && !mems.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            (cpus_text, mems) = (read_cpuset("cpuset.cpus"), read_cpuset("cpuset.mems"));
         }
         let cpus = parse_cpu_list(&cpus_text);
         if cpus.is_empty() {
