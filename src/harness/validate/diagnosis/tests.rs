@@ -61,10 +61,7 @@ fn a_cell_that_held_what_the_model_said_is_variation() {
     // 100 MB limit, 50 MB resident: half the dataset; LRU hits 15.3%, so 84.7% of 100 KB per
     // sample come from storage.
     let h = crate::cache_model::page_cache_hit_ratio(0.5);
-    let rate = model()
-        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
-        .samples_per_s()
-        .unwrap();
+    let rate = half_cached_prediction();
     assert!(rate < 400.0, "storage-bound: {rate}");
     let storage = rate * 100_000.0 * (1.0 - h);
     let c = check(
@@ -114,10 +111,7 @@ fn the_assumption_furthest_off_is_named_with_both_figures() {
         c.explanation
     );
     // Everything as modelled but CPU time per sample up by half: reclaim.
-    let rate = model()
-        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
-        .samples_per_s()
-        .unwrap();
+    let rate = half_cached_prediction();
     let storage = rate * 100_000.0 * (1.0 - h);
     let c = check(
         &cell(100, rate, storage, 1.5 * rate / 400.0, 50, 50),
@@ -153,10 +147,7 @@ fn the_extra_cpu_time_is_split_between_the_kernel_and_the_job() {
     let top = with_system(cell(1000, 400.0, 0.0, 1.0, 100, 50), 0.1);
     let h = crate::cache_model::page_cache_hit_ratio(0.5);
     // The rate the model predicts, so that the CPU time is what is off.
-    let rate = model()
-        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
-        .samples_per_s()
-        .unwrap();
+    let rate = half_cached_prediction();
     let storage = rate * 100_000.0 * (1.0 - h);
     // 2.5 ms of CPU a sample at the top, 3.75 ms here: 1.25 ms more.
     let cores = 1.5 * rate / 400.0;
@@ -191,6 +182,15 @@ fn the_extra_cpu_time_is_split_between_the_kernel_and_the_job() {
     );
     assert_eq!(c.extra_cpu_in_kernel, None);
     assert!(!c.explanation.contains("kernel"), "{}", c.explanation);
+}
+
+/// What the model predicts from the top cell (1 GB, 400 samples/s) for a cell at half the
+/// dataset (100 MB limit, 50 MB besides it).
+fn half_cached_prediction() -> f64 {
+    model()
+        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
+        .samples_per_s()
+        .unwrap()
 }
 
 /// The check against the top cell (1 GB, 400 samples/s) of a cell at half the dataset (100 MB
@@ -319,10 +319,7 @@ fn a_machine_that_slowed_down_between_cells_is_named() {
     };
     let top = with_loop(cell(1000, 400.0, 0.0, 1.0, 100, 50), 4.0e6);
     let h = crate::cache_model::page_cache_hit_ratio(0.5);
-    let rate = model()
-        .predict_samples_per_s(400.0, 1.0, 100 * MB, 50 * MB, 1000, None)
-        .samples_per_s()
-        .unwrap();
+    let rate = half_cached_prediction();
     // The job ran at the share LRU gives, 40% slower, using its whole CPU: 1.67 times the CPU
     // time a sample, as the loop took 1.67 times its time.
     let slow = rate / 1.6667;
