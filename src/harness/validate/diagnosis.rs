@@ -72,9 +72,12 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
     let (hit_measured, hit_modelled) = (reads_measured.map(hit), reads_modelled.map(hit));
     let storage_measured = t.map(|t| t.storage_read_bytes_per_s);
     let storage_modelled = Some(model.storage_bytes_per_s()).filter(|b| b.is_finite() && *b > 0.0);
+    // Seconds per sample of a figure in cores, where it is finite.
+    let per_sample = |t: Option<&Telemetry>, r: f64, cores: fn(&Telemetry) -> Option<f64>| {
+        t.and_then(cores).map(|c| c / r).filter(|s| s.is_finite())
+    };
     let cpu_per_sample = |t: Option<&Telemetry>, r: f64| {
-        t.map(|t| t.cpu_cores_used / r)
-            .filter(|c| c.is_finite() && *c > 0.0)
+        per_sample(t, r, |t| Some(t.cpu_cores_used)).filter(|c| *c > 0.0)
     };
     let (cpu_here, cpu_top) = (cpu_per_sample(t, rate), cpu_per_sample(top_t, top_rate));
     let cpu_vs_top = match (cpu_here, cpu_top) {
@@ -102,11 +105,8 @@ pub fn check(cell: &Cell, top: &Cell, model: &CacheModel, dataset_samples: u64) 
         _ => None,
     };
     // Of the extra CPU time per sample, the kernel's part.
-    let system_per_sample = |t: Option<&Telemetry>, r: f64| {
-        t.and_then(|t| t.cpu_system_cores)
-            .map(|s| s / r)
-            .filter(|s| s.is_finite())
-    };
+    let system_per_sample =
+        |t: Option<&Telemetry>, r: f64| per_sample(t, r, |t| t.cpu_system_cores);
     let extra_cpu_in_kernel = match (
         system_per_sample(t, rate),
         system_per_sample(top_t, top_rate),
