@@ -102,6 +102,7 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
         .expect("interference is recorded");
     assert!(!q.disturbed, "no false alarm on a quiet machine: {q:?}");
     let quiet_rate = quiet.samples_per_s().expect("measured");
+    let mut fastest_quiet = quiet_rate;
 
     // A hog for the first 3 s of the measurement: its windows are discarded, and the cell is
     // measured again once it is gone. A window the hog shared would add half a core to the
@@ -129,6 +130,7 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
         let quiet_after = measure_spin(dir.path(), "quiet-after", &mut Silent)
             .samples_per_s()
             .expect("measured");
+        fastest_quiet = fastest_quiet.max(quiet_after);
         let slowest_quiet = quiet_rate.min(quiet_after);
         if rate > 0.8 * slowest_quiet {
             break;
@@ -167,7 +169,13 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
         "{:?}",
         cell.note
     );
-    assert!(cell.samples_per_s().unwrap() < 0.8 * quiet_rate);
+    // Against the fastest quiet launch: a VM's speed drifts over a minute, and the staying hog
+    // takes half the job's CPU, far more than that drift.
+    let rate = cell.samples_per_s().unwrap();
+    assert!(
+        rate < 0.8 * fastest_quiet,
+        "{rate:.1} samples/s beside the hog vs {fastest_quiet:.1} undisturbed"
+    );
     let shown = render_summary(&load_matrix(&out).unwrap());
     assert!(shown.contains("disturbed"), "{shown}");
     assert_no_runs_under("profiler-test-disturbed");
