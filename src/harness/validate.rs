@@ -9,8 +9,8 @@ use super::model_fill::modelled_cells;
 use super::sweep::{SweepError, SweepObserver, SweepOptions, run_sweep};
 use crate::cache_model::CacheModel;
 use crate::matrix::{
-    CacheKind, Cell, CellKey, CellSource, Matrix, MatrixError, ModelAccuracy, Validation,
-    ValidationCell, load_matrix, rewrite_header,
+    CacheKind, Cell, CellKey, CellSource, LaunchSpread, Matrix, MatrixError, ModelAccuracy,
+    Validation, ValidationCell, load_matrix, rewrite_header,
 };
 use crate::spec::MemoryAxis;
 use std::collections::BTreeMap;
@@ -90,9 +90,22 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             params: cell.params.clone(),
             measured_samples_per_s: measured,
             predicted,
+            rerun_error_pct: m
+                .header
+                .launch_spread
+                .as_ref()
+                .map(|s| rerun_band_pct(s, cell, top)),
             check: Some(check),
         });
     }
+    // An exact model's |error| from reruns alone: half-normal, its median 0.6745 of its sd.
+    let rerun_median_abs_error_pct = m.header.launch_spread.as_ref().map(|s| {
+        let sds: Vec<f64> = (cells.iter())
+            .filter_map(|c| c.rerun_error_pct)
+            .map(|band| HALF_NORMAL_MEDIAN * band / s.quantile())
+            .collect();
+        crate::stats::median(&sds)
+    });
     if cells.is_empty() {
         return Err(ValidateError::NothingToCompare(path.to_owned()));
     }
@@ -113,7 +126,20 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
         created_unix_s: super::progress::now_unix_s() as u64,
         models,
         cells,
+        rerun_median_abs_error_pct,
     })
+}
+
+/// The median of `|Z|` for a standard normal `Z`.
+const HALF_NORMAL_MEDIAN: f64 = 0.6745;
+
+/// How far reruns alone may move `cell`'s error, 95%, percent either way. A prediction scales
+/// the top cell's rate, so the error is the ratio of two means, each over its own launches:
+/// its relative spread is `sd x sqrt(1/k_cell + 1/k_top)`, held to Student's quantile for the
+/// degrees of freedom the spread was measured with.
+fn rerun_band_pct(spread: &LaunchSpread, cell: &Cell, top: &Cell) -> f64 {
+    let k = |c: &Cell| c.throughput.as_ref().map_or(1, |t| t.launches.len().max(1)) as f64;
+    100.0 * spread.quantile() * spread.relative_sd * (1.0 / k(cell) + 1.0 / k(top)).sqrt()
 }
 
 /// Signed error of `kind`'s prediction for a cell, percent of the measured rate.
@@ -129,6 +155,7 @@ pub const EXPLAIN_ABOVE_PCT: f64 = 5.0;
 /// than [`EXPLAIN_ABOVE_PCT`], the assumption that failed), then one line per model.
 pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
+    let shown = chosen.unwrap_or(CacheKind::PageCache);
     let mut out = String::new();
     let _ = write!(out, "{:>6} {:>9} {:>10}", "CPU", "memory", "measured");
     for kind in CacheKind::ALL {
@@ -157,11 +184,10 @@ pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
         }
         out.push('\n');
         // Why the chosen model is off, where it is off by more than the launches vary.
-        let kind = chosen.unwrap_or(CacheKind::PageCache);
         if let Some(check) = c
             .check
             .as_ref()
-            .filter(|_| error_pct(c, kind).abs() > EXPLAIN_ABOVE_PCT)
+            .filter(|_| error_pct(c, shown).abs() > EXPLAIN_ABOVE_PCT)
         {
             let _ = writeln!(out, "{:>28} why: {}", "", check.explanation);
         }
@@ -180,6 +206,35 @@ pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
             100.0 * lo,
             100.0 * hi
         );
+    }
+    match v.rerun_median_abs_error_pct {
+        Some(noise) => {
+            let beyond = (v.cells.iter())
+                .filter(|c| {
+                    c.rerun_error_pct
+                        .is_some_and(|b| error_pct(c, shown).abs() > b)
+                })
+                .count();
+            let _ = writeln!(
+                out,
+                "reruns alone: a model exact on every cell would be off by {noise:.1}% median \
+                 here (the spread between launches); {beyond} of {} cells are off by more than \
+                 reruns may move them ({})",
+                v.cells.len(),
+                shown.as_str()
+            );
+        }
+        None if v
+            .accuracy(shown)
+            .is_some_and(|a| a.max_abs_error_pct > EXPLAIN_ABOVE_PCT) =>
+        {
+            let _ = writeln!(
+                out,
+                "each cell was measured on one launch: `--launches 2` measures how far reruns \
+                 alone move these errors"
+            );
+        }
+        None => {}
     }
     let _ = writeln!(out, "{}", v.summary(chosen));
     out
@@ -313,6 +368,63 @@ mod tests {
         assert!(v.accuracy(CacheKind::Minio).unwrap().median_abs_error_pct > 60.0);
         let table = render(&v, Some(CacheKind::PageCache));
         assert!(table.contains("validated: page-cache model"), "{table}");
+    }
+
+    /// Cells measured on two launches each, launches 10% apart over 8 degrees of freedom:
+    /// an error is a ratio of two means of two, so reruns alone move it by sd x 1 (t = 2.306
+    /// either way, 23.1%); an exact model's median |error| is 0.6745 x 10% = 6.7%.
+    #[test]
+    fn says_how_far_reruns_alone_move_each_error() {
+        let twice = |mut c: Cell| {
+            let t = c.throughput.as_mut().unwrap();
+            let rate = |r| crate::matrix::LaunchRate {
+                samples_per_s: r,
+                ci95_low: r,
+                ci95_high: r,
+                measured_unix_s: None,
+                left_out_unix_s: Vec::new(),
+            };
+            t.launches = vec![rate(t.samples_per_s), rate(t.samples_per_s)];
+            c
+        };
+        let cells = vec![
+            twice(cell(1.0, 200, Some(1000.0))),
+            twice(cell(1.0, 60, Some(480.0))),
+            twice(cell(1.0, 40, Some(200.0))),
+        ];
+        let mut m = matrix(cells.clone());
+        let v = compare(&m, Path::new("m.jsonl")).unwrap();
+        assert_eq!(v.rerun_median_abs_error_pct, None, "no spread was measured");
+        assert!(v.cells.iter().all(|c| c.rerun_error_pct.is_none()));
+        let table = render(&v, Some(CacheKind::PageCache));
+        assert!(table.contains("`--launches 2`"), "{table}");
+
+        m.header.launch_spread = Some(LaunchSpread {
+            relative_sd: 0.10,
+            degrees_of_freedom: 8,
+            launches: 16,
+        });
+        let v = compare(&m, Path::new("m.jsonl")).unwrap();
+        for c in &v.cells {
+            assert!((c.rerun_error_pct.unwrap() - 23.06).abs() < 1e-9, "{c:?}");
+        }
+        let noise = v.rerun_median_abs_error_pct.unwrap();
+        assert!((noise - 6.745).abs() < 1e-9, "{noise}");
+        // The 60 MiB cell is within 2% (above), the 40 MiB one far off: one cell beyond.
+        let far = error_pct(&v.cells[0], CacheKind::PageCache).abs();
+        let near = error_pct(&v.cells[1], CacheKind::PageCache).abs();
+        assert!(far > 23.06 && near < 23.06, "{far} {near}");
+        let table = render(&v, Some(CacheKind::PageCache));
+        assert!(
+            table.contains("off by 6.7% median") && table.contains("1 of 2 cells"),
+            "{table}"
+        );
+        // A cell measured once counts its one launch: the error moves further.
+        m.cells[2] = cells[2].clone();
+        m.cells[2].throughput.as_mut().unwrap().launches.clear();
+        let v = compare(&m, Path::new("m.jsonl")).unwrap();
+        let once = v.cells.iter().find(|c| c.memory_bytes == 40 * MIB).unwrap();
+        assert!((once.rerun_error_pct.unwrap() - 23.06 * 1.5f64.sqrt()).abs() < 1e-9);
     }
 
     #[test]

@@ -329,6 +329,11 @@ pub struct Validation {
     /// Per model: error over the compared cells.
     pub models: Vec<ModelAccuracy>,
     pub cells: Vec<ValidationCell>,
+    /// The median |error| a model that predicted every cell exactly would still show here,
+    /// percent: what the spread between launches (`launch_spread`) alone gives. Absent where
+    /// no cell was measured on several launches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_median_abs_error_pct: Option<f64>,
 }
 
 /// How close one cache model came.
@@ -353,6 +358,11 @@ pub struct ValidationCell {
     pub measured_samples_per_s: f64,
     /// Predicted samples/s by model name (`minio`, `page-cache`).
     pub predicted: BTreeMap<CacheKind, f64>,
+    /// How far reruns alone may move this cell's error (95%, percent either way): the spread
+    /// between launches over the launches behind this cell and behind the top cell its
+    /// prediction scales. An error inside it cannot be told from the machine's noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_error_pct: Option<f64>,
     /// The model's assumptions against the cell's own telemetry, and which one is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CellCheck>,

@@ -401,6 +401,7 @@ fn rich_matrix() -> Matrix {
                     },
                 ],
                 cells: Vec::new(),
+                rerun_median_abs_error_pct: None,
             }),
             live_check: None,
             launch_spread: None,

@@ -86,6 +86,7 @@ fn failing() -> (PathBuf, Matrix) {
             },
         ],
         cells: Vec::new(),
+        rerun_median_abs_error_pct: None,
     });
     (p, m)
 }
