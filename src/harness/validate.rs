@@ -57,6 +57,7 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
                 .is_some()
         })
         .map(|c| (c.cpu, c.memory_bytes));
+    let spread = m.header.launch_spread.as_ref();
     let mut cells = Vec::new();
     for cell in by_key.values() {
         let (CellSource::Measured, Some(measured)) = (cell.source, cell.samples_per_s()) else {
@@ -90,21 +91,16 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             params: cell.params.clone(),
             measured_samples_per_s: measured,
             predicted,
-            rerun_error_pct: m
-                .header
-                .launch_spread
-                .as_ref()
-                .map(|s| rerun_band_pct(s, cell, top)),
+            rerun_error_pct: spread.map(|s| s.quantile() * rerun_sd_pct(s, cell, top)),
             check: Some(check),
         });
     }
-    // An exact model's |error| from reruns alone: half-normal, its median 0.6745 of its sd.
-    let rerun_median_abs_error_pct = m.header.launch_spread.as_ref().map(|s| {
+    // An exact model's |error| from reruns alone is half-normal: its median is 0.6745 sd.
+    let rerun_median_abs_error_pct = spread.map(|s| {
         let sds: Vec<f64> = (cells.iter())
-            .filter_map(|c| c.rerun_error_pct)
-            .map(|band| HALF_NORMAL_MEDIAN * band / s.quantile())
+            .filter_map(|c| Some(c.rerun_error_pct? / s.quantile()))
             .collect();
-        crate::stats::median(&sds)
+        HALF_NORMAL_MEDIAN * crate::stats::median(&sds)
     });
     if cells.is_empty() {
         return Err(ValidateError::NothingToCompare(path.to_owned()));
@@ -133,13 +129,13 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
 /// The median of `|Z|` for a standard normal `Z`.
 const HALF_NORMAL_MEDIAN: f64 = 0.6745;
 
-/// How far reruns alone may move `cell`'s error, 95%, percent either way. A prediction scales
-/// the top cell's rate, so the error is the ratio of two means, each over its own launches:
-/// its relative spread is `sd x sqrt(1/k_cell + 1/k_top)`, held to Student's quantile for the
-/// degrees of freedom the spread was measured with.
-fn rerun_band_pct(spread: &LaunchSpread, cell: &Cell, top: &Cell) -> f64 {
+/// The standard deviation reruns alone give `cell`'s error, percent. A prediction scales the
+/// top cell's rate, so the error is the ratio of two means, each over its own launches:
+/// `sd x sqrt(1/k_cell + 1/k_top)`. Times Student's quantile for the degrees of freedom the
+/// spread was measured with, it is how far reruns may move the error (95%).
+fn rerun_sd_pct(spread: &LaunchSpread, cell: &Cell, top: &Cell) -> f64 {
     let k = |c: &Cell| c.throughput.as_ref().map_or(1, |t| t.launches.len().max(1)) as f64;
-    100.0 * spread.quantile() * spread.relative_sd * (1.0 / k(cell) + 1.0 / k(top)).sqrt()
+    100.0 * spread.relative_sd * (1.0 / k(cell) + 1.0 / k(top)).sqrt()
 }
 
 /// Signed error of `kind`'s prediction for a cell, percent of the measured rate.
