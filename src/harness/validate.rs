@@ -59,6 +59,8 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
         .map(|c| (c.cpu, c.memory_bytes));
     let spread = m.header.launch_spread.as_ref();
     let mut cells = Vec::new();
+    // Per compared cell, the standard deviation reruns alone give its error, percent.
+    let mut rerun_sds = Vec::new();
     for cell in by_key.values() {
         let (CellSource::Measured, Some(measured)) = (cell.source, cell.samples_per_s()) else {
             continue;
@@ -85,23 +87,21 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             predicted.insert(kind, rate);
         }
         let check = diagnosis::check(cell, top, &CacheModel::new(inputs.clone()), samples);
+        let rerun_sd = spread.map(|s| rerun_sd_pct(s, cell, top));
+        rerun_sds.extend(rerun_sd);
         cells.push(ValidationCell {
             cpu: cell.cpu,
             memory_bytes: cell.memory_bytes,
             params: cell.params.clone(),
             measured_samples_per_s: measured,
             predicted,
-            rerun_error_pct: spread.map(|s| s.quantile() * rerun_sd_pct(s, cell, top)),
+            rerun_error_pct: spread.zip(rerun_sd).map(|(s, sd)| s.quantile() * sd),
             check: Some(check),
         });
     }
     // An exact model's |error| from reruns alone is half-normal: its median is 0.6745 sd.
-    let rerun_median_abs_error_pct = spread.map(|s| {
-        let sds: Vec<f64> = (cells.iter())
-            .filter_map(|c| Some(c.rerun_error_pct? / s.quantile()))
-            .collect();
-        HALF_NORMAL_MEDIAN * crate::stats::median(&sds)
-    });
+    let rerun_median_abs_error_pct =
+        spread.map(|_| HALF_NORMAL_MEDIAN * crate::stats::median(&rerun_sds));
     if cells.is_empty() {
         return Err(ValidateError::NothingToCompare(path.to_owned()));
     }
