@@ -43,6 +43,7 @@ fn matrix_summaries<'py>(
             )?;
             demand.set_item("speedup_over_proportional", d.speedup_over_proportional)?;
             demand.set_item("eps", d.eps)?;
+            demand.set_item("alike", d.alike.clone())?;
             Ok((p.path.display().to_string(), header, demand))
         })
         .collect()

@@ -44,6 +44,10 @@ pub struct DemandRecord {
     pub proportional_samples_per_s_per_gpu: f64,
     /// `null` when the proportional share has no throughput.
     pub speedup_over_proportional: Option<f64>,
+    /// Other allocations `[cpus_per_gpu, mem_gb_per_gpu]` the blocks cannot tell apart from
+    /// the demand (their relative intervals overlap); absent without relative rates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alike: Vec<[f64; 2]>,
 }
 
 impl DemandRecord {
@@ -66,6 +70,7 @@ impl DemandRecord {
             speedup_over_proportional: (d.proportional_samples_per_s_per_gpu > 0.0)
                 .then(|| p.finite("speed-up", d.speedup_over_proportional))
                 .transpose()?,
+            alike: d.alike.clone(),
         })
     }
 }

@@ -183,7 +183,8 @@ impl Prepared {
                 error,
             },
         })?;
-        let demand = best_case(&surface, &opts.server, opts.eps, opts.weights);
+        let demand = best_case(&surface, &opts.server, opts.eps, opts.weights)
+            .with_alike(&matrix, &surface.params);
         Ok(Prepared {
             path: path.to_owned(),
             matrix,

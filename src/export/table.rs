@@ -31,7 +31,9 @@ fn finite(v: f64) -> Option<f64> {
 ///   `machine_memory_bytes`, `machine_kernel`, `machine_cgroup`, `machine_gpus` (names joined
 ///   by `; `), `matrix_validation` (the header's `profiler validate` result in one line);
 /// * the cell: `cpu` (cores), `memory_bytes`, `param_<name>` for every parameter of any input,
-///   `source`, `samples_per_s`, `ci95_low`, `ci95_high`, `windows`, `measured_s`,
+///   `source`, `samples_per_s`, `ci95_low`, `ci95_high`, `windows`, `measured_s`, `relative`,
+///   `relative_ci95_low`, `relative_ci95_high`, `relative_blocks` (the rate over the top cell's
+///   in the same block, the interval another sweep's lands in, and the blocks behind it),
 ///   `iteration_p50_s`, `iteration_p95_s`, `cpu_cores_used`, `throttled_s_per_s`,
 ///   `rss_peak_bytes`, `page_cache_bytes`, `storage_read_bytes_per_s`, `gpu_utilization_pct`,
 ///   `gpu_sm_clock_mhz`, `gpu_memory_used_bytes`, `gpu_power_w`, `gpu_sm_activity_pct`,
@@ -40,7 +42,9 @@ fn finite(v: f64) -> Option<f64> {
 /// * the matrix's best-case demand (per GPU, first parameter combination): `demand_server`,
 ///   `demand_eps`, `demand_params`, `demand_cpus_per_gpu`, `demand_mem_gb_per_gpu`,
 ///   `demand_samples_per_s_per_gpu`, `demand_best_samples_per_s_per_gpu`,
-///   `demand_proportional_samples_per_s_per_gpu`, `demand_speedup_over_proportional`.
+///   `demand_proportional_samples_per_s_per_gpu`, `demand_speedup_over_proportional`,
+///   `demand_alike` (the allocations, `CPUsxGB` per GPU joined by `;`, whose relative interval
+///   overlaps the demand's: the blocks cannot tell them apart from it).
 pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFrame, ExportError> {
     let rows: Vec<(&Prepared, &Cell)> = matrices
         .iter()
@@ -135,6 +139,7 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
     let tel = |c: &Cell| c.telemetry.clone();
     let gpu = |c: &Cell| c.gpu.clone();
     let itf = |c: &Cell| c.interference.clone();
+    let rel = |c: &Cell| c.relative.clone();
     columns.extend([
         col("source", s(&|_, c| Some(c.source.as_str().to_owned()))),
         col("samples_per_s", f(&|_, c| tp(c).map(|t| t.samples_per_s))),
@@ -142,6 +147,10 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
         col("ci95_high", f(&|_, c| tp(c).map(|t| t.ci95_high))),
         col("windows", w(&|_, c| tp(c).map(|t| t.windows))),
         col("measured_s", f(&|_, c| tp(c).map(|t| t.measured_s))),
+        col("relative", f(&|_, c| rel(c).map(|r| r.rate))),
+        col("relative_ci95_low", f(&|_, c| rel(c).map(|r| r.ci95_low))),
+        col("relative_ci95_high", f(&|_, c| rel(c).map(|r| r.ci95_high))),
+        col("relative_blocks", w(&|_, c| rel(c).map(|r| r.blocks))),
         col(
             "iteration_p50_s",
             f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p50)),
@@ -247,6 +256,13 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
             f(&|p, _| {
                 (p.demand.proportional_samples_per_s_per_gpu > 0.0)
                     .then_some(p.demand.speedup_over_proportional)
+            }),
+        ),
+        col(
+            "demand_alike",
+            s(&|p, _| {
+                let alike = p.demand.alike.iter().map(|[c, m]| format!("{c}x{m}"));
+                (!p.demand.alike.is_empty()).then(|| alike.collect::<Vec<_>>().join(";"))
             }),
         ),
     ]);

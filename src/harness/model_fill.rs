@@ -50,6 +50,7 @@ pub fn modelled_cells(
                 wall_s: 0.0,
                 node: None,
                 interference: None,
+                relative: None,
                 measured_unix_s: None,
                 left_out_unix_s: Vec::new(),
             };
@@ -147,6 +148,7 @@ mod tests {
             wall_s: 12.0,
             node: None,
             interference: None,
+            relative: None,
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }

@@ -14,11 +14,12 @@ use crate::matrix::{
     CacheModelInputs, Cell, CellKey, CellSource, Matrix, MatrixHeader, MatrixWriter,
 };
 use crate::spec::{CpuAxis, LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod blocks;
 mod cache;
 mod cache_fill;
 mod disturbance;
@@ -33,9 +34,10 @@ mod run;
 mod search;
 mod spread;
 
+pub use blocks::{DRIFT_SLACK, MAX_EXTRA_PASSES};
 pub use launches::{
-    SPREAD_DEGREES_OF_FREEDOM, add_launch, another_launch, combine_cells, combine_throughputs,
-    hold_launch_spread, hold_pooled_spread, launch_rates, launch_sd, pooled_spread,
+    add_launch, combine_cells, combine_throughputs, hold_launch_spread, hold_pooled_spread,
+    launch_rates, launch_sd, pooled_spread,
 };
 use live_check::LiveCheckState;
 use run::Run;
@@ -177,9 +179,11 @@ struct Sweep<'a> {
     mode: SweepMode,
     /// Whether re-capping a running job is still to be checked against a fresh start.
     live_check: LiveCheckState,
-    /// The points being measured are recorded already: each cell measured is another launch
-    /// of its point ([`Sweep::launch_again`]).
-    launching_again: bool,
+    /// The blocks measured so far ([`blocks`]), and the one being measured.
+    blocks: Vec<crate::matrix::SweepBlock>,
+    block: Option<crate::matrix::SweepBlock>,
+    /// Orders each block's points afresh.
+    rng: rand_chacha::ChaCha8Rng,
     params_axes: BTreeMap<String, Vec<String>>,
     cache_inputs: Option<CacheModelInputs>,
     /// How the job maps its dataset's files, once looked at (while its first cell ran).
@@ -418,7 +422,13 @@ fn run_sweep_with(
         search_results: Vec::new(),
         mode,
         live_check,
-        launching_again: false,
+        blocks: Vec::new(),
+        block: None,
+        rng: <rand_chacha::ChaCha8Rng as rand_core::SeedableRng>::seed_from_u64(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+        ),
         params_axes: spec.sweep.params.clone(),
         cache_inputs: None,
         dataset_maps: None,
@@ -470,18 +480,20 @@ fn run_sweep_with(
                 sweep.run_search(&search, params, memory_axis, remaining_combos)?
             }
             None => {
-                let mut points = VecDeque::new();
-                for &cpu in &check_order(&cpu_levels, &sweep.live_check) {
-                    let mems: Vec<usize> = match memory_axis {
-                        MemoryAxis::Model => vec![0],
-                        MemoryAxis::Measure => (0..n_mem).collect(),
-                    };
-                    points.extend(mems.into_iter().map(|mem| Point {
-                        cpu,
-                        mem,
-                        params: params.clone(),
-                    }));
-                }
+                let mems: Vec<usize> = match memory_axis {
+                    MemoryAxis::Model => vec![0],
+                    MemoryAxis::Measure => (0..n_mem).collect(),
+                };
+                let grid: Vec<Point> = (cpu_levels.iter())
+                    .flat_map(|&cpu| {
+                        mems.iter().map(move |&mem| Point {
+                            cpu,
+                            mem,
+                            params: params.clone(),
+                        })
+                    })
+                    .collect();
+                let mut points = sweep.first_walk(grid, &cpu_levels, params);
                 if memory_axis == MemoryAxis::Model {
                     points.extend(sweep.calibration_point(&cpu_levels, params));
                 }
@@ -500,6 +512,7 @@ fn run_sweep_with(
         sweep.record_searched_axis()?;
     }
     sweep.hold_launch_spread()?;
+    sweep.hold_relative_rates()?;
     let matrix = Matrix {
         header: sweep.header.clone().unwrap_or_else(|| sweep.make_header()),
         cells: sweep.cells.clone(),
@@ -514,18 +527,6 @@ fn run_sweep_with(
         launches: sweep.launches,
         wall_s: started.elapsed().as_secs_f64(),
     })
-}
-
-/// CPU levels in the order a launch walks them, highest first. With the live check pending the
-/// lowest comes second, so the check is made where re-capping is the largest step, and before the
-/// levels between are measured the wrong way.
-fn check_order(levels: &[f64], check: &LiveCheckState) -> Vec<f64> {
-    let mut order = levels.to_vec();
-    if *check == LiveCheckState::Pending && order.len() > 2 {
-        let lowest = order.pop().expect("more than two");
-        order.insert(1, lowest);
-    }
-    order
 }
 
 fn base_vars(spec: &LoadedSpec) -> Vars {

@@ -8,8 +8,8 @@
 //! server's GPU-proportional share, so one share of CPU costs as much as one share of memory
 //! at equal weights; ties go to fewer CPUs.
 
-use super::Matrix;
-use super::surface::{Interp, ServerShape, Surface, SurfaceError};
+use super::surface::{BYTES_PER_GB, Interp, ServerShape, Surface, SurfaceError, same_level};
+use super::{Cell, Matrix};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -45,6 +45,41 @@ pub struct Demand {
     pub speedup_over_proportional: f64,
     pub eps: f64,
     pub shape: ServerShape,
+    /// Other allocations (CPUs, GB per GPU) whose relative rate's interval overlaps the
+    /// demand's: the blocks cannot tell them apart from it ([`Demand::with_alike`]). Empty
+    /// without relative rates.
+    pub alike: Vec<[f64; 2]>,
+}
+
+impl Demand {
+    /// The demand with [`Demand::alike`] filled from `m`'s cells of `params`.
+    pub fn with_alike(mut self, m: &Matrix, params: &BTreeMap<String, String>) -> Demand {
+        let g = m.header.job.gpus.max(1) as f64;
+        let per_gpu = |c: &Cell| [c.cpu / g, c.memory_bytes as f64 / BYTES_PER_GB / g];
+        let cells: Vec<&Cell> = m.cells.iter().filter(|c| &c.params == params).collect();
+        let is_chosen = |c: &Cell| {
+            let [cpu, mem] = per_gpu(c);
+            same_level(cpu, self.cpus_per_gpu) && same_level(mem, self.mem_gb_per_gpu)
+        };
+        let Some(chosen) = cells
+            .iter()
+            .find(|c| is_chosen(c))
+            .and_then(|c| c.relative.clone())
+        else {
+            return self;
+        };
+        self.alike = cells
+            .iter()
+            .filter(|c| !is_chosen(c))
+            .filter(|c| {
+                c.relative.as_ref().is_some_and(|r| {
+                    r.ci95_low <= chosen.ci95_high && chosen.ci95_low <= r.ci95_high
+                })
+            })
+            .map(|c| per_gpu(c))
+            .collect();
+        self
+    }
 }
 
 /// The best-case demand of `s`; see the module documentation. `eps` is clamped to [0, 1) and
@@ -94,6 +129,7 @@ pub fn best_case(s: &Surface, shape: &ServerShape, eps: f64, w: CostWeights) -> 
         },
         eps,
         shape: *shape,
+        alike: Vec::new(),
     }
 }
 
@@ -116,7 +152,8 @@ pub fn demands(
         .into_iter()
         .map(|params| {
             let s = Surface::from_matrix_params(m, params)?;
-            Ok((params.clone(), best_case(&s, shape, eps, w)))
+            let demand = best_case(&s, shape, eps, w).with_alike(m, params);
+            Ok((params.clone(), demand))
         })
         .collect()
 }
@@ -155,7 +192,18 @@ impl fmt::Display for Demand {
             trim(self.shape.share_cpus()),
             trim(self.shape.share_mem_gb()),
             trim(self.proportional_samples_per_s_per_gpu),
-        )
+        )?;
+        if !self.alike.is_empty() {
+            let alike: Vec<String> = (self.alike.iter())
+                .map(|[c, m]| format!("{} CPUs x {} GB", trim(*c), trim(*m)))
+                .collect();
+            write!(
+                f,
+                "; its blocks cannot tell it apart from {}",
+                alike.join(", ")
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -202,6 +250,7 @@ mod tests {
                     wall_s: 1.0,
                     node: None,
                     interference: None,
+                    relative: None,
                     measured_unix_s: None,
                     left_out_unix_s: Vec::new(),
                 });
@@ -231,6 +280,57 @@ mod tests {
         let d = best_case(&s, &SHAPE, 0.25, CostWeights::default());
         assert_eq!((d.cpus_per_gpu, d.mem_gb_per_gpu), (2.0, 20.0));
         assert!(d.to_string().contains("2 CPUs and 20 GB per GPU"), "{d}");
+    }
+
+    /// Absolute rates from launches far apart say 2 CPUs reach the best; the blocks say 2 CPUs
+    /// give 90% of 4 CPUs' rate. The demand follows the blocks, in samples/s of the reference,
+    /// and names 2 CPUs as what its interval cannot tell apart from 4.
+    #[test]
+    fn the_demand_follows_relative_rates_and_names_what_it_cannot_tell_apart() {
+        let cell = |cpu: f64, rate: f64, rel: [f64; 3]| {
+            let mut c = crate::matrix::fixtures::cell(cpu);
+            c.memory_bytes = 10_000_000_000;
+            c.source = CellSource::Measured;
+            c.throughput = Some(Throughput {
+                samples_per_s: rate,
+                ci95_low: rate,
+                ci95_high: rate,
+                windows: 1,
+                measured_s: 1.0,
+                launches: Vec::new(),
+            });
+            c.relative = Some(crate::matrix::RelativeRate {
+                rate: rel[0],
+                ci95_low: rel[1],
+                ci95_high: rel[2],
+                blocks: 3,
+                dropped_blocks: 0,
+            });
+            c
+        };
+        let mut h = header("m");
+        h.job.gpus = 1;
+        let mut m = Matrix {
+            header: h,
+            cells: vec![
+                cell(1.0, 50.0, [0.5, 0.45, 0.55]),
+                cell(2.0, 100.0, [0.9, 0.85, 1.02]),
+                cell(4.0, 100.0, [1.0, 1.0, 1.0]),
+            ],
+        };
+        let d = &demands(&m, &SHAPE, DEFAULT_EPS, CostWeights::default()).unwrap()[0].1;
+        assert_eq!(d.cpus_per_gpu, 4.0);
+        assert!((d.best_samples_per_s_per_gpu - 100.0).abs() < 1e-9);
+        assert_eq!(d.alike, vec![[2.0, 10.0]]);
+        assert!(
+            d.to_string()
+                .contains("cannot tell it apart from 2 CPUs x 10 GB"),
+            "{d}"
+        );
+        // One rate without a relative one: the absolute rates decide, as before.
+        m.cells[0].relative = None;
+        let d = &demands(&m, &SHAPE, DEFAULT_EPS, CostWeights::default()).unwrap()[0].1;
+        assert_eq!(d.cpus_per_gpu, 2.0);
     }
 
     #[test]

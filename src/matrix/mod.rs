@@ -8,12 +8,14 @@
 pub mod checks;
 pub mod demand;
 mod file;
+pub mod relative;
 mod summary;
 pub mod surface;
 
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
 pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_matrix};
+pub use relative::{BlockReference, RelativeRate, SweepBlock, describe_relative, relative_rates};
 pub use summary::{render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 
@@ -62,6 +64,11 @@ pub struct MatrixHeader {
     /// once; every cell's interval holds it (see [`LaunchSpread`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_spread: Option<LaunchSpread>,
+    /// The blocks the sweep measured in: each opens (and, where it can, closes) with the
+    /// reference cell, and every cell's relative rate is taken against its block's
+    /// ([`relative`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<SweepBlock>,
 }
 
 /// The spread between launches of the same job at the same point, pooled over the points the
@@ -503,6 +510,10 @@ pub struct Cell {
     /// rate over whole epochs never leaves any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out_unix_s: Vec<[f64; 2]>,
+    /// The rate relative to the reference (top) cell of the blocks that measured it, with the
+    /// interval another sweep's relative rate lands in; modelled cells get the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative: Option<RelativeRate>,
 }
 
 impl Cell {
@@ -716,14 +727,31 @@ pub struct LiveCheck {
     /// Why the check decided as it did.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// Where the check compared ratios: the live launch's reference rate over the fresh
+    /// launches' own (each fresh launch re-capped up to the reference after the point), the
+    /// mean factor the fresh rates were scaled by before the comparison, so that a host that
+    /// slowed one launch against the other does not decide the check. The rates above are the
+    /// launches' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_ratio: Option<f64>,
 }
 
 impl LiveCheck {
+    /// The fresh rate the re-capped one was compared with: scaled to the live launch's
+    /// reference where the check compared ratios.
+    pub fn compared_samples_per_s(&self) -> f64 {
+        self.relaunch_samples_per_s * self.reference_ratio.unwrap_or(1.0)
+    }
+
     /// What the re-capped rate was compared with: `fresh start`, or `3 fresh starts`.
     pub fn fresh_label(&self) -> String {
-        match self.fresh_samples_per_s.len() {
+        let starts = match self.fresh_samples_per_s.len() {
             0 | 1 => "fresh start".to_string(),
             k => format!("{k} fresh starts"),
+        };
+        match self.reference_ratio {
+            Some(r) => format!("{starts} scaled by {r:.3} to the live launch's reference"),
+            None => starts,
         }
     }
 
@@ -779,6 +807,7 @@ pub(crate) mod fixtures {
             validation: None,
             live_check: None,
             launch_spread: None,
+            blocks: Vec::new(),
         }
     }
 
@@ -796,6 +825,7 @@ pub(crate) mod fixtures {
             wall_s: 1.0,
             node: None,
             interference: None,
+            relative: None,
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }

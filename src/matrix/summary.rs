@@ -40,6 +40,9 @@ pub fn render_summary(matrix: &Matrix) -> String {
     if let Some(spread) = &h.launch_spread {
         let _ = writeln!(out, "{}", spread.describe());
     }
+    if let Some(line) = super::describe_relative(&matrix.cells, &h.blocks) {
+        let _ = writeln!(out, "{line}");
+    }
     let by_key: BTreeMap<CellKey, &super::Cell> =
         matrix.cells.iter().map(|c| (c.key(), c)).collect();
     let mut cpus: BTreeSet<u64> = h
@@ -65,34 +68,19 @@ pub fn render_summary(matrix: &Matrix) -> String {
         } else {
             out.push('\n');
         }
-        let _ = write!(out, "{:>8} |", "CPU\\mem");
-        for m in &mems {
-            let _ = write!(out, " {:>10}", format!("{:.2}G", *m as f64 / GIB));
-        }
-        out.push('\n');
-        let _ = writeln!(out, "{}", "-".repeat(10 + 11 * mems.len()));
-        for &c in &cpus {
-            let _ = write!(out, "{:>8} |", format!("{:.2}", c as f64 / 1000.0));
-            for &m in &mems {
-                let key = CellKey {
-                    cpu_milli: c,
-                    memory_bytes: m,
-                    params: params.clone(),
-                };
-                let text = match by_key.get(&key) {
-                    None => "-".to_string(),
-                    Some(cell) => match (cell.source, cell.samples_per_s()) {
-                        (CellSource::Failed, _) => "failed".into(),
-                        (CellSource::Infeasible, _) => "OOM".into(),
-                        (CellSource::Modelled, Some(v)) => format!("~{v:.1}"),
-                        (_, Some(v)) if is_disturbed(cell) => format!("!{v:.1}"),
-                        (_, Some(v)) => format!("{v:.1}"),
-                        (_, None) => "?".into(),
-                    },
-                };
-                let _ = write!(out, " {text:>10}");
-            }
-            out.push('\n');
+        let grid = Grid {
+            cpus: &cpus,
+            mems: &mems,
+            params,
+            cells: &by_key,
+        };
+        grid.write(&mut out, rate_text);
+        if matrix.cells.iter().any(|c| c.relative.is_some()) {
+            let _ = writeln!(
+                out,
+                "\nrelative to the top cell of each block (95% interval of another sweep's, ± %):"
+            );
+            grid.write(&mut out, relative_text);
         }
     }
     let _ = writeln!(
@@ -135,10 +123,71 @@ pub fn render_summary(matrix: &Matrix) -> String {
     out
 }
 
+/// One parameter combination's cells as a CPU x memory table.
+struct Grid<'a> {
+    cpus: &'a BTreeSet<u64>,
+    mems: &'a BTreeSet<u64>,
+    params: &'a BTreeMap<String, String>,
+    cells: &'a BTreeMap<CellKey, &'a Cell>,
+}
+
+impl Grid<'_> {
+    /// Writes the table, each cell as `text` gives it.
+    fn write(&self, out: &mut String, text: fn(&Cell) -> String) {
+        let _ = write!(out, "{:>8} |", "CPU\\mem");
+        for m in self.mems {
+            let _ = write!(out, " {:>10}", format!("{:.2}G", *m as f64 / GIB));
+        }
+        out.push('\n');
+        let _ = writeln!(out, "{}", "-".repeat(10 + 11 * self.mems.len()));
+        for &c in self.cpus {
+            let _ = write!(out, "{:>8} |", format!("{:.2}", c as f64 / 1000.0));
+            for &m in self.mems {
+                let key = CellKey {
+                    cpu_milli: c,
+                    memory_bytes: m,
+                    params: self.params.clone(),
+                };
+                let shown = self.cells.get(&key).map_or("-".to_string(), |c| text(c));
+                let _ = write!(out, " {shown:>10}");
+            }
+            out.push('\n');
+        }
+    }
+}
+
+/// A cell's rate in the summary's table, marked as modelled, disturbed, failed or infeasible.
+fn rate_text(cell: &Cell) -> String {
+    match (cell.source, cell.samples_per_s()) {
+        (CellSource::Failed, _) => "failed".into(),
+        (CellSource::Infeasible, _) => "OOM".into(),
+        (CellSource::Modelled, Some(v)) => format!("~{v:.1}"),
+        (_, Some(v)) if is_disturbed(cell) => format!("!{v:.1}"),
+        (_, Some(v)) => format!("{v:.1}"),
+        (_, None) => "?".into(),
+    }
+}
+
+/// A cell's relative rate with its interval's half-width in percent.
+fn relative_text(cell: &Cell) -> String {
+    let Some(r) = &cell.relative else {
+        return "-".into();
+    };
+    let mark = if cell.source == CellSource::Modelled {
+        "~"
+    } else {
+        ""
+    };
+    match r.ci95_high > r.ci95_low {
+        true => format!("{mark}{:.3}±{:.0}", r.rate, 100.0 * r.half_width()),
+        false => format!("{mark}{:.3}", r.rate),
+    }
+}
+
 /// What the live check of a live sweep found.
 fn live_check_line(c: &LiveCheck) -> String {
     let gap =
-        (c.live_samples_per_s / c.relaunch_samples_per_s.max(f64::MIN_POSITIVE) - 1.0) * 100.0;
+        (c.live_samples_per_s / c.compared_samples_per_s().max(f64::MIN_POSITIVE) - 1.0) * 100.0;
     let (verdict, then) = if c.outcome == "live" {
         ("within", "re-capping the running job was valid")
     } else {
@@ -153,7 +202,7 @@ fn live_check_line(c: &LiveCheck) -> String {
          {verdict} ±{:.1}%): {then}{reason}",
         c.cpu,
         c.live_samples_per_s,
-        c.relaunch_samples_per_s,
+        c.compared_samples_per_s(),
         c.tolerance * 100.0
     )
 }
@@ -188,11 +237,12 @@ pub fn render_cells(matrix: &Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>5} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
+        "{:<26} {:<10} {:>9} {:>7} {:>10} {:>13} {:>6} {:>5} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7}",
         "cell",
         "source",
         "samples/s",
         "ci95 %",
+        "relative",
         "iter p50/p95",
         "cores",
         "sys",
@@ -222,11 +272,12 @@ pub fn render_cells(matrix: &Matrix) -> String {
             .map_or("-".to_string(), |p| format!("{:.3}/{:.3}", p.p50, p.p95));
         let _ = writeln!(
             out,
-            "{:<26} {:<10} {:>9} {:>7} {:>13} {:>6} {:>5} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
+            "{:<26} {:<10} {:>9} {:>7} {:>10} {:>13} {:>6} {:>5} {:>6} {:>6} {:>8} {:>9} {:>9} {:>6} {:>6} {:>7.1}",
             cell_label(c),
             c.source.as_str(),
             opt(tp.map(|t| t.samples_per_s), 1),
             opt(ci.map(f64::abs), 1),
+            relative_text(c),
             iter,
             opt(t.map(|t| t.cpu_cores_used), 2),
             opt(t.and_then(|t| t.cpu_system_cores), 2),
@@ -258,7 +309,9 @@ pub fn render_cells(matrix: &Matrix) -> String {
     }
     let _ = writeln!(
         out,
-        "\nci95 %: half-width of the 95% interval in % of the rate; cores: CPU seconds per second;\n\
+        "\nci95 %: half-width of the 95% interval in % of the rate; relative: the rate over the top\n\
+         cell's in the same block, ± the half-width in % of where another sweep's lands (blocks:\n\
+         docs/MATRIX.md); cores: CPU seconds per second;\n\
          sys: of them, system time (the kernel's work for the job: faults, reads, reclaim);\n\
          thr/s: CFS-throttled seconds per second; other: cores other processes used on the job's\n\
          CPUs (! = disturbed, more often than the cell could be measured again); launch N: one\n\
@@ -403,6 +456,7 @@ mod tests {
             outcome: "relaunch".into(),
             fresh_samples_per_s: Vec::new(),
             between_launch_spread: None,
+            reference_ratio: None,
             reason: String::new(),
         });
         let text = render_summary(&m);

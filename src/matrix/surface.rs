@@ -180,12 +180,16 @@ impl Surface {
         let index = |levels: &[f64], x: f64| {
             Surface::level_index(levels, x).expect("level collected from the same cells")
         };
+        // The shape from the relative rates where every rate has one: cells measured close
+        // together in time are steadier against each other than launches are.
+        let scale = super::relative::absolute_scale(&cells);
         for c in &cells {
             let ci = index(&cpu, c.cpu / gf);
             let mi = index(&mem, per_gpu_mem(c.memory_bytes));
-            let v = match c.source {
-                CellSource::Failed | CellSource::Infeasible => 0.0,
-                _ => c.samples_per_s().unwrap_or(0.0) / gf,
+            let v = match (c.source, scale) {
+                (CellSource::Failed | CellSource::Infeasible, _) => 0.0,
+                (_, Some(scale)) => c.relative.as_ref().map_or(0.0, |r| r.rate) * scale / gf,
+                (_, None) => c.samples_per_s().unwrap_or(0.0) / gf,
             };
             if !v.is_finite() || v < 0.0 {
                 return Err(SurfaceError::BadThroughput {

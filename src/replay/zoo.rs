@@ -108,6 +108,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
             validation: None,
             live_check: None,
             launch_spread: None,
+            blocks: Vec::new(),
         };
         let cells = pts
             .iter()
@@ -136,6 +137,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
                     wall_s: 0.0,
                     node: None,
                     interference: None,
+                    relative: None,
                     measured_unix_s: None,
                     left_out_unix_s: Vec::new(),
                 }

@@ -6,8 +6,8 @@ use profiler::export::{
 };
 use profiler::matrix::{
     Axes, CacheKind, CacheModelInputs, Cell, CellSource, GpuTelemetry, Interference, JobInfo,
-    MATRIX_KIND, Matrix, MatrixHeader, ModelAccuracy, Percentiles, SCHEMA_VERSION, Telemetry,
-    Throughput, Validation, load_matrix,
+    MATRIX_KIND, Matrix, MatrixHeader, ModelAccuracy, Percentiles, RelativeRate, SCHEMA_VERSION,
+    Telemetry, Throughput, Validation, load_matrix,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -335,6 +335,13 @@ fn rich_matrix() -> Matrix {
                     }),
                     measured_unix_s: None,
                     left_out_unix_s: Vec::new(),
+                    relative: (j == 1).then(|| RelativeRate {
+                        rate: rate / 220.0,
+                        ci95_low: 0.9 * rate / 220.0,
+                        ci95_high: 1.1 * rate / 220.0,
+                        blocks: 3,
+                        dropped_blocks: 1,
+                    }),
                 });
             }
         }
@@ -405,6 +412,7 @@ fn rich_matrix() -> Matrix {
             }),
             live_check: None,
             launch_spread: None,
+            blocks: Vec::new(),
         },
         cells,
     }
@@ -504,6 +512,11 @@ fn csv_and_parquet_read_back_with_every_cell_value() {
             assert_eq!(f(df, "ci95_high", row), t.map(|t| t.ci95_high));
             assert_eq!(w(df, "windows", row), t.map(|t| t.windows));
             assert_eq!(f(df, "measured_s", row), t.map(|t| t.measured_s));
+            let r = c.relative.as_ref();
+            assert_eq!(f(df, "relative", row), r.map(|r| r.rate));
+            assert_eq!(f(df, "relative_ci95_low", row), r.map(|r| r.ci95_low));
+            assert_eq!(f(df, "relative_ci95_high", row), r.map(|r| r.ci95_high));
+            assert_eq!(w(df, "relative_blocks", row), r.map(|r| r.blocks));
             let it = c.iteration_time_s.as_ref();
             assert_eq!(f(df, "iteration_p50_s", row), it.map(|i| i.p50));
             assert_eq!(f(df, "iteration_p95_s", row), it.map(|i| i.p95));
@@ -1040,6 +1053,7 @@ mod properties {
                             wall_s: 1.0,
                             node: None,
                             interference: None,
+                            relative: None,
                             measured_unix_s: None,
                             left_out_unix_s: Vec::new(),
                         });

@@ -1,6 +1,7 @@
 //! The matrix file of a sweep: its header (what was swept, how, and where), appending cells as
 //! they finish, and resuming from a file an interrupted sweep left.
 
+use super::launches::add_launch;
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError, search};
 use crate::harness::plan::MemoryLevels;
@@ -90,6 +91,7 @@ impl Sweep<'_> {
                 _ => None,
             },
             launch_spread: None,
+            blocks: self.blocks.clone(),
         }
     }
 
@@ -114,8 +116,11 @@ impl Sweep<'_> {
         if let Some((step, _)) = &self.step {
             cell.node = Some(step.node.clone());
         }
-        if self.launching_again {
-            return self.record_another_launch(cell);
+        // Another launch's measurement of a recorded point joins its cell.
+        let key = cell.key();
+        if let Some(i) = self.cells.iter().position(|c| c.key() == key) {
+            self.cells[i] = add_launch(&self.cells[i], &cell);
+            return self.rewrite();
         }
         self.note_top_level_shortfall(&mut cell);
         self.ensure_writer()?.append(&cell)?;
@@ -156,6 +161,7 @@ impl Sweep<'_> {
             }
             self.live_check = LiveCheckState::Done(check.clone());
         }
+        self.blocks = matrix.header.blocks.clone();
         self.done = matrix.cells.iter().map(Cell::key).collect();
         self.cells = matrix.cells.clone();
         self.header = Some(matrix.header);

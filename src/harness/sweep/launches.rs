@@ -5,10 +5,6 @@
 
 use crate::matrix::{Cell, CellSource, LaunchRate, LaunchSpread, Throughput};
 
-/// Degrees of freedom (launches beyond the first) after which a point's launches measure the
-/// spread between launches well enough for the sweep to stop launching it again.
-pub const SPREAD_DEGREES_OF_FREEDOM: u32 = 2;
-
 /// The spread of one launch's rate around the mean of `rates`, as a standard deviation in
 /// samples/s: the launches' sample standard deviation, but never less than what their own
 /// intervals say a single launch varies by (two launches that happen to agree prove no
@@ -212,24 +208,6 @@ pub fn hold_pooled_spread(cells: &mut [Cell]) -> Option<LaunchSpread> {
     Some(spread)
 }
 
-/// The sequential rule for a point measured on `launches`: launch it again while fewer than
-/// `max_launches` were taken, unless its launches already measure the spread between
-/// launches well enough ([`SPREAD_DEGREES_OF_FREEDOM`]) or agree within what one launch
-/// varies by (a spread no wider than each launch's own interval changes nothing).
-pub fn another_launch(launches: &[Throughput], max_launches: u32) -> bool {
-    let k = launches.len();
-    if k >= max_launches as usize {
-        return false;
-    }
-    if k < 2 {
-        return true;
-    }
-    if k as u32 > SPREAD_DEGREES_OF_FREEDOM {
-        return false;
-    }
-    variances(launches).is_some_and(|(between, within)| between > within)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +263,7 @@ mod tests {
             wall_s: 1.0,
             node: None,
             interference: None,
+            relative: None,
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }
@@ -322,7 +301,7 @@ mod tests {
     }
 
     /// A one-launch cell of 100 with a tight interval, under a 10% spread measured with two
-    /// degrees of freedom: the interval now holds where another launch lands (Student's 4.303
+    /// degrees of freedom: the interval now holds where another launch lands (Student's 4.3027
     /// * 10 * sqrt 2 on each side).
     #[test]
     fn a_one_launch_cell_is_widened_by_the_spread() {
@@ -332,27 +311,11 @@ mod tests {
             launches: 3,
         };
         let t = hold_launch_spread(&tp(100.0, 1.0), &spread);
-        let half = 4.303 * 10.0 * 2f64.sqrt();
+        let half = crate::stats::t_975(2) * 10.0 * 2f64.sqrt();
+        assert!((crate::stats::t_975(2) - 4.3027).abs() < 1e-4);
         assert!((t.ci95_high - (100.0 + half)).abs() < 1e-9, "{t:?}");
         assert!((t.ci95_low - (100.0 - half)).abs() < 1e-9, "{t:?}");
         assert_eq!(t.samples_per_s, 100.0);
-    }
-
-    #[test]
-    fn the_rule_launches_again_until_the_spread_is_measured() {
-        // One launch: always another (up to the most allowed).
-        assert!(another_launch(&[tp(100.0, 1.0)], 3));
-        assert!(!another_launch(&[tp(100.0, 1.0)], 1));
-        // Two that agree within their own intervals: the spread changes no cell, stop.
-        assert!(!another_launch(&[tp(100.0, 5.0), tp(102.0, 5.0)], 3));
-        // Two apart by more than their intervals: a third.
-        assert!(another_launch(&[tp(100.0, 1.0), tp(120.0, 1.0)], 3));
-        assert!(!another_launch(&[tp(100.0, 1.0), tp(120.0, 1.0)], 2));
-        // Three give two degrees of freedom: enough.
-        assert!(!another_launch(
-            &[tp(100.0, 1.0), tp(120.0, 1.0), tp(80.0, 1.0)],
-            5
-        ));
     }
 
     /// A point measured once, then once more: the cell is the two launches' mean with both

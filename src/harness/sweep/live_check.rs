@@ -20,10 +20,12 @@
 //! The header records the rates, the tolerance, the decision and its reason.
 
 use super::launches::{combine_cells, launch_sd};
-use super::{Sweep, SweepError};
+use super::measure::Outcome;
+use super::{Run, Sweep, SweepError};
 use crate::harness::plan::{Point, label};
-use crate::matrix::{Cell, LiveCheck, Throughput};
+use crate::matrix::{BlockReference, Cell, LiveCheck, Throughput};
 use crate::spec::SweepMode;
+use std::time::Instant;
 
 /// Relative difference two rates may show beyond their measured spread and still agree: what
 /// re-capping itself may change (the CFS quota's period, a cold cache after the re-cap), not
@@ -49,6 +51,8 @@ pub(super) enum LiveCheckState {
     NotNeeded,
     /// The next point reached by re-capping the CPU is also measured on a fresh launch.
     Pending,
+    /// That point was measured by re-capping; fresh launches are measuring it.
+    Checking(Box<Checking>),
     Done(LiveCheck),
 }
 
@@ -97,6 +101,7 @@ pub fn compare(cpu: f64, live: &Throughput, fresh: &[Throughput]) -> Option<Live
         },
         between_launch_spread: sd,
         reason,
+        reference_ratio: None,
     };
     let launches = match k {
         1 => "one fresh launch".to_string(),
@@ -155,9 +160,8 @@ pub fn compare(cpu: f64, live: &Throughput, fresh: &[Throughput]) -> Option<Live
 
 /// One line saying what the check found, for the screen and `show`.
 pub fn describe(check: &LiveCheck) -> String {
-    let gap = (check.live_samples_per_s / check.relaunch_samples_per_s.max(f64::MIN_POSITIVE)
-        - 1.0)
-        * 100.0;
+    let compared = check.compared_samples_per_s();
+    let gap = (check.live_samples_per_s / compared.max(f64::MIN_POSITIVE) - 1.0) * 100.0;
     let (fresh, reason) = (check.fresh_label(), check.reason_suffix());
     match check.outcome.as_str() {
         "live" => format!(
@@ -165,7 +169,7 @@ pub fn describe(check: &LiveCheck) -> String {
              within ±{:.1}%): re-capping the running job is valid{reason}",
             check.cpu,
             check.live_samples_per_s,
-            check.relaunch_samples_per_s,
+            compared,
             check.tolerance * 100.0
         ),
         _ => format!(
@@ -175,78 +179,236 @@ pub fn describe(check: &LiveCheck) -> String {
              sweep.adapts_to_caps = false to skip the check, or make the job follow $PROFILER_CPUS",
             check.cpu,
             check.live_samples_per_s,
-            check.relaunch_samples_per_s,
+            compared,
             check.tolerance * 100.0
         ),
     }
 }
 
+/// The live check in progress: the re-capped measurement of the check's point, the reference's
+/// rate on its launch while it was measured, and the fresh launches so far, each with the
+/// reference it was re-capped up to after the point.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Checking {
+    point: Point,
+    live: Cell,
+    live_reference: Option<f64>,
+    fresh: Vec<Cell>,
+    fresh_references: Vec<Option<BlockReference>>,
+}
+
+/// `t` scaled by `factor`, its interval too.
+fn scaled(t: &Throughput, factor: f64) -> Throughput {
+    Throughput {
+        samples_per_s: t.samples_per_s * factor,
+        ci95_low: t.ci95_low * factor,
+        ci95_high: t.ci95_high * factor,
+        ..t.clone()
+    }
+}
+
+/// The fresh launches' rates as the live launch would have measured them: each scaled by the
+/// live launch's reference rate over its own, where every one of them was measured, with the
+/// mean factor; else as they are.
+fn paired_rates(c: &Checking) -> (Vec<Throughput>, Option<f64>) {
+    let rates: Vec<Throughput> = c
+        .fresh
+        .iter()
+        .filter_map(|f| f.throughput.clone())
+        .collect();
+    let factors: Option<Vec<f64>> = (c.fresh.iter().zip(&c.fresh_references))
+        .filter(|(f, _)| f.throughput.is_some())
+        .map(|(_, own)| {
+            let own = own.as_ref().filter(|o| o.samples_per_s > 0.0)?;
+            Some(c.live_reference? / own.samples_per_s)
+        })
+        .collect();
+    match factors.filter(|f| !f.is_empty() && f.iter().all(|x| x.is_finite())) {
+        Some(f) => {
+            let scaled = rates.iter().zip(&f).map(|(t, x)| scaled(t, *x)).collect();
+            let raw = rates.iter().map(|t| t.samples_per_s).sum::<f64>();
+            let ratio = scaled_sum(&rates, &f) / raw.max(f64::MIN_POSITIVE);
+            (scaled, Some(ratio))
+        }
+        None => (rates, None),
+    }
+}
+
+/// The sum of `rates` each scaled by its factor.
+fn scaled_sum(rates: &[Throughput], factors: &[f64]) -> f64 {
+    rates
+        .iter()
+        .zip(factors)
+        .map(|(t, x)| t.samples_per_s * x)
+        .sum()
+}
+
 impl Sweep<'_> {
-    /// Whether `p`, reached by re-capping a launch that started at `launch_first`, is the
-    /// point to check.
-    pub(super) fn live_check_due(&self, launch_first: &Point, p: &Point) -> bool {
-        self.live_check == LiveCheckState::Pending && p.cpu != launch_first.cpu
+    /// Whether `p`, just measured on a launch started at `launch_cpu`, is the point the live check
+    /// is made at: the first the launch reached by re-capping its CPU.
+    pub(super) fn live_check_due(&self, launch_cpu: f64, p: &Point) -> bool {
+        self.live_check == LiveCheckState::Pending && p.cpu != launch_cpu
     }
 
-    /// Measures `p` again on fresh launches until the check decides, records the cell that
-    /// stands, and decides the mode for the rest of the sweep. `live` is the cell the
-    /// re-capped job gave at `p`.
-    pub(super) fn conclude_live_check(&mut self, p: &Point, live: Cell) -> Result<(), SweepError> {
-        let mut fresh: Vec<Cell> = Vec::new();
-        let check = loop {
+    /// Holds `live`, measured at `p` by re-capping, until fresh launches have measured `p`; first
+    /// re-caps the launch back to the reference to close its block, so that the re-capped rate
+    /// is read against the reference as it was meanwhile.
+    pub(super) fn hold_for_live_check(
+        &mut self,
+        run: &mut Run,
+        p: &Point,
+        live: Cell,
+    ) -> Result<(), SweepError> {
+        if self.closing_due(p, None) {
+            self.measure_closing(run, p)?;
+        }
+        let mid = live.measured_unix_s.map(|[a, b]| 0.5 * (a + b));
+        let live_reference = (self.block.as_ref().zip(mid)).and_then(|(b, t)| b.reference_at(t));
+        self.live_check = LiveCheckState::Checking(Box::new(Checking {
+            point: p.clone(),
+            live,
+            live_reference: live_reference.map(|(rate, _)| rate),
+            fresh: Vec::new(),
+            fresh_references: Vec::new(),
+        }));
+        Ok(())
+    }
+
+    /// The point the next launch measures fresh for the live check, while it is being made.
+    pub(super) fn fresh_check_point(&self) -> Option<Point> {
+        match &self.live_check {
+            LiveCheckState::Checking(c) => Some(c.point.clone()),
+            _ => None,
+        }
+    }
+
+    /// The live check's fresh launch at `p`: measures it, re-caps up to the reference and
+    /// measures that, and decides the check where it can. Where re-capping proved valid, the
+    /// reference measured here opens the launch's block and the walk goes on from it (returned).
+    pub(super) fn fresh_check(
+        &mut self,
+        run: &mut Run,
+        p: &Point,
+        started: Instant,
+    ) -> Result<Option<Point>, SweepError> {
+        let LiveCheckState::Checking(c) = &self.live_check else {
+            return Ok(None);
+        };
+        let n = c.fresh.len();
+        self.observer.status(&format!(
+            "{}: live check: measuring the same point on a fresh launch{}",
+            label(p),
+            match n {
+                0 => String::new(),
+                n => format!(
+                    " ({} of at most {LIVE_CHECK_MAX_FRESH}: the difference is within what \
+                     launches may differ by)",
+                    n + 1
+                ),
+            }
+        ));
+        let fresh = match self.measure(run, p, started)? {
+            Outcome::Cell(c) | Outcome::Died(c) => c,
+        };
+        let reference = self.reference_point(&p.params);
+        let mut fresh_reference = None;
+        if fresh.throughput.is_some() && run.job.try_status().is_none() && *p != reference {
             self.observer.status(&format!(
-                "{}: live check: measuring the same point on a fresh launch{}",
-                label(p),
-                match fresh.len() {
-                    0 => String::new(),
-                    n => format!(
-                        " ({} of at most {LIVE_CHECK_MAX_FRESH}: the difference is \
-                                  within what launches may differ by)",
-                        n + 1
-                    ),
-                }
+                "{}: live check: re-capping the fresh launch up to the reference",
+                label(&reference)
             ));
-            fresh.push(self.fresh_cell(p)?);
-            let rates: Vec<Throughput> =
-                fresh.iter().filter_map(|c| c.throughput.clone()).collect();
-            match (&live.throughput, rates.is_empty()) {
-                (Some(l), false) => {
-                    if let Some(check) = compare(p.cpu, l, &rates) {
-                        break check;
+            if let Some(cg) = &run.cgroup {
+                cg.set_cpu(reference.cpu)?;
+            }
+            self.settle(run)?;
+            let started = Instant::now();
+            if let Outcome::Cell(cell) = self.measure(run, &reference, started)? {
+                fresh_reference = Some(cell);
+            }
+        }
+        let live = self.record_fresh_check(fresh, fresh_reference.as_ref())?;
+        match (live, fresh_reference) {
+            (true, Some(cell)) => {
+                self.note_opening(&reference, &cell);
+                self.record(cell)?;
+                Ok(Some(reference))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Adds a fresh launch's measurement of the check's point, with the reference it was
+    /// re-capped up to, and decides the check where the launches so far can (`true`:
+    /// re-capping is valid).
+    pub(super) fn record_fresh_check(
+        &mut self,
+        fresh: Cell,
+        reference: Option<&Cell>,
+    ) -> Result<bool, SweepError> {
+        let own = reference.and_then(super::blocks::reference_of);
+        if let LiveCheckState::Checking(c) = &mut self.live_check {
+            c.fresh.push(fresh);
+            c.fresh_references.push(own);
+        }
+        self.conclude_live_check()
+    }
+
+    /// Decides the check where the launches so far can (`true`: re-capping is valid). Undecided,
+    /// it stays in progress and the next launch is another fresh one.
+    fn conclude_live_check(&mut self) -> Result<bool, SweepError> {
+        let LiveCheckState::Checking(c) = self.live_check.clone() else {
+            return Ok(false);
+        };
+        let (rates, reference_ratio) = paired_rates(&c);
+        let p = &c.point;
+        let check = match (&c.live.throughput, rates.is_empty()) {
+            (Some(l), false) => match compare(p.cpu, l, &rates) {
+                // The record keeps the fresh launches' own rates, and the factor.
+                Some(check) => {
+                    let own: Vec<f64> = c.fresh.iter().filter_map(Cell::samples_per_s).collect();
+                    LiveCheck {
+                        relaunch_samples_per_s: own.iter().sum::<f64>() / own.len() as f64,
+                        fresh_samples_per_s: match own.len() {
+                            1 => Vec::new(),
+                            _ => own,
+                        },
+                        reference_ratio,
+                        ..check
                     }
                 }
-                // Without both rates nothing is proven: relaunch from here on, the safe mode.
-                _ => {
-                    break LiveCheck {
-                        cpu: p.cpu,
-                        live_samples_per_s: live.samples_per_s().unwrap_or(0.0),
-                        relaunch_samples_per_s: rates.first().map_or(0.0, |t| t.samples_per_s),
-                        tolerance: LIVE_CHECK_SLACK,
-                        outcome: "relaunch".into(),
-                        fresh_samples_per_s: Vec::new(),
-                        between_launch_spread: None,
-                        reason: "no rate from one of the two launches".into(),
-                    };
-                }
-            }
+                None => return Ok(false),
+            },
+            _ => LiveCheck {
+                cpu: p.cpu,
+                live_samples_per_s: c.live.samples_per_s().unwrap_or(0.0),
+                relaunch_samples_per_s: rates.first().map_or(0.0, |t| t.samples_per_s),
+                tolerance: LIVE_CHECK_SLACK,
+                outcome: "relaunch".into(),
+                fresh_samples_per_s: Vec::new(),
+                between_launch_spread: None,
+                reason: "no rate from one of the two launches".into(),
+                reference_ratio: None,
+            },
         };
         let line = describe(&check);
-        if check.outcome == "live" {
+        let live = check.outcome == "live";
+        if live {
             self.observer.note(&line);
         } else {
             self.observer.warn(&line);
             self.mode = SweepMode::Relaunch;
+            // The fresh launch's block was re-capped up to its reference: not valid.
+            self.block = None;
         }
         self.live_check = LiveCheckState::Done(check.clone());
-        // The launches that measured the point: the re-capped one too where it agreed (they
-        // count towards the launches that measure the spread between launches).
-        let kept = match check.outcome.as_str() {
-            "live" if self.opts.spec.spec.measure.launches == 1 => live,
-            "live" => combine_cells(&[&[live][..], &fresh].concat()).expect("the live rate"),
-            _ => combine_cells(&fresh).unwrap_or(live),
+        let kept = match live {
+            true if self.opts.spec.spec.measure.launches == 1 => c.live,
+            true => combine_cells(&[&[c.live][..], &c.fresh].concat()).expect("the live rate"),
+            false => combine_cells(&c.fresh).unwrap_or(c.live),
         };
         self.record(kept)?;
-        self.update_header(|h| h.live_check = Some(check))
+        self.update_header(|h| h.live_check = Some(check))?;
+        Ok(live)
     }
 }
 

@@ -59,6 +59,7 @@ impl Sweep<'_> {
             wall_s,
             node: None,
             interference: None,
+            relative: None,
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }
@@ -506,6 +507,7 @@ impl Sweep<'_> {
             wall_s: started.elapsed().as_secs_f64(),
             node: None,
             interference: judge.as_ref().and_then(WindowJudge::summary),
+            relative: None,
             measured_unix_s,
             left_out_unix_s,
         }))

@@ -1,8 +1,9 @@
-//! Walking the points: one launch for as long as points can share it (live re-capping), the
-//! live check that re-capping measures what a fresh start would, and the uncapped spec check.
+//! Walking the points: one launch for as long as points can share it (live re-capping), each
+//! live launch a block that opens with the reference and is re-capped back to it before it
+//! ends ([`super::blocks`]), the live check's fresh launches, and the uncapped spec check.
 
 use super::measure::Outcome;
-use super::{POLL, Sweep, SweepError, SweepOutcome, total_memory_bytes};
+use super::{Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
 use crate::harness::plan::{
     MemoryLevels, Point, PointSource, joins_launch, label, param_combinations,
 };
@@ -10,144 +11,279 @@ use crate::matrix::{Cell, CellSource, Matrix};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// What a launch's walk does after a point.
+enum Step {
+    /// Walk on to the next point.
+    Go,
+    /// The launch is over.
+    Stop,
+    /// The launch outgrew the memory levels it sized: launch this point again.
+    Resized(Point),
+}
+
 impl Sweep<'_> {
     /// Measures the points `source` gives, one launch for as long as they can share it (live
-    /// re-capping); when the job dies, the next point is relaunched.
+    /// re-capping); when the job dies, the next point is relaunched. A pass of fresh launches is
+    /// one block.
     pub(super) fn run_points(&mut self, source: &mut dyn PointSource) -> Result<(), SweepError> {
-        let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
         // A point launched again because its launch outgrew the memory levels it sized.
         let mut resized: Option<Point> = None;
         loop {
-            let first = match resized.take() {
-                Some(p) => p,
-                None => match source.peek(&self.recorded()) {
-                    Some(p) => {
-                        source.take();
-                        p
-                    }
-                    None => break,
+            let (first, check, may_open) = match resized.take() {
+                Some(p) => (p, false, false),
+                None => match self.fresh_check_point() {
+                    Some(p) => (p, true, false),
+                    None => match source.peek(&self.recorded()) {
+                        Some(p) => {
+                            source.take();
+                            (p, false, true)
+                        }
+                        None => break,
+                    },
                 },
             };
-            let started = Instant::now();
-            self.observer
-                .status(&format!("{}: starting job", label(&first)));
-            let limit = self.memory.bytes().map(|b| b[first.mem]);
-            let trace = self.start_open_trace();
-            let mut run = self.launch(&first, limit)?;
-            let warm = self.warm_up(&mut run, &first, started)?;
-            if let Err(mut cell) = warm {
-                if self.memory.bytes().is_none() {
-                    // Levels relative to the dataset need the job's resident size, which a job
-                    // that died cannot tell; fix them now without it so the file stays
-                    // loadable and resumable and the other points have levels to run at.
-                    self.memory.resolve(0);
-                    self.memory_note = Some(
-                        "the first launch ended before its warm-up, so memory levels leave out the job's resident memory".into(),
-                    );
-                    cell.memory_bytes = self.memory.bytes().expect("resolved")[first.mem];
-                }
-                self.record(cell)?;
-                self.record_ruled_out_by_oom(source, &first);
-                continue;
-            }
-            if self.memory.bytes().is_none() {
-                self.size_memory_levels(&run);
-                self.check_step_caps(&first)?;
-                self.apply_sized_limit(&run, &first)?;
-                self.ensure_writer()?;
-                std::thread::sleep(Duration::from_secs_f64(
-                    self.opts.spec.spec.measure.settle_s,
-                ));
-            }
-            let mut point = first.clone();
-            let mut point_started = started;
-            let mut check = None;
-            loop {
-                match self.measure(&mut run, &point, point_started)? {
-                    Outcome::Cell(cell) if self.live_check_due(&first, &point) => {
-                        // Held back until the same point is measured on a fresh launch,
-                        // which must not share the machine with this one.
-                        check = Some((point.clone(), cell));
-                        break;
-                    }
-                    Outcome::Cell(cell) => self.record(cell)?,
-                    Outcome::Died(cell) if self.outgrew_sizing(&cell, &point, run.held_peak) => {
-                        resized = Some(point.clone());
-                        break;
-                    }
-                    Outcome::Died(cell) => {
-                        self.record(cell)?;
-                        self.record_ruled_out_by_oom(source, &point);
-                        break;
-                    }
-                }
-                // Next point on the same launch, if it can share it.
-                let Some(next) = source.peek(&self.recorded()) else {
-                    break;
-                };
-                if !joins_launch(&point, &next, self.mode, depends_on_cpu) {
-                    break;
-                }
-                source.take();
-                point_started = Instant::now();
-                self.observer
-                    .status(&format!("{}: re-capping the running job", label(&next)));
-                if let Some(cg) = &run.cgroup {
-                    cg.set_cpu(next.cpu)?;
-                    let bytes = self.memory.bytes().expect("resolved")[next.mem];
-                    // Only EBUSY means the kernel could not reclaim; any other failure is
-                    // the sweep's, not the cell's.
-                    if let Err(e) = cg.set_memory_limit(Some(bytes)) {
-                        if !e.is_busy() {
-                            return Err(e.into());
-                        }
-                        let cell = self.empty_cell(
-                            &next,
-                            CellSource::Infeasible,
-                            format!("the kernel could not reclaim memory down to the limit: {e}"),
-                            0.0,
-                        );
-                        self.record(cell)?;
-                        self.record_ruled_out_by_oom(source, &next);
-                        break;
-                    }
-                }
-                // Let the new caps take effect before measuring.
-                let settle = Instant::now();
-                while settle.elapsed().as_secs_f64() < self.opts.spec.spec.measure.settle_s {
-                    if self.cancelled() {
-                        return Err(self.interrupted());
-                    }
-                    run.poll();
-                    std::thread::sleep(POLL);
-                }
-                point = next;
-            }
-            run.job.stop();
-            drop(run);
-            if let Some(trace) = trace {
-                self.record_access_order(trace)?;
-            }
-            if let Some((point, live)) = check {
-                self.conclude_live_check(&point, live)?;
-            }
+            resized = self.run_launch(source, first, check, may_open)?;
         }
-        Ok(())
+        self.close_block()
     }
 
-    /// Measures `p` on a fresh launch.
-    pub(super) fn fresh_cell(&mut self, p: &Point) -> Result<Cell, SweepError> {
+    /// One launch from `first` (the live check's fresh launch at its point where `check`). A
+    /// live launch is a block of its own; one whose walk would start away from the reference at
+    /// the top memory level starts at the reference (where `may_open`), so its block opens with
+    /// it. Returns the point to launch again where the launch outgrew its memory sizing.
+    fn run_launch(
+        &mut self,
+        source: &mut dyn PointSource,
+        first: Point,
+        check: bool,
+        may_open: bool,
+    ) -> Result<Option<Point>, SweepError> {
         let started = Instant::now();
-        let limit = self.memory.bytes().map(|b| b[p.mem]);
-        let mut run = self.launch(p, limit)?;
-        let cell = match self.warm_up(&mut run, p, started)? {
-            Err(cell) => cell,
-            Ok(()) => match self.measure(&mut run, p, started)? {
-                Outcome::Cell(c) | Outcome::Died(c) => c,
+        let per_launch = self.blocks_per_launch();
+        if per_launch || self.block.is_none() {
+            self.open_block(&first.params)?;
+        }
+        let reference = self.reference_point(&first.params);
+        let launch_at = match may_open && per_launch && self.opens_at_reference(&first) {
+            true => reference,
+            false => first.clone(),
+        };
+        self.observer
+            .status(&format!("{}: starting job", label(&launch_at)));
+        let limit = self.memory.bytes().map(|b| b[launch_at.mem]);
+        let trace = self.start_open_trace();
+        let mut run = self.launch(&launch_at, limit)?;
+        let resized = match self.start(&mut run, &first, &launch_at, started)? {
+            // A fresh launch of the live check that died decides it.
+            Some(died) if check => {
+                self.record_fresh_check(died, None)?;
+                None
+            }
+            Some(died) => {
+                self.record(died)?;
+                self.record_ruled_out_by_oom(source, &first);
+                None
+            }
+            None if check => match self.fresh_check(&mut run, &first, started)? {
+                Some(from) => self.walk(&mut run, source, from, first.cpu)?,
+                None => None,
             },
+            None => self.walk_from(&mut run, source, first, launch_at, started)?,
         };
         run.job.stop();
-        Ok(cell)
+        drop(run);
+        if let Some(trace) = trace {
+            self.record_access_order(trace)?;
+        }
+        if per_launch {
+            self.close_block()?;
+        }
+        Ok(resized)
+    }
+
+    /// Whether a live launch that would start at `first` starts at the reference instead: `first`
+    /// is at the top memory level, and the reference was measured (or is still to be).
+    fn opens_at_reference(&self, first: &Point) -> bool {
+        let reference = self.reference_point(&first.params);
+        let reference_cell = self.memory.bytes().and_then(|b| {
+            let key = crate::matrix::CellKey::new(reference.cpu, b[0], &reference.params);
+            self.cells.iter().find(|c| c.key() == key)
+        });
+        first.mem == reference.mem
+            && *first != reference
+            && reference_cell.is_none_or(|c| c.source == CellSource::Measured)
+    }
+
+    /// Warms the launch up and, on its first launch, sizes the memory levels. Where the job
+    /// died first, its cell, for `first`, the point the launch was for.
+    fn start(
+        &mut self,
+        run: &mut Run,
+        first: &Point,
+        launch_at: &Point,
+        started: Instant,
+    ) -> Result<Option<Cell>, SweepError> {
+        if let Err(mut cell) = self.warm_up(run, launch_at, started)? {
+            cell.cpu = first.cpu;
+            if self.memory.bytes().is_none() {
+                // Levels relative to the dataset need the job's resident size, which a job
+                // that died cannot tell; fix them now without it so the file stays
+                // loadable and resumable and the other points have levels to run at.
+                self.memory.resolve(0);
+                self.memory_note = Some(
+                    "the first launch ended before its warm-up, so memory levels leave out the job's resident memory".into(),
+                );
+            }
+            cell.memory_bytes = self.memory.bytes().expect("resolved")[first.mem];
+            return Ok(Some(cell));
+        }
+        if self.memory.bytes().is_none() {
+            self.size_memory_levels(run);
+            self.check_step_caps(launch_at)?;
+            self.apply_sized_limit(run, launch_at)?;
+            self.ensure_writer()?;
+            std::thread::sleep(Duration::from_secs_f64(
+                self.opts.spec.spec.measure.settle_s,
+            ));
+        }
+        Ok(None)
+    }
+
+    /// Measures the launch's first point (after the reference, where it started there) and walks
+    /// on.
+    fn walk_from(
+        &mut self,
+        run: &mut Run,
+        source: &mut dyn PointSource,
+        first: Point,
+        launch_at: Point,
+        started: Instant,
+    ) -> Result<Option<Point>, SweepError> {
+        let mut point_started = started;
+        if launch_at != first {
+            // The reference opens the block; a cell already recorded keeps its launches (this
+            // launch is one of `first`'s, not another of the reference's).
+            match self.measure(run, &launch_at, started)? {
+                Outcome::Cell(cell) => {
+                    self.note_opening(&launch_at, &cell);
+                    if !self.recorded().is_done(&launch_at) {
+                        self.record(cell)?;
+                    }
+                }
+                // The job died at the reference: `first` is launched again, where it is.
+                Outcome::Died(_) => return Ok(Some(first)),
+            }
+            point_started = Instant::now();
+            self.observer
+                .status(&format!("{}: re-capping the running job", label(&first)));
+            if !self.recap(run, &first, source)? {
+                return Ok(None);
+            }
+        }
+        match self.take_outcome(run, source, &first, point_started, launch_at.cpu)? {
+            Step::Go => self.walk(run, source, first, launch_at.cpu),
+            Step::Stop => Ok(None),
+            Step::Resized(p) => Ok(Some(p)),
+        }
+    }
+
+    /// From `point`, just measured, walks the points that can join the launch, closing its block
+    /// with the reference before it leaves the top memory level.
+    fn walk(
+        &mut self,
+        run: &mut Run,
+        source: &mut dyn PointSource,
+        mut point: Point,
+        launch_cpu: f64,
+    ) -> Result<Option<Point>, SweepError> {
+        let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
+        loop {
+            let next = source.peek(&self.recorded());
+            if self.closing_due(&point, next.as_ref()) && !self.measure_closing(run, &point)? {
+                return Ok(None);
+            }
+            // Next point on the same launch, if it can share it.
+            let Some(next) = next else { return Ok(None) };
+            if !joins_launch(&point, &next, self.mode, depends_on_cpu) {
+                return Ok(None);
+            }
+            source.take();
+            let started = Instant::now();
+            self.observer
+                .status(&format!("{}: re-capping the running job", label(&next)));
+            if !self.recap(run, &next, source)? {
+                return Ok(None);
+            }
+            match self.take_outcome(run, source, &next, started, launch_cpu)? {
+                Step::Go => point = next,
+                Step::Stop => return Ok(None),
+                Step::Resized(p) => return Ok(Some(p)),
+            }
+        }
+    }
+
+    /// Measures `p` on the running launch and records what came of it.
+    fn take_outcome(
+        &mut self,
+        run: &mut Run,
+        source: &mut dyn PointSource,
+        p: &Point,
+        started: Instant,
+        launch_cpu: f64,
+    ) -> Result<Step, SweepError> {
+        match self.measure(run, p, started)? {
+            Outcome::Cell(cell) if self.live_check_due(launch_cpu, p) => {
+                // Held back until the same point is measured on a fresh launch, which must not
+                // share the machine with this one.
+                self.hold_for_live_check(run, p, cell)?;
+                Ok(Step::Stop)
+            }
+            Outcome::Cell(cell) => {
+                self.note_opening(p, &cell);
+                self.record(cell)?;
+                Ok(Step::Go)
+            }
+            Outcome::Died(cell) if self.outgrew_sizing(&cell, p, run.held_peak) => {
+                Ok(Step::Resized(p.clone()))
+            }
+            Outcome::Died(cell) => {
+                self.record(cell)?;
+                self.record_ruled_out_by_oom(source, p);
+                Ok(Step::Stop)
+            }
+        }
+    }
+
+    /// Re-caps the running job to `next` and lets the caps settle. `false` when the kernel could
+    /// not reclaim memory down to its limit (the cell says so, and the launch is over).
+    pub(super) fn recap(
+        &mut self,
+        run: &mut Run,
+        next: &Point,
+        source: &mut dyn PointSource,
+    ) -> Result<bool, SweepError> {
+        if let Some(cg) = &run.cgroup {
+            cg.set_cpu(next.cpu)?;
+            let bytes = self.memory.bytes().expect("resolved")[next.mem];
+            // Only EBUSY means the kernel could not reclaim; any other failure is the sweep's,
+            // not the cell's.
+            if let Err(e) = cg.set_memory_limit(Some(bytes)) {
+                if !e.is_busy() {
+                    return Err(e.into());
+                }
+                let cell = self.empty_cell(
+                    next,
+                    CellSource::Infeasible,
+                    format!("the kernel could not reclaim memory down to the limit: {e}"),
+                    0.0,
+                );
+                self.record(cell)?;
+                self.record_ruled_out_by_oom(source, next);
+                return Ok(false);
+            }
+        }
+        self.settle(run)?;
+        Ok(true)
     }
 
     /// After an OOM at `p`, smaller memory at the same CPU level and parameters cannot fit either.

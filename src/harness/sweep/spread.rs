@@ -1,109 +1,94 @@
-//! The spread between launches: a scheduler that reads a cell starts the job again, so every
-//! cell's interval must say where another launch lands. After the points of a parameter
-//! combination are measured, the sweep launches them again, pass after pass (one launch for
-//! the whole pass where re-capping is valid, as in the first), while the sequential rule of
-//! [`another_launch`] asks for another launch of some point, at most `measure.launches`
-//! launches a point, and while the passes so far took less than `measure.launches_budget_s`.
+//! The spread between launches, and more blocks: a scheduler that reads a cell starts the job
+//! again, so every cell's interval must say where another launch lands, and its relative rate
+//! needs blocks to average over. After the points of a parameter combination are measured, the
+//! sweep measures them again, pass after pass, each pass a block that opens with the reference
+//! (one launch for the whole pass where re-capping is valid, as in the first): `measure.launches`
+//! passes in all, and, where that is more than one, one more in place of each block whose
+//! reference drifted (at most [`MAX_EXTRA_PASSES`]), while the passes so far took less than
+//! `measure.launches_budget_s`.
 //! Each point's cell is then the mean of its launches, with an interval for where one more
-//! lands. When the sweep ends, the spread pooled over every point measured on
-//! several launches is the floor of every cell's interval ([`hold_pooled_spread`]), for the
-//! cells that had a single launch (modelled ones, a point whose relaunch failed) and the
-//! points whose few launches happened to agree, and is recorded in the header.
+//! lands. When the sweep ends, the spread pooled over every point measured on several launches
+//! is the floor of every cell's interval ([`hold_pooled_spread`]), for the cells that had a
+//! single launch (modelled ones, a point whose relaunch failed) and the points whose few
+//! launches happened to agree, and is recorded in the header.
 
-use super::launches::{add_launch, another_launch, hold_pooled_spread, launch_rates};
+use super::blocks::MAX_EXTRA_PASSES;
+use super::launches::hold_pooled_spread;
 use super::{Sweep, SweepError};
 use crate::harness::plan::{Again, Point};
-use crate::matrix::{Cell, CellSource, Matrix};
+use crate::matrix::{CellSource, Matrix};
 use std::collections::BTreeMap;
 
 impl Sweep<'_> {
-    fn max_launches(&self) -> u32 {
-        self.opts.spec.spec.measure.launches
-    }
-
-    /// Launches the measured points of `params` again while the sequential rule asks for
-    /// another launch of any of them.
+    /// Measures the measured points of `params` again, a pass a block, until `measure.launches`
+    /// passes were measured and none is owed for a drifted block.
     pub(super) fn launch_again(
         &mut self,
         params: &BTreeMap<String, String>,
     ) -> Result<(), SweepError> {
         let started = std::time::Instant::now();
-        // One pass a launch at most: a point whose launch failed is not launched forever.
-        for _ in 1..self.max_launches() {
-            let points = self.points_to_launch_again(params);
-            let Some(most) = points.iter().map(|(_, k)| *k).max() else {
-                break;
+        let launches = self.opts.spec.spec.measure.launches;
+        let mut pass = 1;
+        loop {
+            // One launch a point is what was asked for: a drifted block is only marked.
+            let owed = match launches {
+                0 | 1 => 0,
+                _ => self.drifted_blocks(params).min(MAX_EXTRA_PASSES),
             };
+            if pass >= launches + owed {
+                break;
+            }
+            let points = self.points_to_launch_again(params);
+            if points.is_empty() {
+                break;
+            }
             let spent = started.elapsed().as_secs_f64();
             if let Some(budget) = self.opts.spec.spec.measure.launches_budget_s
                 && spent >= budget
             {
                 self.observer.note(&format!(
-                    "launch {} of {} point(s) not made: the launches after the first took \
-                     {spent:.0} s of measure.launches_budget_s = {budget}",
-                    most + 1,
+                    "pass {} of {} point(s) not made: the passes after the first took {spent:.0} \
+                     s of measure.launches_budget_s = {budget}",
+                    pass + 1,
                     points.len()
                 ));
                 break;
             }
             self.observer.status(&format!(
-                "launching {} point(s) again (launch {} of at most {}) to measure how far apart \
-                 launches of the job land",
+                "measuring {} point(s) again (pass {} of {}{}), the reference first and the rest \
+                 in a fresh random order",
                 points.len(),
-                most + 1,
-                self.max_launches()
+                pass + 1,
+                launches,
+                match owed {
+                    0 => String::new(),
+                    n => format!(", and {n} in place of drifted blocks"),
+                }
             ));
-            self.launching_again = true;
-            let measured =
-                self.run_points(&mut Again(points.into_iter().map(|(p, _)| p).collect()));
-            self.launching_again = false;
-            measured?;
+            let mut walk = Again(self.again_walk(points));
+            self.run_points(&mut walk)?;
+            pass += 1;
         }
         Ok(())
     }
 
-    /// The measured points of `params` the sequential rule launches again, highest CPU level
-    /// and memory first (the order one live launch can walk), each with its launches so far.
-    fn points_to_launch_again(&self, params: &BTreeMap<String, String>) -> Vec<(Point, usize)> {
+    /// The measured points of `params`, to measure again.
+    fn points_to_launch_again(&self, params: &BTreeMap<String, String>) -> Vec<Point> {
         let Some(levels) = self.memory.bytes() else {
             return Vec::new();
         };
-        let mut points: Vec<(Point, usize)> = self
-            .cells
+        self.cells
             .iter()
             .filter(|c| c.source == CellSource::Measured && &c.params == params)
             .filter_map(|c| {
-                let rates = launch_rates(c.throughput.as_ref()?);
                 let mem = levels.iter().position(|&b| b == c.memory_bytes)?;
-                another_launch(&rates, self.max_launches()).then(|| {
-                    let p = Point {
-                        cpu: c.cpu,
-                        mem,
-                        params: params.clone(),
-                    };
-                    (p, rates.len())
+                Some(Point {
+                    cpu: c.cpu,
+                    mem,
+                    params: params.clone(),
                 })
             })
-            .collect();
-        points.sort_by(|(a, _), (b, _)| b.cpu.total_cmp(&a.cpu).then(a.mem.cmp(&b.mem)));
-        points
-    }
-
-    /// Adds `cell`, another launch's measurement of a recorded point, to that point's cell.
-    pub(super) fn record_another_launch(&mut self, cell: Cell) -> Result<(), SweepError> {
-        let key = cell.key();
-        match self.cells.iter().position(|c| c.key() == key) {
-            Some(i) => {
-                self.cells[i] = add_launch(&self.cells[i], &cell);
-                self.rewrite()
-            }
-            None => {
-                self.launching_again = false;
-                let recorded = self.record(cell);
-                self.launching_again = true;
-                recorded
-            }
-        }
+            .collect()
     }
 
     /// Holds the spread between launches the sweep measured in every cell's interval, records
@@ -121,7 +106,7 @@ impl Sweep<'_> {
     }
 
     /// Writes the header and every cell recorded so far over the matrix file.
-    fn rewrite(&mut self) -> Result<(), SweepError> {
+    pub(super) fn rewrite(&mut self) -> Result<(), SweepError> {
         self.ensure_writer()?;
         let matrix = Matrix {
             header: self.header.clone().unwrap_or_else(|| self.make_header()),

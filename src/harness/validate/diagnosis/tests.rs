@@ -34,6 +34,7 @@ fn cell(mem_mb: u64, rate: f64, storage: f64, cpu: f64, cached_mb: u64, resident
         wall_s: 5.0,
         node: None,
         interference: None,
+        relative: None,
         measured_unix_s: None,
         left_out_unix_s: Vec::new(),
     }

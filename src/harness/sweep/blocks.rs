@@ -1,0 +1,310 @@
+//! Blocks: the sweep measures in blocks so that every cell can be read relative to a reference
+//! measured close to it in time (`crate::matrix::relative`). A block is one live launch where
+//! re-capping is valid, else one pass of adjacent fresh launches. It opens with the reference
+//! point of its parameter combination (the top CPU level at the top memory level), walks the
+//! other points in a fresh random order (memory levels still descending, as a launch can only
+//! walk them), and a live launch is re-capped back to the reference before it leaves the top
+//! memory level, to close the block: a reference that moved between the two beyond what their
+//! windows allow marks the block as drifted, and another pass is measured in its place.
+
+use super::live_check::LiveCheckState;
+use super::{POLL, Run, Sweep, SweepError};
+use crate::harness::plan::{Point, joins_launch, label};
+use crate::harness::progress::now_unix_s;
+use crate::matrix::{BlockReference, Cell, SweepBlock, describe_relative, relative_rates};
+use crate::spec::SweepMode;
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+use std::collections::{BTreeMap, VecDeque};
+
+/// How far a block's reference may move beyond what its windows allow before the block is
+/// dropped (log ratio). Inside one launch the reference also moves by itself: on the default
+/// sweep the closing ran 2.6-7.2% above the opening in all four blocks of one sweep (the job's
+/// page cache and pools still settling), a trend the interpolation between the two takes out.
+/// A move beyond this is a host that changed speed under the block.
+pub const DRIFT_SLACK: f64 = 0.05;
+/// Passes measured in place of drifted blocks, at most, per parameter combination.
+pub const MAX_EXTRA_PASSES: u32 = 2;
+
+/// `points` in a fresh random order inside each memory level, memory levels descending (the
+/// order a live launch can walk them), with the reference (the first of `leading` found in
+/// `points`) and then the rest of `leading` first.
+pub(super) fn walk_order(
+    points: Vec<Point>,
+    leading: &[Point],
+    rng: &mut ChaCha8Rng,
+) -> VecDeque<Point> {
+    let mut rest: Vec<Point> = points
+        .iter()
+        .filter(|p| !leading.contains(p))
+        .cloned()
+        .collect();
+    // Fisher-Yates, then a stable sort by memory level keeps the shuffle inside each level.
+    for i in (1..rest.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        rest.swap(i, j);
+    }
+    rest.sort_by_key(|p| p.mem);
+    let first = leading.iter().filter(|p| points.contains(p)).cloned();
+    first.chain(rest).collect()
+}
+
+/// A reference measurement from a measured cell: its rate, interval and measuring span.
+pub(super) fn reference_of(cell: &Cell) -> Option<BlockReference> {
+    let t = cell.throughput.as_ref()?;
+    Some(BlockReference {
+        samples_per_s: t.samples_per_s,
+        ci95_low: t.ci95_low,
+        ci95_high: t.ci95_high,
+        measured_unix_s: cell.measured_unix_s?,
+    })
+}
+
+impl Sweep<'_> {
+    /// Whether each launch is a block of its own: live re-capping, where one launch walks the
+    /// points of a pass.
+    pub(super) fn blocks_per_launch(&self) -> bool {
+        self.mode == SweepMode::Live && !self.opts.spec.depends_on_cpu_level()
+    }
+
+    /// The reference point of `params`: the top CPU level at the top memory level.
+    pub(super) fn reference_point(&self, params: &BTreeMap<String, String>) -> Point {
+        let cpu = match &self.search {
+            Some(s) => s.max,
+            None => self.axes_cpu.iter().copied().fold(0.0, f64::max),
+        };
+        Point {
+            cpu,
+            mem: 0,
+            params: params.clone(),
+        }
+    }
+
+    /// The first pass's walk of `grid`: the reference first; with the live check still to make,
+    /// the lowest CPU level at the top memory level second (the check is made where re-capping
+    /// is the largest step, before the levels between could be measured the wrong way); the
+    /// rest in a fresh random order inside each memory level.
+    pub(super) fn first_walk(
+        &mut self,
+        grid: Vec<Point>,
+        levels: &[f64],
+        params: &BTreeMap<String, String>,
+    ) -> VecDeque<Point> {
+        let mut leading = vec![self.reference_point(params)];
+        if self.live_check == LiveCheckState::Pending
+            && let Some(&cpu) = levels.iter().min_by(|a, b| a.total_cmp(b))
+        {
+            leading.push(Point {
+                cpu,
+                mem: 0,
+                params: params.clone(),
+            });
+        }
+        walk_order(grid, &leading, &mut self.rng)
+    }
+
+    /// A later pass's walk of `points`: the reference first, the rest in a fresh random order
+    /// inside each memory level.
+    pub(super) fn again_walk(&mut self, points: Vec<Point>) -> VecDeque<Point> {
+        let Some(params) = points.first().map(|p| p.params.clone()) else {
+            return VecDeque::new();
+        };
+        let reference = self.reference_point(&params);
+        walk_order(points, &[reference], &mut self.rng)
+    }
+
+    /// Starts a block for `params` (closing one still open).
+    pub(super) fn open_block(
+        &mut self,
+        params: &BTreeMap<String, String>,
+    ) -> Result<(), SweepError> {
+        self.close_block()?;
+        let reference = self.reference_point(params);
+        let now = now_unix_s();
+        self.block = Some(SweepBlock {
+            index: self.blocks.iter().map(|b| b.index + 1).max().unwrap_or(0),
+            params: params.clone(),
+            reference_cpu: reference.cpu,
+            reference_memory_bytes: 0,
+            span_unix_s: [now, now],
+            opening: None,
+            closing: None,
+            drifted: false,
+        });
+        Ok(())
+    }
+
+    /// Notes `cell`, just measured at `p`, as the open block's opening where it is the reference.
+    pub(super) fn note_opening(&mut self, p: &Point, cell: &Cell) {
+        let reference = self.reference_point(&p.params);
+        if let Some(block) = self.block.as_mut().filter(|b| b.opening.is_none())
+            && *p == reference
+        {
+            block.opening = reference_of(cell);
+        }
+    }
+
+    /// Ends the open block: records it in the header, with its drift judged. A block without a
+    /// reference measurement says nothing and is not kept.
+    pub(super) fn close_block(&mut self) -> Result<(), SweepError> {
+        let Some(mut block) = self.block.take() else {
+            return Ok(());
+        };
+        if block.opening.is_none() && block.closing.is_none() {
+            return Ok(());
+        }
+        block.span_unix_s[1] = now_unix_s();
+        block.reference_memory_bytes = self.memory.bytes().map_or(0, |b| b[0]);
+        if let Some((moved, allowed)) = block.drift_beyond_windows() {
+            block.drifted = block.judge_drift(DRIFT_SLACK);
+            if block.drifted {
+                self.observer.warn(&format!(
+                    "block {}: the reference cell moved {:+.1}% while the block was measured, \
+                     beyond the {:.1}% its windows allow and the {:.0}% a launch drifts by \
+                     itself: its cells keep their absolute rates, their relative rates leave it \
+                     out, and another pass is measured",
+                    block.index,
+                    100.0 * moved.exp_m1(),
+                    100.0 * allowed.exp_m1(),
+                    100.0 * DRIFT_SLACK
+                ));
+            }
+        }
+        self.blocks.push(block);
+        let blocks = self.blocks.clone();
+        self.update_header(|h| h.blocks = blocks)
+    }
+
+    /// Drifted blocks of `params` so far.
+    pub(super) fn drifted_blocks(&self, params: &BTreeMap<String, String>) -> u32 {
+        let drifted = self
+            .blocks
+            .iter()
+            .filter(|b| b.drifted && &b.params == params);
+        drifted.count() as u32
+    }
+
+    /// Whether the launch at `point` should be re-capped back to the reference before it walks
+    /// on to `next`: the open block has a reference measurement to compare with, the launch is
+    /// still at the top memory level and is leaving it (or has nothing left), and it can re-cap
+    /// to the reference.
+    pub(super) fn closing_due(&self, point: &Point, next: Option<&Point>) -> bool {
+        let reference = self.reference_point(&point.params);
+        let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
+        self.block
+            .as_ref()
+            .is_some_and(|b| b.opening.is_some() && b.closing.is_none())
+            && self.blocks_per_launch()
+            && *point != reference
+            && point.mem == reference.mem
+            && next.is_none_or(|n| n.mem != reference.mem || n.params != point.params)
+            && joins_launch(point, &reference, self.mode, depends_on_cpu)
+    }
+
+    /// Re-caps the running job to the reference and measures it to close the block. `false`
+    /// when the job died meanwhile (the launch is over; nothing is recorded for the reference).
+    pub(super) fn measure_closing(
+        &mut self,
+        run: &mut Run,
+        from: &Point,
+    ) -> Result<bool, SweepError> {
+        let reference = self.reference_point(&from.params);
+        self.observer.status(&format!(
+            "{}: re-capping to the reference again to close block {}",
+            label(&reference),
+            self.block.as_ref().map_or(0, |b| b.index)
+        ));
+        if let Some(cg) = &run.cgroup {
+            cg.set_cpu(reference.cpu)?;
+        }
+        self.settle(run)?;
+        match self.measure(run, &reference, std::time::Instant::now())? {
+            super::measure::Outcome::Cell(cell) => {
+                if let Some(block) = self.block.as_mut() {
+                    block.closing = reference_of(&cell);
+                }
+                Ok(true)
+            }
+            super::measure::Outcome::Died(_) => Ok(false),
+        }
+    }
+
+    /// Lets new caps take effect before measuring.
+    pub(super) fn settle(&self, run: &mut Run) -> Result<(), SweepError> {
+        let settle = std::time::Instant::now();
+        while settle.elapsed().as_secs_f64() < self.opts.spec.spec.measure.settle_s {
+            if self.cancelled() {
+                return Err(self.interrupted());
+            }
+            run.poll();
+            std::thread::sleep(POLL);
+        }
+        Ok(())
+    }
+
+    /// Gives every cell its rate relative to its blocks' reference, says how tight they are, and
+    /// rewrites the file.
+    pub(super) fn hold_relative_rates(&mut self) -> Result<(), SweepError> {
+        if self.blocks.is_empty() {
+            return Ok(());
+        }
+        let relative = relative_rates(&self.blocks, &self.cells);
+        for (cell, r) in self.cells.iter_mut().zip(relative) {
+            cell.relative = r;
+        }
+        if let Some(line) = describe_relative(&self.cells, &self.blocks) {
+            self.observer.note(&line);
+        }
+        self.rewrite()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+
+    fn p(cpu: f64, mem: usize) -> Point {
+        Point {
+            cpu,
+            mem,
+            params: BTreeMap::new(),
+        }
+    }
+
+    /// The reference leads, the check point follows, memory levels descend, and the order inside
+    /// a level changes from walk to walk.
+    #[test]
+    fn walks_lead_with_the_reference_and_shuffle_inside_each_memory_level() {
+        let points: Vec<Point> = [4.0, 3.0, 2.0, 1.0, 0.5]
+            .iter()
+            .flat_map(|&c| [p(c, 0), p(c, 1)])
+            .collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut orders = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let walk = walk_order(points.clone(), &[p(4.0, 0), p(0.5, 0)], &mut rng);
+            assert_eq!(walk.len(), points.len());
+            assert_eq!((walk[0].clone(), walk[1].clone()), (p(4.0, 0), p(0.5, 0)));
+            assert!(
+                walk.iter()
+                    .skip(1)
+                    .zip(walk.iter().skip(2))
+                    .all(|(a, b)| a.mem <= b.mem)
+            );
+            orders.insert(
+                walk.iter()
+                    .map(|q| (q.cpu * 10.0) as u32)
+                    .collect::<Vec<_>>(),
+            );
+        }
+        assert!(
+            orders.len() > 10,
+            "{} distinct orders in 20 walks",
+            orders.len()
+        );
+        // A leading point that is not among the points is not added.
+        let walk = walk_order(vec![p(1.0, 0)], &[p(4.0, 0)], &mut rng);
+        assert_eq!(walk, VecDeque::from([p(1.0, 0)]));
+    }
+}

@@ -1,0 +1,379 @@
+//! Rates relative to a block's reference. A sweep measures in blocks: each block measures the
+//! reference point of a parameter combination (its top cell, the most CPU and memory) first,
+//! the other points in a fresh random order, and, where the launch can be re-capped back to
+//! it, the reference again at its end. Cells measured close together share what the host did
+//! meanwhile, so a cell's rate over its block's reference is steadier than either level: a
+//! scheduler's demand and speed-up are such ratios.
+//!
+//! A measurement belongs to the block whose span holds the middle of its measuring interval.
+//! Its ratio is taken against the reference at that moment: interpolated (geometrically)
+//! between the opening and closing measurements, so a drift that is linear over the block
+//! cancels. A block whose reference moved beyond what the two measurements' windows allow
+//! ([`SweepBlock::drift_beyond_windows`]) is dropped from every relative rate.
+//!
+//! Across blocks, the log-ratios of a cell scatter by the between-block standard deviation,
+//! pooled over the sweep's cells (each cell has only a few blocks), and never taken below what
+//! the windows of the two measurements say one ratio varies by. The interval is a prediction
+//! interval for the relative rate another sweep with as many blocks measures:
+//! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
+
+use super::{Cell, CellSource};
+use crate::stats::t_975;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A cell's rate over the reference of its own block, averaged over blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelativeRate {
+    /// The cell's rate over its parameter combination's reference (top) cell: the geometric
+    /// mean over blocks of the per-block ratio. 1 for the reference itself.
+    pub rate: f64,
+    /// 95% interval for the relative rate another sweep with as many blocks measures.
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+    /// Blocks the relative rate rests on.
+    pub blocks: u32,
+    /// Blocks that measured this cell but were left out: their reference drifted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_blocks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl RelativeRate {
+    /// Relative half-width of the interval, against the rate.
+    pub fn half_width(&self) -> f64 {
+        (self.ci95_high - self.ci95_low) / 2.0 / self.rate.max(f64::MIN_POSITIVE)
+    }
+
+    /// Whether `other`'s rate lies inside this interval.
+    pub fn holds(&self, rate: f64) -> bool {
+        self.ci95_low <= rate && rate <= self.ci95_high
+    }
+
+    fn scaled(&self, factor: f64) -> RelativeRate {
+        RelativeRate {
+            rate: self.rate * factor,
+            ci95_low: self.ci95_low * factor,
+            ci95_high: self.ci95_high * factor,
+            ..self.clone()
+        }
+    }
+}
+
+/// One measurement of the reference point, at a block's opening or closing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockReference {
+    pub samples_per_s: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+    /// Unix seconds of the windows the rate covers.
+    pub measured_unix_s: [f64; 2],
+}
+
+impl BlockReference {
+    fn mid(&self) -> f64 {
+        0.5 * (self.measured_unix_s[0] + self.measured_unix_s[1])
+    }
+
+    /// Variance of the log of the rate, from its windows' interval.
+    fn log_variance(&self) -> f64 {
+        log_variance(self.samples_per_s, self.ci95_low, self.ci95_high)
+    }
+}
+
+/// One block of a sweep, recorded in the matrix header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepBlock {
+    /// Blocks are numbered from 0 in the order they were measured.
+    pub index: u32,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+    /// The reference point: the top CPU level at the top memory level.
+    pub reference_cpu: f64,
+    pub reference_memory_bytes: u64,
+    /// Unix seconds from the start of the block's first launch to the end of its last.
+    pub span_unix_s: [f64; 2],
+    /// The reference measured first in the block; `None` when it failed (the block's cells
+    /// then have nothing to be relative to).
+    pub opening: Option<BlockReference>,
+    /// The reference measured again at the block's end, where the launch could be re-capped
+    /// back to it (live sweeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closing: Option<BlockReference>,
+    /// The reference moved between opening and closing beyond what their windows allow: the
+    /// block is left out of every relative rate (its cells keep their absolute rates).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drifted: bool,
+}
+
+impl SweepBlock {
+    /// How far the reference moved from opening to closing (log ratio), and how far the two
+    /// measurements' windows allow it to move (95%); `None` without a closing.
+    pub fn drift_beyond_windows(&self) -> Option<(f64, f64)> {
+        let (o, c) = (self.opening.as_ref()?, self.closing.as_ref()?);
+        if o.samples_per_s <= 0.0 || c.samples_per_s <= 0.0 {
+            return None;
+        }
+        let moved = (c.samples_per_s / o.samples_per_s).ln();
+        let allowed = 1.96 * (o.log_variance() + c.log_variance()).sqrt();
+        Some((moved, allowed))
+    }
+
+    /// Whether the reference drifted: it moved beyond what its windows allow plus `slack`.
+    pub fn judge_drift(&self, slack: f64) -> bool {
+        self.drift_beyond_windows()
+            .is_some_and(|(moved, allowed)| moved.abs() > allowed + slack)
+    }
+
+    fn holds(&self, params: &BTreeMap<String, String>, t: f64) -> bool {
+        &self.params == params && self.span_unix_s[0] <= t && t <= self.span_unix_s[1]
+    }
+
+    fn is_reference(&self, cell: &Cell) -> bool {
+        cell.key()
+            == super::CellKey::new(
+                self.reference_cpu,
+                self.reference_memory_bytes,
+                &self.params,
+            )
+    }
+
+    /// The reference's rate at unix second `t` and the variance of its log: interpolated
+    /// geometrically between opening and closing, the one there is where there is one.
+    pub fn reference_at(&self, t: f64) -> Option<(f64, f64)> {
+        let positive = |r: &&BlockReference| r.samples_per_s > 0.0;
+        let (o, c) = match (
+            self.opening.as_ref().filter(positive),
+            self.closing.as_ref().filter(positive),
+        ) {
+            (Some(o), Some(c)) => (o, c),
+            (Some(one), None) | (None, Some(one)) => {
+                return Some((one.samples_per_s, one.log_variance()));
+            }
+            (None, None) => return None,
+        };
+        let span = c.mid() - o.mid();
+        let f = if span > 0.0 {
+            ((t - o.mid()) / span).clamp(0.0, 1.0)
+        } else {
+            0.5
+        };
+        let log = (1.0 - f) * o.samples_per_s.ln() + f * c.samples_per_s.ln();
+        let var = (1.0 - f).powi(2) * o.log_variance() + f.powi(2) * c.log_variance();
+        Some((log.exp(), var))
+    }
+}
+
+/// Variance of the log of a rate with the 95% interval `[low, high]` (a normal approximation).
+fn log_variance(rate: f64, low: f64, high: f64) -> f64 {
+    if rate <= 0.0 {
+        return 0.0;
+    }
+    ((high - low) / 2.0 / 1.96 / rate).powi(2)
+}
+
+/// The measurements behind a measured cell: rate, interval and measuring span of each launch.
+fn measurements(cell: &Cell) -> Vec<(f64, f64, f64, Option<[f64; 2]>)> {
+    let Some(t) = &cell.throughput else {
+        return Vec::new();
+    };
+    if t.launches.is_empty() {
+        return vec![(
+            t.samples_per_s,
+            t.ci95_low,
+            t.ci95_high,
+            cell.measured_unix_s,
+        )];
+    }
+    t.launches
+        .iter()
+        .map(|l| (l.samples_per_s, l.ci95_low, l.ci95_high, l.measured_unix_s))
+        .collect()
+}
+
+/// What the blocks say of one measured cell: its log-ratio in each kept block, the variance its
+/// windows give each, and how many blocks that measured it were dropped.
+#[derive(Debug, Default)]
+struct Ratios {
+    logs: Vec<f64>,
+    within: Vec<f64>,
+    dropped: u32,
+}
+
+fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
+    let mut out = Ratios::default();
+    for (rate, low, high, span) in measurements(cell) {
+        let Some([s0, s1]) = span else { continue };
+        let mid = 0.5 * (s0 + s1);
+        let Some(block) = blocks.iter().find(|b| b.holds(&cell.params, mid)) else {
+            continue;
+        };
+        if block.drifted {
+            out.dropped += 1;
+            continue;
+        }
+        let Some((reference, ref_var)) = block.reference_at(mid) else {
+            continue;
+        };
+        if rate <= 0.0 {
+            continue;
+        }
+        out.logs.push((rate / reference).ln());
+        out.within.push(log_variance(rate, low, high) + ref_var);
+    }
+    out
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// The between-block variance of log-ratios pooled over `cells`, with its degrees of freedom.
+fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
+    let (mut squares, mut df) = (0.0, 0);
+    for r in cells.filter(|r| r.logs.len() > 1) {
+        let m = mean(&r.logs);
+        squares += r.logs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        df += r.logs.len() - 1;
+    }
+    (if df > 0 { squares / df as f64 } else { 0.0 }, df)
+}
+
+/// Every cell's rate relative to its block's reference, in `cells`' order: measured cells from
+/// the blocks that measured them, modelled cells from the measured cell they were scaled from
+/// (same CPU level and parameters, the largest memory measured) times the model's ratio to it;
+/// `None` where no kept block measured the cell (or its source), and for failed cells.
+pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<RelativeRate>> {
+    let measured: Vec<Option<Ratios>> = cells
+        .iter()
+        .map(|c| (c.source == CellSource::Measured).then(|| ratios(blocks, c)))
+        .collect();
+    let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
+    let (between, df) = pooled(
+        cells
+            .iter()
+            .zip(&measured)
+            .filter(|(c, _)| !is_reference(c))
+            .filter_map(|(_, r)| r.as_ref()),
+    );
+    let mut out: Vec<Option<RelativeRate>> = cells
+        .iter()
+        .zip(&measured)
+        .map(|(cell, r)| {
+            let r = r.as_ref()?;
+            let k = r.logs.len();
+            if k == 0 {
+                return None;
+            }
+            if is_reference(cell) {
+                // The reference is the unit of its own blocks.
+                return Some(RelativeRate {
+                    rate: 1.0,
+                    ci95_low: 1.0,
+                    ci95_high: 1.0,
+                    blocks: k as u32,
+                    dropped_blocks: r.dropped,
+                });
+            }
+            let m = mean(&r.logs);
+            let sd = between.max(mean(&r.within)).sqrt();
+            let q = if df > 0 { t_975(df) } else { 1.96 };
+            let half = q * sd * (2.0 / k as f64).sqrt();
+            Some(RelativeRate {
+                rate: m.exp(),
+                ci95_low: (m - half).exp(),
+                ci95_high: (m + half).exp(),
+                blocks: k as u32,
+                dropped_blocks: r.dropped,
+            })
+        })
+        .collect();
+    for (i, cell) in cells.iter().enumerate() {
+        if cell.source != CellSource::Modelled {
+            continue;
+        }
+        out[i] = modelled_relative(cells, &out, cell);
+    }
+    out
+}
+
+/// A modelled cell's relative rate: that of the measured cell it was scaled from (same CPU
+/// level and parameters, the most memory) times the model's ratio of the two rates.
+fn modelled_relative(
+    cells: &[Cell],
+    relative: &[Option<RelativeRate>],
+    cell: &Cell,
+) -> Option<RelativeRate> {
+    let (source, rel) = cells
+        .iter()
+        .zip(relative)
+        .filter(|(c, r)| {
+            c.source == CellSource::Measured
+                && r.is_some()
+                && c.params == cell.params
+                && super::CellKey::new(c.cpu, 0, &c.params).cpu_milli
+                    == super::CellKey::new(cell.cpu, 0, &cell.params).cpu_milli
+        })
+        .max_by_key(|(c, _)| c.memory_bytes)?;
+    let factor = cell.samples_per_s()? / source.samples_per_s().filter(|r| *r > 0.0)?;
+    factor
+        .is_finite()
+        .then(|| rel.as_ref().expect("filtered").scaled(factor))
+}
+
+/// The absolute rate of a relative rate of 1 among `cells` (one parameter combination), where
+/// every cell with a rate has a relative one: the top measured cell's rate over its relative
+/// rate (1 for the reference). Relative rates times this keep samples/s as the unit and take
+/// the shape from the blocks. `None` where some rate has no relative one.
+pub fn absolute_scale(cells: &[&Cell]) -> Option<f64> {
+    let rated = cells.iter().filter(|c| c.samples_per_s().is_some());
+    if rated.clone().any(|c| c.relative.is_none()) {
+        return None;
+    }
+    let top = rated
+        .filter(|c| c.source == CellSource::Measured)
+        .max_by(|a, b| {
+            a.cpu
+                .total_cmp(&b.cpu)
+                .then(a.memory_bytes.cmp(&b.memory_bytes))
+        })?;
+    let scale = top.samples_per_s()? / top.relative.as_ref()?.rate;
+    (scale.is_finite() && scale > 0.0).then_some(scale)
+}
+
+/// One line on the relative rates of measured cells other than the references: their median
+/// half-width and the blocks behind them.
+pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String> {
+    let widths: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.source == CellSource::Measured)
+        .filter_map(|c| c.relative.as_ref())
+        .filter(|r| r.ci95_high > r.ci95_low)
+        .map(|r| r.half_width())
+        .collect();
+    if widths.is_empty() {
+        return None;
+    }
+    let dropped = blocks.iter().filter(|b| b.drifted).count();
+    Some(format!(
+        "relative to the top cell of their own block: {} measured cell(s), 95% intervals of \
+         ±{:.1}% median (±{:.1}% at most) over {} block(s){}",
+        widths.len(),
+        100.0 * crate::stats::median(&widths),
+        100.0 * widths.iter().copied().fold(0.0, f64::max),
+        blocks.len() - dropped,
+        match dropped {
+            0 => String::new(),
+            n => format!("; {n} block(s) dropped: their reference drifted"),
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests;

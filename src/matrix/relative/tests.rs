@@ -1,0 +1,221 @@
+use super::*;
+use crate::matrix::fixtures;
+use crate::matrix::{LaunchRate, Throughput};
+
+const REF_CPU: f64 = 2.0;
+const MEM: u64 = 1 << 30;
+/// Every measurement's own interval: ±1% (tight windows, so the spread between blocks rules).
+const OWN: f64 = 0.01;
+
+/// A measured cell at `cpu` with one launch per `(rate, start)`, each measured over 10 s.
+fn measured(cpu: f64, launches: &[(f64, f64)]) -> Cell {
+    let rates: Vec<LaunchRate> = launches
+        .iter()
+        .map(|&(r, s)| LaunchRate {
+            samples_per_s: r,
+            ci95_low: r * (1.0 - OWN),
+            ci95_high: r * (1.0 + OWN),
+            measured_unix_s: Some([s, s + 10.0]),
+            left_out_unix_s: Vec::new(),
+        })
+        .collect();
+    let mean = launches.iter().map(|l| l.0).sum::<f64>() / launches.len() as f64;
+    let mut cell = fixtures::cell(cpu);
+    cell.source = CellSource::Measured;
+    cell.note = None;
+    cell.measured_unix_s = Some([launches[0].1, launches[0].1 + 10.0]);
+    cell.throughput = Some(Throughput {
+        samples_per_s: mean,
+        ci95_low: mean * 0.5,
+        ci95_high: mean * 1.5,
+        windows: 4,
+        measured_s: 10.0,
+        launches: if rates.len() > 1 { rates } else { Vec::new() },
+    });
+    cell
+}
+
+fn reference(rate: f64, start: f64) -> BlockReference {
+    BlockReference {
+        samples_per_s: rate,
+        ci95_low: rate * (1.0 - OWN),
+        ci95_high: rate * (1.0 + OWN),
+        measured_unix_s: [start, start + 10.0],
+    }
+}
+
+/// Block `index` spanning [start, start + 100): reference measured at its start (and at
+/// start + 80 where `closing` is given).
+fn block(index: u32, start: f64, opening: f64, closing: Option<f64>) -> SweepBlock {
+    SweepBlock {
+        index,
+        params: BTreeMap::new(),
+        reference_cpu: REF_CPU,
+        reference_memory_bytes: MEM,
+        span_unix_s: [start, start + 100.0],
+        opening: Some(reference(opening, start)),
+        closing: closing.map(|c| reference(c, start + 80.0)),
+        drifted: false,
+    }
+}
+
+#[test]
+fn a_cell_is_its_rate_over_its_own_blocks_reference() {
+    let blocks = [block(0, 0.0, 200.0, None), block(1, 1000.0, 100.0, None)];
+    // The host halved everything in the second block: the ratio is the same in both.
+    let cells = [
+        measured(REF_CPU, &[(200.0, 0.0), (100.0, 1000.0)]),
+        measured(1.0, &[(120.0, 20.0), (60.0, 1020.0)]),
+    ];
+    let rel = relative_rates(&blocks, &cells);
+    let top = rel[0].as_ref().unwrap();
+    assert_eq!(
+        (top.rate, top.ci95_low, top.ci95_high, top.blocks),
+        (1.0, 1.0, 1.0, 2)
+    );
+    let one = rel[1].as_ref().unwrap();
+    assert!((one.rate - 0.6).abs() < 1e-12, "{one:?}");
+    assert_eq!(one.blocks, 2);
+    // With no spread between blocks, only the windows are left: two ±1% measurements.
+    let sd = 2f64.sqrt() * OWN / 1.96;
+    let half = 12.706 * sd; // t(1) · sd · sqrt(2/2)
+    assert!(
+        (one.ci95_high / one.rate - half.exp()).abs() < 1e-3,
+        "{one:?}"
+    );
+}
+
+/// The reference fell from 100 to 80 through the block: a cell measured halfway is compared
+/// with the reference as it was then (the geometric mean), so a linear drift cancels.
+#[test]
+fn the_reference_is_interpolated_between_opening_and_closing() {
+    let blocks = [block(0, 0.0, 100.0, Some(80.0))];
+    // Opening's middle at 5, closing's at 85: a cell whose middle is at 45 is halfway.
+    let at_half = 0.5 * (100.0f64 * 80.0).sqrt();
+    let cells = [
+        measured(REF_CPU, &[(100.0, 0.0)]),
+        measured(1.0, &[(at_half, 40.0)]),
+    ];
+    let rel = relative_rates(&blocks, &cells);
+    assert!((rel[1].as_ref().unwrap().rate - 0.5).abs() < 1e-12);
+}
+
+/// Two cells over three blocks: the spread is pooled over both, with four degrees of freedom.
+#[test]
+fn the_interval_pools_the_spread_between_blocks_over_cells() {
+    let blocks = [
+        block(0, 0.0, 100.0, None),
+        block(1, 1000.0, 100.0, None),
+        block(2, 2000.0, 100.0, None),
+    ];
+    let a = [50.0, 55.0, 45.0];
+    let b = [25.0, 24.0, 26.0];
+    let cells = [
+        measured(REF_CPU, &[(100.0, 0.0), (100.0, 1000.0), (100.0, 2000.0)]),
+        measured(1.0, &[(a[0], 20.0), (a[1], 1020.0), (a[2], 2020.0)]),
+        measured(0.5, &[(b[0], 40.0), (b[1], 1040.0), (b[2], 2040.0)]),
+    ];
+    let logs = |xs: &[f64]| xs.iter().map(|x| (x / 100.0f64).ln()).collect::<Vec<_>>();
+    let ss = |xs: &[f64]| {
+        let m = xs.iter().sum::<f64>() / 3.0;
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+    };
+    let sd = ((ss(&logs(&a)) + ss(&logs(&b))) / 4.0).sqrt();
+    let rel = relative_rates(&blocks, &cells);
+    for (i, xs) in [(1, &a), (2, &b)] {
+        let r = rel[i].as_ref().unwrap();
+        let m = logs(xs).iter().sum::<f64>() / 3.0;
+        assert!((r.rate - m.exp()).abs() < 1e-12);
+        let half = 2.776 * sd * (2.0f64 / 3.0).sqrt();
+        assert!(
+            (r.ci95_high - (m + half).exp()).abs() < 1e-3 * r.rate,
+            "{r:?}"
+        );
+        assert!(
+            (r.ci95_low - (m - half).exp()).abs() < 1e-3 * r.rate,
+            "{r:?}"
+        );
+        assert_eq!(r.blocks, 3);
+    }
+}
+
+#[test]
+fn a_drifted_block_is_left_out_and_counted() {
+    let mut drifted = block(1, 1000.0, 100.0, Some(70.0));
+    assert!(drifted.judge_drift(0.0));
+    assert!(!block(0, 0.0, 100.0, Some(100.5)).judge_drift(0.0));
+    drifted.drifted = true;
+    let blocks = [block(0, 0.0, 100.0, None), drifted];
+    let cells = [
+        measured(REF_CPU, &[(100.0, 0.0), (100.0, 1000.0)]),
+        measured(1.0, &[(50.0, 20.0), (20.0, 1020.0)]),
+    ];
+    let rel = relative_rates(&blocks, &cells);
+    let one = rel[1].as_ref().unwrap();
+    assert_eq!((one.rate, one.blocks, one.dropped_blocks), (0.5, 1, 1));
+}
+
+/// A modelled cell at 1 CPU and less memory: the measured 1-CPU cell's relative rate, times the
+/// model's ratio between the two.
+#[test]
+fn a_modelled_cell_scales_its_measured_cells_relative_rate() {
+    let blocks = [block(0, 0.0, 100.0, None)];
+    let mut modelled = measured(1.0, &[(30.0, 20.0)]);
+    modelled.source = CellSource::Modelled;
+    modelled.memory_bytes = MEM / 2;
+    modelled.measured_unix_s = None;
+    let cells = [
+        measured(REF_CPU, &[(100.0, 0.0)]),
+        measured(1.0, &[(60.0, 20.0)]),
+        modelled,
+    ];
+    let rel = relative_rates(&blocks, &cells);
+    let (m, r) = (rel[2].as_ref().unwrap(), rel[1].as_ref().unwrap());
+    assert!((m.rate - 0.3).abs() < 1e-12, "{m:?}");
+    assert!((m.ci95_low - r.ci95_low * 0.5).abs() < 1e-12);
+}
+
+#[test]
+fn cells_outside_every_block_have_no_relative_rate() {
+    let blocks = [block(0, 0.0, 100.0, None)];
+    let cells = [measured(1.0, &[(60.0, 5000.0)]), fixtures::cell(1.0)];
+    assert_eq!(relative_rates(&blocks, &cells), vec![None, None]);
+    assert_eq!(relative_rates(&[], &cells), vec![None, None]);
+}
+
+proptest::proptest! {
+    /// Whatever the host does to a whole block (every rate in it scaled alike), relative rates do
+    /// not move; every interval holds its rate, is finite and positive.
+    #[test]
+    fn a_block_slowed_as_a_whole_changes_no_relative_rate(
+        slow in proptest::collection::vec(0.2f64..3.0, 3),
+        ratios in proptest::collection::vec(proptest::collection::vec(0.05f64..1.2, 3), 2),
+    ) {
+        let blocks: Vec<SweepBlock> = (0..3).map(|b| block(b, b as f64 * 1000.0, 100.0, None)).collect();
+        let make = |scale: &[f64]| {
+            let top: Vec<(f64, f64)> = (0..3).map(|b| (100.0 * scale[b], b as f64 * 1000.0)).collect();
+            let mut cells = vec![measured(REF_CPU, &top)];
+            for (i, r) in ratios.iter().enumerate() {
+                let l: Vec<(f64, f64)> = (0..3)
+                    .map(|b| (100.0 * r[b] * scale[b], b as f64 * 1000.0 + 20.0 * (i + 1) as f64))
+                    .collect();
+                cells.push(measured(1.0 / (i + 1) as f64, &l));
+            }
+            cells
+        };
+        let mut slowed_blocks = blocks.clone();
+        for (b, s) in slowed_blocks.iter_mut().zip(&slow) {
+            let o = b.opening.as_mut().unwrap();
+            *o = reference(o.samples_per_s * s, o.measured_unix_s[0]);
+        }
+        let quiet = relative_rates(&blocks, &make(&[1.0; 3]));
+        let slowed = relative_rates(&slowed_blocks, &make(&slow));
+        for (q, s) in quiet.iter().zip(&slowed) {
+            let (q, s) = (q.as_ref().unwrap(), s.as_ref().unwrap());
+            proptest::prop_assert!((q.rate - s.rate).abs() < 1e-9 * q.rate);
+            proptest::prop_assert!((q.ci95_high - s.ci95_high).abs() < 1e-9 * q.ci95_high);
+            proptest::prop_assert!(s.ci95_low > 0.0 && s.ci95_high.is_finite());
+            proptest::prop_assert!(s.holds(s.rate));
+        }
+    }
+}
