@@ -126,7 +126,8 @@ class Matrices:
     paths: list[str]
     #: Each matrix's header (job, machine, axes, spread, validation) as a dict.
     headers: list[dict]
-    #: Each matrix's best-case demand per GPU (cpus_per_gpu, mem_gb_per_gpu, speed-up, ...).
+    #: Each matrix's best-case demand per GPU (cpus_per_gpu, mem_gb_per_gpu, speed-up, and
+    #: alike: the allocations its blocks cannot tell apart from it, ...).
     demands: list[dict]
     #: One row per cell of every matrix (polars).
     cells: pl.DataFrame

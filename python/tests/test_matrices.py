@@ -70,3 +70,13 @@ def test_bad_input_is_a_clear_error(tmp_path):
         jp.load(bad)
     with pytest.raises(ValueError, match="--eps"):
         jp.load(ZOO, eps="lots")
+
+
+def test_cells_carry_each_cells_rate_relative_to_its_blocks_reference():
+    m = jp.load("tests/data/blocks/input-pipeline.matrix.jsonl")
+    measured = m.cells.filter(pl.col("source") == "measured")
+    assert measured["relative"].null_count() == 0
+    assert (measured["relative_ci95_low"] <= measured["relative"]).all()
+    assert (measured["relative"] <= measured["relative_ci95_high"]).all()
+    assert measured["relative"].max() == 1.0
+    assert (measured["relative_blocks"] >= 2).all()

@@ -1,6 +1,7 @@
 //! What users do with matrices after a sweep: best-case demands, export, plots, validation.
 //! One test binary (polars makes each large to link), one module per concern.
 
+mod blocks;
 mod cache_model;
 mod demand;
 mod export;

@@ -225,22 +225,14 @@ fn paired_rates(c: &Checking) -> (Vec<Throughput>, Option<f64>) {
         .collect();
     match factors.filter(|f| !f.is_empty() && f.iter().all(|x| x.is_finite())) {
         Some(f) => {
-            let scaled = rates.iter().zip(&f).map(|(t, x)| scaled(t, *x)).collect();
-            let raw = rates.iter().map(|t| t.samples_per_s).sum::<f64>();
-            let ratio = scaled_sum(&rates, &f) / raw.max(f64::MIN_POSITIVE);
+            let scaled: Vec<Throughput> =
+                rates.iter().zip(&f).map(|(t, x)| scaled(t, *x)).collect();
+            let sum = |ts: &[Throughput]| ts.iter().map(|t| t.samples_per_s).sum::<f64>();
+            let ratio = sum(&scaled) / sum(&rates).max(f64::MIN_POSITIVE);
             (scaled, Some(ratio))
         }
         None => (rates, None),
     }
-}
-
-/// The sum of `rates` each scaled by its factor.
-fn scaled_sum(rates: &[Throughput], factors: &[f64]) -> f64 {
-    rates
-        .iter()
-        .zip(factors)
-        .map(|(t, x)| t.samples_per_s * x)
-        .sum()
 }
 
 impl Sweep<'_> {
@@ -425,6 +417,43 @@ mod tests {
             measured_s: 10.0,
             launches: Vec::new(),
         }
+    }
+
+    /// Two fresh launches whose own references ran at 800 and 1200 where the live launch's ran
+    /// at 1000: each fresh rate is read at the live launch's speed; without every reference,
+    /// the rates are compared as they are.
+    #[test]
+    fn fresh_rates_are_scaled_to_the_live_launchs_reference() {
+        let fresh = |rate: f64| {
+            let mut c = crate::matrix::fixtures::cell(1.0);
+            c.throughput = Some(tp(rate, 1.0));
+            c
+        };
+        let reference = |rate: f64| BlockReference {
+            samples_per_s: rate,
+            ci95_low: rate,
+            ci95_high: rate,
+            measured_unix_s: [0.0, 1.0],
+        };
+        let mut c = Checking {
+            point: Point {
+                cpu: 1.0,
+                mem: 0,
+                params: Default::default(),
+            },
+            live: fresh(100.0),
+            live_reference: Some(1000.0),
+            fresh: vec![fresh(100.0), fresh(120.0)],
+            fresh_references: vec![Some(reference(800.0)), Some(reference(1200.0))],
+        };
+        let (rates, ratio) = paired_rates(&c);
+        let got: Vec<f64> = rates.iter().map(|t| t.samples_per_s).collect();
+        assert_eq!(got, vec![125.0, 100.0]);
+        assert_eq!(rates[0].ci95_low, 99.0 * 1.25);
+        assert!((ratio.unwrap() - 225.0 / 220.0).abs() < 1e-12);
+        c.fresh_references[1] = None;
+        let (rates, ratio) = paired_rates(&c);
+        assert_eq!((rates[1].samples_per_s, ratio), (120.0, None));
     }
 
     fn outcome(c: Option<LiveCheck>) -> &'static str {

@@ -1,0 +1,92 @@
+//! A default sweep measured in blocks (`tests/data/blocks/`): relative rates recomputed from its
+//! header's blocks with today's code, and what `show` and the demand make of them.
+
+use profiler::matrix::{
+    CellSource, CostWeights, DEFAULT_EPS, ServerShape, demands, load_matrix, relative_rates,
+    render_summary,
+};
+use std::path::Path;
+
+const SWEEP: &str = "tests/data/blocks/input-pipeline.matrix.jsonl";
+
+#[test]
+fn relative_rates_recomputed_from_the_recorded_blocks_are_the_files() {
+    let m = load_matrix(Path::new(SWEEP)).unwrap();
+    let blocks = &m.header.blocks;
+    assert!(blocks.len() >= 2, "{blocks:?}");
+    let recomputed = relative_rates(blocks, &m.cells);
+    for (cell, r) in m.cells.iter().zip(&recomputed) {
+        let (Some(file), Some(now)) = (&cell.relative, r) else {
+            assert_eq!(cell.relative.is_some(), r.is_some(), "{cell:?}");
+            continue;
+        };
+        for (a, b) in [
+            (file.rate, now.rate),
+            (file.ci95_low, now.ci95_low),
+            (file.ci95_high, now.ci95_high),
+        ] {
+            assert!(
+                (a - b).abs() <= 1e-12 * a.abs().max(1.0),
+                "{file:?} {now:?}"
+            );
+        }
+        assert_eq!(file.blocks, now.blocks);
+    }
+    // Every measured cell and every modelled one has a relative rate; the reference is the unit.
+    assert!(
+        m.cells
+            .iter()
+            .filter(|c| matches!(c.source, CellSource::Measured | CellSource::Modelled))
+            .all(|c| c.relative.is_some())
+    );
+    let top = m
+        .cells
+        .iter()
+        .find(|c| {
+            c.cpu == blocks[0].reference_cpu && c.memory_bytes == blocks[0].reference_memory_bytes
+        })
+        .unwrap();
+    assert_eq!(top.relative.as_ref().unwrap().rate, 1.0);
+    // Each block was opened with the reference and, the launch being live, closed with it.
+    assert!(
+        blocks
+            .iter()
+            .all(|b| b.opening.is_some() && b.closing.is_some())
+    );
+}
+
+#[test]
+fn show_prints_the_relative_table_and_the_demand_reads_the_ratios() {
+    let m = load_matrix(Path::new(SWEEP)).unwrap();
+    let text = render_summary(&m);
+    assert!(
+        text.contains("relative to the top cell of each block"),
+        "{text}"
+    );
+    assert!(
+        text.contains("relative to the top cell of their own block"),
+        "{text}"
+    );
+    let d = &demands(
+        &m,
+        &ServerShape::default(),
+        DEFAULT_EPS,
+        CostWeights::default(),
+    )
+    .unwrap()[0]
+        .1;
+    // The surface is the relative rates times the reference's absolute rate.
+    let b = &m.header.blocks[0];
+    let reference = (m.cells.iter())
+        .find(|c| c.cpu == b.reference_cpu && c.memory_bytes == b.reference_memory_bytes)
+        .and_then(|c| c.samples_per_s())
+        .unwrap();
+    let most = (m.cells.iter())
+        .filter_map(|c| c.relative.as_ref().map(|r| r.rate))
+        .fold(0.0, f64::max);
+    let best = reference * most;
+    assert!(
+        (d.best_samples_per_s_per_gpu - best).abs() < 1e-9 * best,
+        "{d}"
+    );
+}
