@@ -4,6 +4,7 @@
 //! header (`validation`), so later exports and plots can show how far to trust modelled cells.
 
 mod diagnosis;
+mod paired;
 
 use super::model_fill::modelled_cells;
 use super::sweep::{SweepError, SweepObserver, SweepOptions, run_sweep};
@@ -97,6 +98,7 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             predicted,
             rerun_error_pct: spread.zip(rerun_sd).map(|(s, sd)| s.quantile() * sd),
             check: Some(check),
+            paired: paired::paired_ratio(cell, top),
         });
     }
     // An exact model's |error| from reruns alone is half-normal: its median is 0.6745 sd.
@@ -118,11 +120,14 @@ pub fn compare(m: &Matrix, path: &Path) -> Result<Validation, ValidateError> {
             }
         })
         .collect();
+    let (paired_models, paired_median_half_width_pct) = paired::accuracy(&cells);
     Ok(Validation {
         created_unix_s: super::progress::now_unix_s() as u64,
         models,
         cells,
         rerun_median_abs_error_pct,
+        paired_models,
+        paired_median_half_width_pct,
     })
 }
 
@@ -202,6 +207,9 @@ pub fn render(v: &Validation, chosen: Option<CacheKind>) -> String {
             100.0 * lo,
             100.0 * hi
         );
+    }
+    if let Some(line) = paired::describe(v, shown) {
+        let _ = writeln!(out, "{line}");
     }
     match v.rerun_median_abs_error_pct {
         Some(noise) => {

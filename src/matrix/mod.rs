@@ -19,7 +19,7 @@ pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_m
 pub use relative::{BlockReference, RelativeRate, SweepBlock, describe_relative, relative_rates};
 pub use summary::{render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
-pub use validation::{CellCheck, ModelAccuracy, Validation, ValidationCell};
+pub use validation::{CellCheck, ModelAccuracy, PairedRatio, Validation, ValidationCell};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -21,6 +21,13 @@ pub struct Validation {
     /// no cell was measured on several launches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_median_abs_error_pct: Option<f64>,
+    /// Per model: the error of its predicted ratio to the top cell against the measured ratio
+    /// of the pair ([`PairedRatio`]), over the cells that have one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired_models: Vec<ModelAccuracy>,
+    /// The pairs' median 95% half-width, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_median_half_width_pct: Option<f64>,
 }
 
 /// How close one cache model came.
@@ -53,6 +60,23 @@ pub struct ValidationCell {
     /// The model's assumptions against the cell's own telemetry, and which one is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CellCheck>,
+    /// The cell over its top memory level, each relative to the reference of its own blocks,
+    /// where the sweep measured in blocks: what a prediction's ratio to the top cell is judged
+    /// against, steadier than the ratio of two launches' rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<PairedRatio>,
+}
+
+/// A validated cell's measured ratio to its top memory level, from their relative rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairedRatio {
+    /// The cell's relative rate over its top cell's.
+    pub measured_ratio: f64,
+    /// 95% half-width of that ratio, percent: the two relative intervals combined.
+    pub half_width_pct: f64,
+    /// The top cell's rate, samples/s: a prediction over it is the model's ratio.
+    pub top_samples_per_s: f64,
 }
 
 /// A validated cell's telemetry against what the cache model assumed for it

@@ -409,6 +409,8 @@ fn rich_matrix() -> Matrix {
                 ],
                 cells: Vec::new(),
                 rerun_median_abs_error_pct: None,
+                paired_models: Vec::new(),
+                paired_median_half_width_pct: None,
             }),
             live_check: None,
             launch_spread: None,

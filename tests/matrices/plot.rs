@@ -87,6 +87,8 @@ fn failing() -> (PathBuf, Matrix) {
         ],
         cells: Vec::new(),
         rerun_median_abs_error_pct: None,
+        paired_models: Vec::new(),
+        paired_median_half_width_pct: None,
     });
     (p, m)
 }
