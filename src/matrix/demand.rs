@@ -288,25 +288,7 @@ mod tests {
     #[test]
     fn the_demand_follows_relative_rates_and_names_what_it_cannot_tell_apart() {
         let cell = |cpu: f64, rate: f64, rel: [f64; 3]| {
-            let mut c = crate::matrix::fixtures::cell(cpu);
-            c.memory_bytes = 10_000_000_000;
-            c.source = CellSource::Measured;
-            c.throughput = Some(Throughput {
-                samples_per_s: rate,
-                ci95_low: rate,
-                ci95_high: rate,
-                windows: 1,
-                measured_s: 1.0,
-                launches: Vec::new(),
-            });
-            c.relative = Some(crate::matrix::RelativeRate {
-                rate: rel[0],
-                ci95_low: rel[1],
-                ci95_high: rel[2],
-                blocks: 3,
-                dropped_blocks: 0,
-            });
-            c
+            crate::matrix::fixtures::measured(cpu, 10_000_000_000, rate, Some(rel))
         };
         let mut h = header("m");
         h.job.gpus = 1;

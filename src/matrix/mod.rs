@@ -694,6 +694,32 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// A measured cell at `cpu` and `memory_bytes` whose rate is `rate` exactly, with the
+    /// relative rate `[rate, low, high]` where one is given.
+    pub fn measured(cpu: f64, memory_bytes: u64, rate: f64, relative: Option<[f64; 3]>) -> Cell {
+        Cell {
+            memory_bytes,
+            source: CellSource::Measured,
+            note: None,
+            throughput: Some(Throughput {
+                samples_per_s: rate,
+                ci95_low: rate,
+                ci95_high: rate,
+                windows: 1,
+                measured_s: 1.0,
+                launches: Vec::new(),
+            }),
+            relative: relative.map(|[rate, ci95_low, ci95_high]| RelativeRate {
+                rate,
+                ci95_low,
+                ci95_high,
+                blocks: 3,
+                dropped_blocks: 0,
+            }),
+            ..cell(cpu)
+        }
+    }
+
     pub fn cell(cpu: f64) -> Cell {
         Cell {
             cpu,

@@ -306,24 +306,12 @@ fn below_factor(lowest: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matrix::Cell;
     use crate::matrix::fixtures::{cell, header};
-    use crate::matrix::{Cell, Throughput};
     use proptest::prelude::*;
 
     fn measured(cpu: f64, gb: f64, rate: f64) -> Cell {
-        let mut c = cell(cpu);
-        c.memory_bytes = (gb * 1e9) as u64;
-        c.source = CellSource::Measured;
-        c.note = None;
-        c.throughput = Some(Throughput {
-            samples_per_s: rate,
-            ci95_low: rate,
-            ci95_high: rate,
-            windows: 1,
-            measured_s: 1.0,
-            launches: Vec::new(),
-        });
-        c
+        crate::matrix::fixtures::measured(cpu, (gb * 1e9) as u64, rate, None)
     }
 
     fn matrix(gpus: u32, cells: Vec<Cell>) -> Matrix {

@@ -84,29 +84,11 @@ pub fn describe(v: &Validation, shown: CacheKind) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::{CellSource, Throughput, fixtures};
+    use crate::matrix::fixtures;
     use std::collections::BTreeMap;
 
     fn cell(memory_bytes: u64, rate: f64, rel: [f64; 3]) -> Cell {
-        let mut c = fixtures::cell(1.0);
-        c.memory_bytes = memory_bytes;
-        c.source = CellSource::Measured;
-        c.throughput = Some(Throughput {
-            samples_per_s: rate,
-            ci95_low: rate,
-            ci95_high: rate,
-            windows: 4,
-            measured_s: 4.0,
-            launches: Vec::new(),
-        });
-        c.relative = Some(RelativeRate {
-            rate: rel[0],
-            ci95_low: rel[1],
-            ci95_high: rel[2],
-            blocks: 3,
-            dropped_blocks: 0,
-        });
-        c
+        fixtures::measured(1.0, memory_bytes, rate, Some(rel))
     }
 
     /// Launches far apart put the cell at 300 against a top cell of 500 (0.6), where their
