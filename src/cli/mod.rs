@@ -188,9 +188,10 @@ pub struct SweepArgs {
     /// Override the spec's sweep.memory.
     #[arg(long, value_enum)]
     pub memory: Option<MemoryArg>,
-    /// Most launches of each point (overrides measure.launches, default 3): points are
-    /// launched again so that every cell's interval says where a rerun lands; 1 measures each
-    /// point once, twice as fast, with intervals that say nothing about a rerun.
+    /// Passes over the points (overrides measure.launches, default 3): each pass is a block
+    /// that measures every point again, the reference cell first, so that every cell's
+    /// interval says where a rerun lands and its relative rate rests on several blocks; 1
+    /// measures each point once, faster, with intervals that say nothing about a rerun.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
     pub launches: Option<u32>,
     /// Seconds the launches after the first may take per parameter combination (overrides
