@@ -408,6 +408,24 @@ impl Cell {
     pub fn samples_per_s(&self) -> Option<f64> {
         self.throughput.as_ref().map(|t| t.samples_per_s)
     }
+
+    /// Each launch the cell's rate comes from, in launch order: its throughput's launches, or
+    /// the cell's own measurement where it is one launch; none without a rate.
+    pub fn launches(&self) -> Vec<LaunchRate> {
+        let Some(t) = &self.throughput else {
+            return Vec::new();
+        };
+        if !t.launches.is_empty() {
+            return t.launches.clone();
+        }
+        vec![LaunchRate {
+            samples_per_s: t.samples_per_s,
+            ci95_low: t.ci95_low,
+            ci95_high: t.ci95_high,
+            measured_unix_s: self.measured_unix_s,
+            left_out_unix_s: self.left_out_unix_s.clone(),
+        }]
+    }
 }
 
 /// Grid-point identity; CPU is compared in milli-cores so 0.5 and 0.50 are the same point.

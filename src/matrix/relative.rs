@@ -178,25 +178,6 @@ fn log_variance(rate: f64, low: f64, high: f64) -> f64 {
     ((high - low) / 2.0 / 1.96 / rate).powi(2)
 }
 
-/// The measurements behind a measured cell: rate, interval and measuring span of each launch.
-fn measurements(cell: &Cell) -> Vec<(f64, f64, f64, Option<[f64; 2]>)> {
-    let Some(t) = &cell.throughput else {
-        return Vec::new();
-    };
-    if t.launches.is_empty() {
-        return vec![(
-            t.samples_per_s,
-            t.ci95_low,
-            t.ci95_high,
-            cell.measured_unix_s,
-        )];
-    }
-    t.launches
-        .iter()
-        .map(|l| (l.samples_per_s, l.ci95_low, l.ci95_high, l.measured_unix_s))
-        .collect()
-}
-
 /// What the blocks say of one measured cell: its log-ratio in each kept block, the variance its
 /// windows give each, and how many blocks that measured it were dropped.
 #[derive(Debug, Default)]
@@ -208,8 +189,11 @@ struct Ratios {
 
 fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     let mut out = Ratios::default();
-    for (rate, low, high, span) in measurements(cell) {
-        let Some([s0, s1]) = span else { continue };
+    for launch in cell.launches() {
+        let (rate, low, high) = (launch.samples_per_s, launch.ci95_low, launch.ci95_high);
+        let Some([s0, s1]) = launch.measured_unix_s else {
+            continue;
+        };
         let mid = 0.5 * (s0 + s1);
         let Some(block) = blocks.iter().find(|b| b.holds(&cell.params, mid)) else {
             continue;

@@ -12,7 +12,6 @@
 //! prints the table of docs/JOB_SPEC.md, "Real framework scripts".
 
 use super::*;
-use profiler::matrix::LaunchRate;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::OnceLock;
@@ -278,18 +277,7 @@ fn sweep_against_truth(
         // one) lists each with the interval it measured: each is compared with the record
         // over its own interval, less the windows its rate left out. Its interference is its
         // first launch's.
-        let launches_of_cell = if t.launches.is_empty() {
-            vec![LaunchRate {
-                samples_per_s: t.samples_per_s,
-                ci95_low: t.ci95_low,
-                ci95_high: t.ci95_high,
-                measured_unix_s: c.measured_unix_s,
-                left_out_unix_s: c.left_out_unix_s.clone(),
-            }]
-        } else {
-            t.launches.clone()
-        };
-        for (i, l) in launches_of_cell.into_iter().enumerate() {
+        for (i, l) in c.launches().into_iter().enumerate() {
             let (rate, span) = (l.samples_per_s, l.measured_unix_s);
             let span = span.expect("a measured launch records its interval");
             let truth = truth_rate(&launches, span, &l.left_out_unix_s).unwrap_or_else(|| {

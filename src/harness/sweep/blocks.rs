@@ -8,7 +8,8 @@
 //! windows allow marks the block as drifted, and another pass is measured in its place.
 
 use super::live_check::LiveCheckState;
-use super::{POLL, Run, Sweep, SweepError};
+use super::measure::Outcome;
+use super::{Run, Sweep, SweepError};
 use crate::harness::plan::{Point, joins_launch, label};
 use crate::harness::progress::now_unix_s;
 use crate::matrix::{BlockReference, Cell, SweepBlock, describe_relative, relative_rates};
@@ -214,32 +215,29 @@ impl Sweep<'_> {
             label(&reference),
             self.block.as_ref().map_or(0, |b| b.index)
         ));
-        if let Some(cg) = &run.cgroup {
-            cg.set_cpu(reference.cpu)?;
-        }
-        self.settle(run)?;
-        match self.measure(run, &reference, std::time::Instant::now())? {
-            super::measure::Outcome::Cell(cell) => {
+        match self.measure_reference(run, &reference)? {
+            Outcome::Cell(cell) => {
                 if let Some(block) = self.block.as_mut() {
                     block.closing = reference_of(&cell);
                 }
                 Ok(true)
             }
-            super::measure::Outcome::Died(_) => Ok(false),
+            Outcome::Died(_) => Ok(false),
         }
     }
 
-    /// Lets new caps take effect before measuring.
-    pub(super) fn settle(&self, run: &mut Run) -> Result<(), SweepError> {
-        let settle = std::time::Instant::now();
-        while settle.elapsed().as_secs_f64() < self.opts.spec.spec.measure.settle_s {
-            if self.cancelled() {
-                return Err(self.interrupted());
-            }
-            run.poll();
-            std::thread::sleep(POLL);
+    /// Re-caps the running job's CPU to `reference` (the launch is at the reference's memory
+    /// level already), lets the cap settle, and measures it.
+    pub(super) fn measure_reference(
+        &mut self,
+        run: &mut Run,
+        reference: &Point,
+    ) -> Result<Outcome, SweepError> {
+        if let Some(cg) = &run.cgroup {
+            cg.set_cpu(reference.cpu)?;
         }
-        Ok(())
+        self.settle(run)?;
+        self.measure(run, reference, std::time::Instant::now())
     }
 
     /// Gives every cell its rate relative to its blocks' reference, says how tight they are, and

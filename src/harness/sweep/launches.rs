@@ -80,14 +80,9 @@ fn with_spans(mut t: Throughput, spans: impl IntoIterator<Item = Span>) -> Throu
 /// The intervals the launches behind `cell`'s rate measured, in launch order: the cell's own
 /// where it is one launch.
 fn launch_spans(cell: &Cell) -> Vec<Span> {
-    match &cell.throughput {
-        Some(t) if !t.launches.is_empty() => t
-            .launches
-            .iter()
-            .map(|l| (l.measured_unix_s, l.left_out_unix_s.clone()))
-            .collect(),
-        _ => vec![(cell.measured_unix_s, cell.left_out_unix_s.clone())],
-    }
+    (cell.launches().into_iter())
+        .map(|l| (l.measured_unix_s, l.left_out_unix_s))
+        .collect()
 }
 
 /// The cell of one point measured on `cells`' launches: the first launch's cell (its telemetry

@@ -309,12 +309,7 @@ impl Sweep<'_> {
                 "{}: live check: re-capping the fresh launch up to the reference",
                 label(&reference)
             ));
-            if let Some(cg) = &run.cgroup {
-                cg.set_cpu(reference.cpu)?;
-            }
-            self.settle(run)?;
-            let started = Instant::now();
-            if let Outcome::Cell(cell) = self.measure(run, &reference, started)? {
+            if let Outcome::Cell(cell) = self.measure_reference(run, &reference)? {
                 fresh_reference = Some(cell);
             }
         }

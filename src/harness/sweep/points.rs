@@ -3,7 +3,7 @@
 //! ends ([`super::blocks`]), the live check's fresh launches, and the uncapped spec check.
 
 use super::measure::Outcome;
-use super::{Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
+use super::{POLL, Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
 use crate::harness::plan::{
     MemoryLevels, Point, PointSource, joins_launch, label, param_combinations,
 };
@@ -284,6 +284,19 @@ impl Sweep<'_> {
         }
         self.settle(run)?;
         Ok(true)
+    }
+
+    /// Lets new caps take effect before measuring.
+    pub(super) fn settle(&self, run: &mut Run) -> Result<(), SweepError> {
+        let settle = Instant::now();
+        while settle.elapsed().as_secs_f64() < self.opts.spec.spec.measure.settle_s {
+            if self.cancelled() {
+                return Err(self.interrupted());
+            }
+            run.poll();
+            std::thread::sleep(POLL);
+        }
+        Ok(())
     }
 
     /// After an OOM at `p`, smaller memory at the same CPU level and parameters cannot fit either.

@@ -59,10 +59,10 @@ impl Sweep<'_> {
                  in a fresh random order",
                 points.len(),
                 pass + 1,
-                launches,
+                launches + owed,
                 match owed {
                     0 => String::new(),
-                    n => format!(", and {n} in place of drifted blocks"),
+                    n => format!(", {n} of them in place of drifted blocks"),
                 }
             ));
             let mut walk = Again(self.again_walk(points));
