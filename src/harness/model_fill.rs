@@ -51,6 +51,7 @@ pub fn modelled_cells(
                 node: None,
                 interference: None,
                 relative: None,
+                visits: Vec::new(),
                 measured_unix_s: None,
                 left_out_unix_s: Vec::new(),
             };
@@ -149,6 +150,7 @@ mod tests {
             node: None,
             interference: None,
             relative: None,
+            visits: Vec::new(),
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }

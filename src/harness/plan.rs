@@ -93,43 +93,67 @@ pub(super) trait PointSource {
     fn remove_ruled_out_by_oom(&mut self, p: &Point) -> Vec<Point>;
 }
 
-/// A fixed list of points, measured in order; points already recorded are skipped.
-impl PointSource for VecDeque<Point> {
-    fn peek(&mut self, recorded: &Recorded) -> Option<Point> {
-        while self.front().is_some_and(|p| recorded.is_done(p)) {
-            self.pop_front();
+/// A fixed list of points, measured in order, where a point may come back (a live launch walks
+/// the top memory level in rounds). A point's first step is skipped where its cell is recorded
+/// already (a resumed sweep), unless the walk measures its points again (a later pass); a later
+/// visit of a point in the walk never is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Walk {
+    /// Each step, and whether it is skipped where its cell is recorded.
+    steps: VecDeque<(Point, bool)>,
+}
+
+impl Walk {
+    /// A walk of `points` in order; `again`: they are measured whether recorded or not.
+    pub fn new(points: impl IntoIterator<Item = Point>, again: bool) -> Walk {
+        let mut walk = Walk::default();
+        for p in points {
+            walk.push(p, again);
         }
-        self.front().cloned()
+        walk
     }
 
-    fn take(&mut self) {
-        self.pop_front();
-    }
-
-    fn remove_ruled_out_by_oom(&mut self, p: &Point) -> Vec<Point> {
-        let (implied, rest): (Vec<Point>, Vec<Point>) = self
-            .drain(..)
-            .partition(|q| q.cpu == p.cpu && q.params == p.params && q.mem > p.mem);
-        *self = rest.into();
-        implied
+    /// Adds `p` at the end: skipped where recorded if it is its first step and not `again`.
+    pub fn push(&mut self, p: Point, again: bool) {
+        let first = !self.steps.iter().any(|(q, _)| *q == p);
+        self.steps.push_back((p, first && !again));
     }
 }
 
-/// Points measured again on more launches, in order: they are recorded already, so none is
-/// skipped.
-pub(super) struct Again(pub VecDeque<Point>);
+#[cfg(test)]
+impl Walk {
+    /// The points of every step, in order.
+    pub fn steps(&self) -> Vec<Point> {
+        self.steps.iter().map(|(p, _)| p.clone()).collect()
+    }
+}
 
-impl PointSource for Again {
-    fn peek(&mut self, _recorded: &Recorded) -> Option<Point> {
-        self.0.front().cloned()
+impl PointSource for Walk {
+    fn peek(&mut self, recorded: &Recorded) -> Option<Point> {
+        while self
+            .steps
+            .front()
+            .is_some_and(|(p, skip)| *skip && recorded.is_done(p))
+        {
+            self.steps.pop_front();
+        }
+        self.steps.front().map(|(p, _)| p.clone())
     }
 
     fn take(&mut self) {
-        self.0.pop_front();
+        self.steps.pop_front();
     }
 
     fn remove_ruled_out_by_oom(&mut self, p: &Point) -> Vec<Point> {
-        self.0.remove_ruled_out_by_oom(p)
+        let mut implied = Vec::new();
+        self.steps.retain(|(q, _)| {
+            let ruled_out = q.cpu == p.cpu && q.params == p.params && q.mem > p.mem;
+            if ruled_out && !implied.contains(q) {
+                implied.push(q.clone());
+            }
+            !ruled_out
+        });
+        implied
     }
 }
 
@@ -227,7 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_skips_recorded_points_and_drops_what_an_oom_rules_out() {
+    fn a_walk_skips_recorded_first_steps_keeps_later_visits_and_drops_what_an_oom_rules_out() {
         let memory = MemoryLevels::Bytes(vec![200, 100]);
         let done: HashSet<CellKey> = [CellKey::new(2.0, 200, &BTreeMap::new())].into();
         let recorded = Recorded {
@@ -235,14 +259,18 @@ mod tests {
             memory: &memory,
             done: &done,
         };
-        let mut queue: VecDeque<Point> =
-            vec![pt(2.0, 0), pt(2.0, 1), pt(1.0, 0), pt(1.0, 1)].into();
-        assert_eq!(queue.peek(&recorded), Some(pt(2.0, 1)));
-        queue.take();
-        assert_eq!(queue.peek(&recorded), Some(pt(1.0, 0)));
-        queue.take();
-        assert_eq!(queue.remove_ruled_out_by_oom(&pt(1.0, 0)), vec![pt(1.0, 1)]);
-        assert_eq!(queue.peek(&recorded), None);
+        let steps = [pt(2.0, 0), pt(1.0, 0), pt(2.0, 0), pt(1.0, 1), pt(2.0, 1)];
+        let mut walk = Walk::new(steps.clone(), false);
+        // The recorded reference is skipped on its first step, not on its visit after 1 CPU.
+        assert_eq!(walk.peek(&recorded), Some(pt(1.0, 0)));
+        walk.take();
+        assert_eq!(walk.peek(&recorded), Some(pt(2.0, 0)));
+        walk.take();
+        assert_eq!(walk.remove_ruled_out_by_oom(&pt(1.0, 0)), vec![pt(1.0, 1)]);
+        assert_eq!(walk.peek(&recorded), Some(pt(2.0, 1)));
+        // Measured again, nothing is skipped.
+        let mut again = Walk::new(steps, true);
+        assert_eq!(again.peek(&recorded), Some(pt(2.0, 0)));
     }
 
     #[test]

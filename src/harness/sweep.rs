@@ -42,10 +42,7 @@ pub use launches::{
 use live_check::LiveCheckState;
 use run::Run;
 
-pub use live_check::{
-    LIVE_CHECK_MAX_FRESH, LIVE_CHECK_MAX_TOLERANCE, LIVE_CHECK_SLACK,
-    compare as compare_live_and_relaunched, describe as describe_live_check,
-};
+pub use live_check::{LIVE_CHECK_MAX_TOLERANCE, LIVE_CHECK_SLACK};
 
 const GIB: f64 = (1u64 << 30) as f64;
 const POLL: Duration = Duration::from_millis(100);
@@ -474,34 +471,9 @@ fn run_sweep_with(
         sweep.prepare_cache_model();
     }
     for (i, params) in combos.iter().enumerate() {
-        let levels = match sweep.search.clone() {
-            Some(search) => {
-                let remaining_combos = combos.len() - i - 1;
-                sweep.run_search(&search, params, memory_axis, remaining_combos)?
-            }
-            None => {
-                let mems: Vec<usize> = match memory_axis {
-                    MemoryAxis::Model => vec![0],
-                    MemoryAxis::Measure => (0..n_mem).collect(),
-                };
-                let grid: Vec<Point> = (cpu_levels.iter())
-                    .flat_map(|&cpu| {
-                        mems.iter().map(move |&mem| Point {
-                            cpu,
-                            mem,
-                            params: params.clone(),
-                        })
-                    })
-                    .collect();
-                let mut points = sweep.first_walk(grid, &cpu_levels, params);
-                if memory_axis == MemoryAxis::Model {
-                    points.extend(sweep.calibration_point(&cpu_levels, params));
-                }
-                sweep.run_points(&mut points)?;
-                cpu_levels.clone()
-            }
-        };
-        sweep.launch_again(params)?;
+        let remaining_combos = combos.len() - i - 1;
+        let levels =
+            sweep.measure_combination(params, &cpu_levels, memory_axis, remaining_combos)?;
         sweep.calibrate_misses(params, &levels)?;
         sweep.replay_reads(params, &levels)?;
         if memory_axis == MemoryAxis::Model {
@@ -560,6 +532,50 @@ fn total_memory_bytes() -> u64 {
 }
 
 impl Sweep<'_> {
+    /// Measures the points of one parameter combination, pass after pass (the CPU search's, or
+    /// the grid of `cpu_levels` at the top memory level, or every level where `memory_axis`
+    /// measures them), from the start again where the live check found re-capping not valid.
+    /// Returns the CPU levels measured.
+    fn measure_combination(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        cpu_levels: &[f64],
+        memory_axis: MemoryAxis,
+        remaining_combos: usize,
+    ) -> Result<Vec<f64>, SweepError> {
+        loop {
+            let levels = match self.search.clone() {
+                Some(search) => self.run_search(&search, params, memory_axis, remaining_combos)?,
+                None => {
+                    let mems: Vec<usize> = match memory_axis {
+                        MemoryAxis::Model => vec![0],
+                        MemoryAxis::Measure => (0..self.memory.len()).collect(),
+                    };
+                    let grid: Vec<Point> = (cpu_levels.iter())
+                        .flat_map(|&cpu| {
+                            mems.iter().map(move |&mem| Point {
+                                cpu,
+                                mem,
+                                params: params.clone(),
+                            })
+                        })
+                        .collect();
+                    let mut points = self.first_walk(grid, params);
+                    if memory_axis == MemoryAxis::Model
+                        && let Some(p) = self.calibration_point(cpu_levels, params)
+                    {
+                        points.push(p, false);
+                    }
+                    self.run_points(&mut points)?;
+                    cpu_levels.to_vec()
+                }
+            };
+            if !self.launch_again(params)? {
+                return Ok(levels);
+            }
+        }
+    }
+
     fn recorded(&self) -> Recorded<'_> {
         Recorded {
             cells: &self.cells,

@@ -251,6 +251,7 @@ mod tests {
                     node: None,
                     interference: None,
                     relative: None,
+                    visits: Vec::new(),
                     measured_unix_s: None,
                     left_out_unix_s: Vec::new(),
                 });

@@ -12,6 +12,7 @@ pub mod relative;
 mod summary;
 pub mod surface;
 mod validation;
+pub mod visits;
 
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
@@ -20,6 +21,7 @@ pub use relative::{BlockReference, RelativeRate, SweepBlock, describe_relative, 
 pub use summary::{render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 pub use validation::{CellCheck, ModelAccuracy, PairedRatio, Validation, ValidationCell};
+pub use visits::Visit;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -397,6 +399,11 @@ pub struct Cell {
     /// interval another sweep's relative rate lands in; modelled cells get the model's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relative: Option<RelativeRate>,
+    /// Every measurement of the cell where a launch measured it more than once (a live launch
+    /// walking its points in rounds), in the order they were made: each launch's rate above is
+    /// its visits' together, and each visit is read against its own block's reference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub visits: Vec<Visit>,
 }
 
 impl Cell {
@@ -753,6 +760,7 @@ pub(crate) mod fixtures {
             node: None,
             interference: None,
             relative: None,
+            visits: Vec::new(),
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }

@@ -5,14 +5,16 @@
 //! meanwhile, so a cell's rate over its block's reference is steadier than either level: a
 //! scheduler's demand and speed-up are such ratios.
 //!
-//! A measurement belongs to the block whose span holds the middle of its measuring interval.
+//! A measurement (a launch's, or a visit's where a launch measured the cell more than once)
+//! belongs to the block whose span holds the middle of its measuring interval.
 //! Its ratio is taken against the reference at that moment: interpolated (geometrically)
 //! between the opening and closing measurements, so a drift that is linear over the block
 //! cancels. A block whose reference moved beyond what the two measurements' windows allow
 //! ([`SweepBlock::drift_beyond_windows`]) is dropped from every relative rate.
 //!
-//! Across blocks, the log-ratios of a cell scatter by the between-block standard deviation,
-//! pooled over the sweep's cells (each cell has only a few blocks), and never taken below what
+//! Across blocks, the log-ratios of a cell scatter by the between-block standard deviation: the
+//! cell's own where it has four blocks or more, else pooled over the sweep's cells (a cell
+//! with few blocks says little of its own spread), and never taken below what
 //! the windows of the two measurements say one ratio varies by. The interval is a prediction
 //! interval for the relative rate another sweep with as many blocks measures:
 //! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
@@ -178,20 +180,54 @@ fn log_variance(rate: f64, low: f64, high: f64) -> f64 {
     ((high - low) / 2.0 / 1.96 / rate).powi(2)
 }
 
+/// One measurement of a cell: rate, interval, span, and the launch where it is a visit.
+type Measurement = (f64, f64, f64, Option<[f64; 2]>, Option<u32>);
+
+/// Each measurement of `cell`: its visits where a launch measured it more than once, else its
+/// launches.
+fn measurements(cell: &Cell) -> Vec<Measurement> {
+    match cell.visits.is_empty() {
+        false => (cell.visits.iter())
+            .map(|v| {
+                let span = Some(v.measured_unix_s);
+                (
+                    v.samples_per_s,
+                    v.ci95_low,
+                    v.ci95_high,
+                    span,
+                    Some(v.launch),
+                )
+            })
+            .collect(),
+        true => (cell.launches().into_iter())
+            .map(|l| {
+                (
+                    l.samples_per_s,
+                    l.ci95_low,
+                    l.ci95_high,
+                    l.measured_unix_s,
+                    None,
+                )
+            })
+            .collect(),
+    }
+}
+
 /// What the blocks say of one measured cell: its log-ratio in each kept block, the variance its
-/// windows give each, and how many blocks that measured it were dropped.
+/// windows give each, the launch of each where it is a visit, and how many blocks that
+/// measured it were dropped.
 #[derive(Debug, Default)]
 struct Ratios {
     logs: Vec<f64>,
     within: Vec<f64>,
+    launches: Vec<Option<u32>>,
     dropped: u32,
 }
 
 fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     let mut out = Ratios::default();
-    for launch in cell.launches() {
-        let (rate, low, high) = (launch.samples_per_s, launch.ci95_low, launch.ci95_high);
-        let Some([s0, s1]) = launch.measured_unix_s else {
+    for (rate, low, high, span, launch) in measurements(cell) {
+        let Some([s0, s1]) = span else {
             continue;
         };
         let mid = 0.5 * (s0 + s1);
@@ -210,13 +246,39 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
         }
         out.logs.push((rate / reference).ln());
         out.within.push(log_variance(rate, low, high) + ref_var);
+        out.launches.push(launch);
     }
     out
+}
+
+/// The log of `cell`'s rate over its block's reference in each kept block it was visited in,
+/// with the launch of the visit.
+pub fn ratios_by_launch(blocks: &[SweepBlock], cell: &Cell) -> Vec<(u32, f64)> {
+    let r = ratios(blocks, cell);
+    (r.launches.iter().zip(&r.logs))
+        .filter_map(|(launch, log)| Some(((*launch)?, *log)))
+        .collect()
+}
+
+/// The standard deviation of one block's log-ratio, pooled over the measured cells of `cells`
+/// other than the references, and its degrees of freedom.
+pub fn block_spread(blocks: &[SweepBlock], cells: &[Cell]) -> (f64, usize) {
+    let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
+    let measured: Vec<Ratios> = (cells.iter())
+        .filter(|c| c.source == CellSource::Measured && !is_reference(c))
+        .map(|c| ratios(blocks, c))
+        .collect();
+    let (variance, df) = pooled(measured.iter());
+    (variance.sqrt(), df)
 }
 
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
+
+/// Degrees of freedom from which a cell's own between-block spread stands for it instead of the
+/// spread pooled over the sweep's cells: with four blocks or more.
+pub const OWN_SPREAD_DF: usize = 3;
 
 /// The between-block variance of log-ratios pooled over `cells`, with its degrees of freedom.
 fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
@@ -266,7 +328,13 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
                 });
             }
             let m = mean(&r.logs);
-            let sd = between.max(mean(&r.within)).sqrt();
+            // A cell with blocks enough for a spread of its own uses it: cells of one job
+            // scatter differently (a job throttled to half a core swings more than at two).
+            let (variance, df) = match k > OWN_SPREAD_DF {
+                true => pooled(std::iter::once(r)),
+                false => (between, df),
+            };
+            let sd = variance.max(mean(&r.within)).sqrt();
             let q = if df > 0 { t_975(df) } else { 1.96 };
             let half = q * sd * (2.0 / k as f64).sqrt();
             Some(RelativeRate {

@@ -138,6 +138,7 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
                     node: None,
                     interference: None,
                     relative: None,
+                    visits: Vec::new(),
                     measured_unix_s: None,
                     left_out_unix_s: Vec::new(),
                 }

@@ -186,6 +186,12 @@ pub struct MeasureSpec {
     /// 1`). Every point keeps the launches it has, and the spread pooled over the points still
     /// floors every interval. Default: no bound but `launches`.
     pub launches_budget_s: Option<f64>,
+    /// Blocks each live launch measures: it walks the points at the top memory level this many
+    /// times, each round in a fresh random order and ending with the reference (the top
+    /// cell), so every point is read against a reference measured seconds away. A visit after
+    /// the first in a launch measures `steady_windows` windows and stops: the spread between
+    /// rounds, not one visit's windows, makes the relative rate's interval.
+    pub rounds: u32,
 }
 
 impl Default for MeasureSpec {
@@ -202,6 +208,7 @@ impl Default for MeasureSpec {
             stop_grace_s: 10.0,
             launches: 3,
             launches_budget_s: None,
+            rounds: 2,
         }
     }
 }
@@ -761,6 +768,9 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         if !(v >= 0.0 && v.is_finite()) {
             return Err(format!("measure.{key} = {v}: expected seconds >= 0"));
         }
+    }
+    if m.rounds == 0 {
+        return Err("measure.rounds = 0: expected 1 or more blocks a launch".into());
     }
     if !(m.window_s > 0.0 && m.window_s.is_finite()) {
         return Err(format!(

@@ -342,6 +342,7 @@ fn rich_matrix() -> Matrix {
                         blocks: 3,
                         dropped_blocks: 1,
                     }),
+                    visits: Vec::new(),
                 });
             }
         }
@@ -1056,6 +1057,7 @@ mod properties {
                             node: None,
                             interference: None,
                             relative: None,
+                            visits: Vec::new(),
                             measured_unix_s: None,
                             left_out_unix_s: Vec::new(),
                         });

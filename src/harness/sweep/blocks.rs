@@ -10,13 +10,13 @@
 use super::live_check::LiveCheckState;
 use super::measure::Outcome;
 use super::{Run, Sweep, SweepError};
-use crate::harness::plan::{Point, joins_launch, label};
+use crate::harness::plan::{Point, Walk, joins_launch, label};
 use crate::harness::progress::now_unix_s;
 use crate::matrix::{BlockReference, Cell, SweepBlock, describe_relative, relative_rates};
 use crate::spec::SweepMode;
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// How far a block's reference may move beyond what its windows allow before the block is
 /// dropped (log ratio). On a 2-core VM the reference of the default sweep moved between -4.1%
@@ -27,27 +27,62 @@ pub const DRIFT_SLACK: f64 = 0.05;
 /// Passes measured in place of drifted blocks, at most, per parameter combination.
 pub const MAX_EXTRA_PASSES: u32 = 2;
 
-/// `points` in a fresh random order inside each memory level, memory levels descending (the
-/// order a live launch can walk them), with the reference (the first of `leading` found in
-/// `points`) and then the rest of `leading` first.
+/// `points` shuffled in place (Fisher-Yates).
+fn shuffle(points: &mut [Point], rng: &mut ChaCha8Rng) {
+    for i in (1..points.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        points.swap(i, j);
+    }
+}
+
+/// The walk of `points`: `leading` first (those of them among `points`), then the rest in a
+/// fresh random order inside each memory level, memory levels descending (the order a live
+/// launch can walk them). Given the `reference` a live launch re-caps back to, the top memory
+/// level is walked in `rounds` rounds, each ending with the reference and each in a fresh
+/// order of the other points: every round is a block of its own, its closing the next one's
+/// opening. `again`: the walk measures recorded points too (a later pass).
 pub(super) fn walk_order(
     points: Vec<Point>,
     leading: &[Point],
+    rounds: Option<(&Point, u32)>,
+    again: bool,
     rng: &mut ChaCha8Rng,
-) -> VecDeque<Point> {
-    let mut rest: Vec<Point> = points
-        .iter()
-        .filter(|p| !leading.contains(p))
+) -> Walk {
+    let lead: Vec<Point> = (leading.iter())
+        .filter(|p| points.contains(p))
         .cloned()
         .collect();
-    // Fisher-Yates, then a stable sort by memory level keeps the shuffle inside each level.
-    for i in (1..rest.len()).rev() {
-        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-        rest.swap(i, j);
+    let mut rest: Vec<Point> = (points.iter())
+        .filter(|p| !lead.contains(p))
+        .cloned()
+        .collect();
+    let mut walk = Walk::new(lead, again);
+    let rounds = rounds.filter(|(r, _)| points.contains(r));
+    if let Some((reference, rounds)) = rounds {
+        let top = |p: &Point| p.mem == reference.mem && p != reference;
+        let others: Vec<Point> = points.iter().filter(|p| top(p)).cloned().collect();
+        if !others.is_empty() {
+            let mut first: Vec<Point> = rest.iter().filter(|p| top(p)).cloned().collect();
+            rest.retain(|p| p.mem != reference.mem);
+            for round in 0..rounds {
+                let mut order = match round {
+                    0 => std::mem::take(&mut first),
+                    _ => others.clone(),
+                };
+                shuffle(&mut order, rng);
+                for p in order.into_iter().chain([reference.clone()]) {
+                    walk.push(p, again);
+                }
+            }
+        }
     }
+    // A stable sort by memory level keeps the shuffle inside each level.
+    shuffle(&mut rest, rng);
     rest.sort_by_key(|p| p.mem);
-    let first = leading.iter().filter(|p| points.contains(p)).cloned();
-    first.chain(rest).collect()
+    for p in rest {
+        walk.push(p, again);
+    }
+    walk
 }
 
 /// A reference measurement from a measured cell: its rate, interval and measuring span.
@@ -81,37 +116,52 @@ impl Sweep<'_> {
         }
     }
 
-    /// The first pass's walk of `grid`: the reference first; with the live check still to make,
-    /// the lowest CPU level at the top memory level second (the check is made where re-capping
-    /// is the largest step, before the levels between could be measured the wrong way); the
-    /// rest in a fresh random order inside each memory level.
+    /// Blocks a launch measures: `measure.rounds` where it walks in rounds, else 1.
+    pub(super) fn rounds_per_launch(&self) -> u32 {
+        match self.blocks_per_launch() {
+            true => self.opts.spec.spec.measure.rounds.max(1),
+            false => 1,
+        }
+    }
+
+    /// The rounds a launch walks the top memory level in, with the reference that ends each:
+    /// only where the launch is re-capped back to it (live).
+    fn rounds<'a>(&self, reference: &'a Point) -> Option<(&'a Point, u32)> {
+        self.blocks_per_launch()
+            .then_some((reference, self.rounds_per_launch()))
+    }
+
+    /// The first pass's walk of `grid`: the reference first, then the rest ([`walk_order`]).
     pub(super) fn first_walk(
         &mut self,
         grid: Vec<Point>,
-        levels: &[f64],
         params: &BTreeMap<String, String>,
-    ) -> VecDeque<Point> {
-        let mut leading = vec![self.reference_point(params)];
-        if self.live_check == LiveCheckState::Pending
-            && let Some(&cpu) = levels.iter().min_by(|a, b| a.total_cmp(b))
-        {
-            leading.push(Point {
-                cpu,
-                mem: 0,
-                params: params.clone(),
-            });
-        }
-        walk_order(grid, &leading, &mut self.rng)
+    ) -> Walk {
+        let reference = self.reference_point(params);
+        let rounds = self.rounds(&reference);
+        walk_order(grid, std::slice::from_ref(&reference), rounds, false, &mut self.rng)
     }
 
-    /// A later pass's walk of `points`: the reference first, the rest in a fresh random order
-    /// inside each memory level.
-    pub(super) fn again_walk(&mut self, points: Vec<Point>) -> VecDeque<Point> {
+    /// A later pass's walk of `points`: the reference first, then the rest ([`walk_order`]).
+    /// With the live check still to make, the pass is its fresh launch: it starts at the lowest
+    /// CPU level at the top memory level (where re-capping is the largest step) and is re-capped
+    /// up to the reference from there.
+    pub(super) fn again_walk(&mut self, points: Vec<Point>) -> Walk {
         let Some(params) = points.first().map(|p| p.params.clone()) else {
-            return VecDeque::new();
+            return Walk::default();
         };
         let reference = self.reference_point(&params);
-        walk_order(points, &[reference], &mut self.rng)
+        let mut leading = vec![reference.clone()];
+        if self.live_check == LiveCheckState::Pending
+            && let Some(low) = (points.iter())
+                .filter(|p| p.mem == reference.mem)
+                .min_by(|a, b| a.cpu.total_cmp(&b.cpu))
+                .filter(|p| **p != reference)
+        {
+            leading.insert(0, low.clone());
+        }
+        let rounds = self.rounds(&reference);
+        walk_order(points, &leading, rounds, true, &mut self.rng)
     }
 
     /// Starts a block for `params` (closing one still open).
@@ -135,14 +185,35 @@ impl Sweep<'_> {
         Ok(())
     }
 
-    /// Notes `cell`, just measured at `p`, as the open block's opening where it is the reference.
-    pub(super) fn note_opening(&mut self, p: &Point, cell: &Cell) {
-        let reference = self.reference_point(&p.params);
-        if let Some(block) = self.block.as_mut().filter(|b| b.opening.is_none())
-            && *p == reference
-        {
-            block.opening = reference_of(cell);
+    /// Notes `cell`, just measured at `p`, where `p` is the reference: as the open block's
+    /// opening, or, where it has one, its closing. Where `chain` (the launch walks on at the top
+    /// memory level, another round), that block ends and the next opens with the same
+    /// measurement.
+    pub(super) fn note_reference(
+        &mut self,
+        p: &Point,
+        cell: &Cell,
+        chain: bool,
+    ) -> Result<(), SweepError> {
+        if *p != self.reference_point(&p.params) {
+            return Ok(());
         }
+        let Some(block) = self.block.as_mut() else {
+            return Ok(());
+        };
+        let measured = reference_of(cell);
+        if block.opening.is_none() {
+            block.opening = measured;
+            return Ok(());
+        }
+        block.closing = measured.clone();
+        if chain {
+            self.open_block(&p.params)?;
+            if let Some(next) = self.block.as_mut() {
+                next.opening = measured;
+            }
+        }
+        Ok(())
     }
 
     /// Ends the open block: records it in the header, with its drift judged. A block without a
@@ -270,8 +341,8 @@ mod tests {
         }
     }
 
-    /// The reference leads, the check point follows, memory levels descend, and the order inside
-    /// a level changes from walk to walk.
+    /// The leading points lead, memory levels descend, and the order inside a level changes
+    /// from walk to walk.
     #[test]
     fn walks_lead_with_the_reference_and_shuffle_inside_each_memory_level() {
         let points: Vec<Point> = [4.0, 3.0, 2.0, 1.0, 0.5]
@@ -281,9 +352,16 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut orders = std::collections::HashSet::new();
         for _ in 0..20 {
-            let walk = walk_order(points.clone(), &[p(4.0, 0), p(0.5, 0)], &mut rng);
+            let walk = walk_order(
+                points.clone(),
+                &[p(0.5, 0), p(4.0, 0)],
+                None,
+                false,
+                &mut rng,
+            );
+            let walk = walk.steps();
             assert_eq!(walk.len(), points.len());
-            assert_eq!((walk[0].clone(), walk[1].clone()), (p(4.0, 0), p(0.5, 0)));
+            assert_eq!((walk[0].clone(), walk[1].clone()), (p(0.5, 0), p(4.0, 0)));
             assert!(
                 walk.iter()
                     .skip(1)
@@ -302,7 +380,51 @@ mod tests {
             orders.len()
         );
         // A leading point that is not among the points is not added.
-        let walk = walk_order(vec![p(1.0, 0)], &[p(4.0, 0)], &mut rng);
-        assert_eq!(walk, VecDeque::from([p(1.0, 0)]));
+        let walk = walk_order(vec![p(1.0, 0)], &[p(4.0, 0)], None, false, &mut rng);
+        assert_eq!(walk.steps(), vec![p(1.0, 0)]);
+    }
+
+    /// In rounds, the top memory level is walked once a round, each round ending with the
+    /// reference and holding every other point once, in orders that differ; the lower levels
+    /// follow once.
+    #[test]
+    fn a_live_walk_visits_the_top_level_in_rounds_that_end_with_the_reference() {
+        let points: Vec<Point> = [2.0, 1.0, 0.5, 0.25]
+            .iter()
+            .flat_map(|&c| [p(c, 0), p(c, 1)])
+            .collect();
+        let reference = p(2.0, 0);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut rounds_seen = std::collections::HashSet::new();
+        for _ in 0..10 {
+            let walk = walk_order(
+                points.clone(),
+                &[p(0.25, 0), reference.clone()],
+                Some((&reference, 3)),
+                true,
+                &mut rng,
+            )
+            .steps();
+            assert_eq!(walk[..2], [p(0.25, 0), reference.clone()]);
+            // Round 1: the two top points not yet visited; rounds 2 and 3: all three.
+            let ends: Vec<usize> = (2..walk.len()).filter(|&i| walk[i] == reference).collect();
+            assert_eq!(ends, vec![4, 8, 12], "{walk:?}");
+            for (from, to) in [(2, 4), (5, 8), (9, 12)] {
+                let round = &walk[from..to];
+                assert!(round.iter().all(|q| q.mem == 0 && *q != reference));
+                let distinct: std::collections::HashSet<u32> =
+                    round.iter().map(|q| (q.cpu * 100.0) as u32).collect();
+                assert_eq!(distinct.len(), round.len());
+                rounds_seen.insert(
+                    round
+                        .iter()
+                        .map(|q| (q.cpu * 100.0) as u32)
+                        .collect::<Vec<_>>(),
+                );
+            }
+            assert_eq!(walk.len(), 13 + 4);
+            assert!(walk[13..].iter().all(|q| q.mem == 1));
+        }
+        assert!(rounds_seen.len() > 4, "{rounds_seen:?}");
     }
 }

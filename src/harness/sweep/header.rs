@@ -1,12 +1,14 @@
 //! The matrix file of a sweep: its header (what was swept, how, and where), appending cells as
 //! they finish, and resuming from a file an interrupted sweep left.
 
-use super::launches::add_launch;
+use super::launches::{add_visits, visit_of};
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError, search};
 use crate::harness::plan::MemoryLevels;
 use crate::harness::progress::now_unix_s;
-use crate::matrix::{Axes, Cell, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter, SCHEMA_VERSION};
+use crate::matrix::{
+    Axes, Cell, CellSource, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter, SCHEMA_VERSION,
+};
 use crate::spec::SweepMode;
 
 impl Sweep<'_> {
@@ -116,10 +118,14 @@ impl Sweep<'_> {
         if let Some((step, _)) = &self.step {
             cell.node = Some(step.node.clone());
         }
-        // Another launch's measurement of a recorded point joins its cell.
+        // A live launch walking in rounds visits a point more than once: each visit is kept.
+        if self.blocks_per_launch() && cell.source == CellSource::Measured {
+            cell.visits = visit_of(&cell, self.launches).into_iter().collect();
+        }
+        // Another measurement of a recorded point joins its cell.
         let key = cell.key();
         if let Some(i) = self.cells.iter().position(|c| c.key() == key) {
-            self.cells[i] = add_launch(&self.cells[i], &cell);
+            self.cells[i] = add_visits(&self.cells[i], &cell);
             return self.rewrite();
         }
         self.note_top_level_shortfall(&mut cell);

@@ -3,7 +3,8 @@
 //! mean, with an interval that holds both the variation within a launch (its windows) and the
 //! variation between launches (where the job's threads and pages land, what else ran).
 
-use crate::matrix::{Cell, CellSource, LaunchRate, LaunchSpread, Throughput};
+use crate::matrix::visits::{LaunchOfVisits, launch_of_visits};
+use crate::matrix::{Cell, CellSource, LaunchRate, LaunchSpread, Throughput, Visit};
 
 /// The spread of one launch's rate around the mean of `rates`, as a standard deviation in
 /// samples/s: the launches' sample standard deviation, but never less than what their own
@@ -143,6 +144,68 @@ pub fn add_launch(cell: &Cell, new: &Cell) -> Cell {
     out
 }
 
+/// `cell` with `new`'s visits added, where both have visits (a live launch walking its points
+/// in rounds): each launch's rate from its visits ([`launch_of_visits`]), the cell's from its
+/// launches ([`combine_throughputs`]), so a launch counts once however many visits it made.
+/// Otherwise `new` is another launch ([`add_launch`]).
+pub fn add_visits(cell: &Cell, new: &Cell) -> Cell {
+    let (Some(old), Some(more)) = (&cell.throughput, &new.throughput) else {
+        return cell.clone();
+    };
+    if cell.visits.is_empty() || new.visits.is_empty() {
+        return add_launch(cell, new);
+    }
+    let mut out = cell.clone();
+    out.visits.extend(new.visits.iter().cloned());
+    let mut ids: Vec<u32> = Vec::new();
+    for v in &out.visits {
+        if !ids.contains(&v.launch) {
+            ids.push(v.launch);
+        }
+    }
+    let launches: Vec<LaunchOfVisits> = (ids.iter())
+        .filter_map(|id| {
+            let of_launch: Vec<&Visit> = out.visits.iter().filter(|v| v.launch == *id).collect();
+            launch_of_visits(&of_launch)
+        })
+        .collect();
+    let rates: Vec<Throughput> = (launches.iter())
+        .map(|l| Throughput {
+            samples_per_s: l.samples_per_s,
+            ci95_low: l.ci95_low,
+            ci95_high: l.ci95_high,
+            windows: 0,
+            measured_s: l.measured_s,
+            launches: Vec::new(),
+        })
+        .collect();
+    if let [only] = &launches[..] {
+        out.measured_unix_s = Some(only.measured_unix_s);
+        out.left_out_unix_s = only.left_out_unix_s.clone();
+    }
+    let spans = (launches.iter()).map(|l| (Some(l.measured_unix_s), l.left_out_unix_s.clone()));
+    out.throughput = combine_throughputs(&rates).map(|t| Throughput {
+        windows: old.windows + more.windows,
+        measured_s: old.measured_s + more.measured_s,
+        ..with_spans(t, spans)
+    });
+    out.wall_s += new.wall_s;
+    out
+}
+
+/// A measured cell's measurement as a visit on launch `launch`; `None` without a rate or span.
+pub fn visit_of(cell: &Cell, launch: u32) -> Option<Visit> {
+    let t = cell.throughput.as_ref()?;
+    Some(Visit {
+        launch,
+        samples_per_s: t.samples_per_s,
+        ci95_low: t.ci95_low,
+        ci95_high: t.ci95_high,
+        measured_s: t.measured_s,
+        measured_unix_s: cell.measured_unix_s?,
+    })
+}
+
 /// The spread between launches, pooled over the measured cells that had several launches (a
 /// modelled cell repeats its measured cell's launches and adds nothing): the standard
 /// deviation of a launch's rate relative to its cell's mean. `None` where no measured cell has
@@ -243,6 +306,40 @@ mod tests {
         assert!(half >= 4.0, "{t:?}");
     }
 
+    /// A measured cell of one visit at `rate` on `launch`, measured from `start` for 4 s.
+    fn visited(launch: u32, rate: f64, start: f64) -> Cell {
+        let mut c = cell(&[rate]);
+        c.measured_unix_s = Some([start, start + 4.0]);
+        c.throughput.as_mut().unwrap().measured_s = 4.0;
+        c.visits = visit_of(&c, launch).into_iter().collect();
+        c
+    }
+
+    /// Three visits on one launch and one on another: two launches, the first its visits'
+    /// mean over their span with the gaps left out; every visit kept for the blocks.
+    #[test]
+    fn visits_of_one_launch_make_one_launch() {
+        let mut c = visited(1, 100.0, 0.0);
+        for (launch, rate, start) in [(1, 104.0, 10.0), (1, 96.0, 20.0), (2, 120.0, 40.0)] {
+            c = add_visits(&c, &visited(launch, rate, start));
+            if launch == 1 {
+                assert_eq!(c.launches().len(), 1);
+                assert_eq!(c.measured_unix_s, Some([0.0, start + 4.0]));
+            }
+        }
+        assert_eq!(c.visits.len(), 4);
+        let launches = c.launches();
+        assert_eq!(launches.len(), 2, "{launches:?}");
+        assert!((launches[0].samples_per_s - 100.0).abs() < 1e-9);
+        assert_eq!(launches[0].measured_unix_s, Some([0.0, 24.0]));
+        assert_eq!(launches[0].left_out_unix_s, vec![[4.0, 10.0], [14.0, 20.0]]);
+        assert_eq!(launches[1].samples_per_s, 120.0);
+        assert_eq!(c.samples_per_s(), Some(110.0));
+        // A cell without visits (a relaunched sweep's) takes another launch.
+        let plain = add_launch(&cell(&[100.0]), &cell(&[110.0]));
+        assert_eq!(add_visits(&cell(&[100.0]), &cell(&[110.0])), plain);
+    }
+
     fn cell(launches: &[f64]) -> Cell {
         let rates: Vec<Throughput> = launches.iter().map(|&r| tp(r, 1.0)).collect();
         Cell {
@@ -259,6 +356,7 @@ mod tests {
             node: None,
             interference: None,
             relative: None,
+            visits: Vec::new(),
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }

@@ -60,6 +60,7 @@ impl Sweep<'_> {
             node: None,
             interference: None,
             relative: None,
+            visits: Vec::new(),
             measured_unix_s: None,
             left_out_unix_s: Vec::new(),
         }
@@ -246,6 +247,16 @@ impl Sweep<'_> {
             .filter(|n| *n > 0.0)
     }
 
+    /// Whether the launch running now measured `p` already (a later round's visit).
+    fn visited_on_this_launch(&self, p: &Point) -> bool {
+        let Some(bytes) = self.memory.bytes() else {
+            return false;
+        };
+        let key = crate::matrix::CellKey::new(p.cpu, bytes[p.mem], &p.params);
+        (self.cells.iter())
+            .any(|c| c.key() == key && c.visits.iter().any(|v| v.launch == self.launches))
+    }
+
     /// Measures one point on a running, warmed-up job.
     pub(super) fn measure(
         &mut self,
@@ -287,6 +298,7 @@ impl Sweep<'_> {
         let (mut held_sum, mut held_polls) = (0u128, 0u64);
         let mut steady = false;
         let mut told_rhythm = false;
+        let revisit = self.visited_on_this_launch(p);
         loop {
             if self.cancelled() {
                 return Err(self.interrupted());
@@ -351,6 +363,9 @@ impl Sweep<'_> {
                     let k = whole_epochs(n, &windows, clock.elapsed().as_secs_f64(), &m);
                     windows.gained() >= k * n && windows.closed() >= m.steady_windows
                 }
+                // The spread between rounds, not this visit's windows, is what the relative
+                // rate's interval is made of.
+                None if revisit => windows.closed() >= m.steady_windows,
                 None => windows.is_steady(m.steady_windows, m.steady_cv),
             };
             if done {
@@ -508,6 +523,7 @@ impl Sweep<'_> {
             node: None,
             interference: judge.as_ref().and_then(WindowJudge::summary),
             relative: None,
+            visits: Vec::new(),
             measured_unix_s,
             left_out_unix_s,
         }))

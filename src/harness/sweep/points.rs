@@ -29,33 +29,30 @@ impl Sweep<'_> {
         // A point launched again because its launch outgrew the memory levels it sized.
         let mut resized: Option<Point> = None;
         loop {
-            let (first, check, may_open) = match resized.take() {
-                Some(p) => (p, false, false),
-                None => match self.fresh_check_point() {
-                    Some(p) => (p, true, false),
-                    None => match source.peek(&self.recorded()) {
-                        Some(p) => {
-                            source.take();
-                            (p, false, true)
-                        }
-                        None => break,
-                    },
+            let (first, may_open) = match resized.take() {
+                Some(p) => (p, false),
+                None => match source.peek(&self.recorded()) {
+                    Some(p) => {
+                        source.take();
+                        (p, true)
+                    }
+                    None => break,
                 },
             };
-            resized = self.run_launch(source, first, check, may_open)?;
+            resized = self.run_launch(source, first, may_open)?;
         }
         self.close_block()
     }
 
-    /// One launch from `first` (the live check's fresh launch at its point where `check`). A
-    /// live launch is a block of its own; one whose walk would start away from the reference at
-    /// the top memory level starts at the reference (where `may_open`), so its block opens with
-    /// it. Returns the point to launch again where the launch outgrew its memory sizing.
+    /// One launch from `first`. A live launch is a block of its own (more, where it walks in
+    /// rounds); one whose walk would start away from the reference at the top memory level
+    /// starts at the reference (where `may_open`), so its block opens with it, unless it is the
+    /// live check's fresh launch. Returns the point to launch again where the launch outgrew
+    /// its memory sizing.
     fn run_launch(
         &mut self,
         source: &mut dyn PointSource,
         first: Point,
-        check: bool,
         may_open: bool,
     ) -> Result<Option<Point>, SweepError> {
         let started = Instant::now();
@@ -74,20 +71,11 @@ impl Sweep<'_> {
         let trace = self.start_open_trace();
         let mut run = self.launch(&launch_at, limit)?;
         let resized = match self.start(&mut run, &first, &launch_at, started)? {
-            // A fresh launch of the live check that died decides it.
-            Some(died) if check => {
-                self.record_fresh_check(died, None)?;
-                None
-            }
             Some(died) => {
                 self.record(died)?;
                 self.record_ruled_out_by_oom(source, &first);
                 None
             }
-            None if check => match self.fresh_check(&mut run, &first, started)? {
-                Some(from) => self.walk(&mut run, source, from, first.cpu)?,
-                None => None,
-            },
             None => self.walk_from(&mut run, source, first, launch_at, started)?,
         };
         run.job.stop();
@@ -111,6 +99,7 @@ impl Sweep<'_> {
         });
         first.mem == reference.mem
             && *first != reference
+            && !self.is_live_check_launch(first)
             && reference_cell.is_none_or(|c| c.source == CellSource::Measured)
     }
 
@@ -165,7 +154,7 @@ impl Sweep<'_> {
             // launch is one of `first`'s, not another of the reference's).
             match self.measure(run, &launch_at, started)? {
                 Outcome::Cell(cell) => {
-                    self.note_opening(&launch_at, &cell);
+                    self.note_reference(&launch_at, &cell, false)?;
                     if !self.recorded().is_done(&launch_at) {
                         self.record(cell)?;
                     }
@@ -180,8 +169,8 @@ impl Sweep<'_> {
                 return Ok(None);
             }
         }
-        match self.take_outcome(run, source, &first, point_started, launch_at.cpu)? {
-            Step::Go => self.walk(run, source, first, launch_at.cpu),
+        match self.take_outcome(run, source, &first, point_started)? {
+            Step::Go => self.walk(run, source, first),
             Step::Stop => Ok(None),
             Step::Resized(p) => Ok(Some(p)),
         }
@@ -194,7 +183,6 @@ impl Sweep<'_> {
         run: &mut Run,
         source: &mut dyn PointSource,
         mut point: Point,
-        launch_cpu: f64,
     ) -> Result<Option<Point>, SweepError> {
         let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
         loop {
@@ -214,7 +202,7 @@ impl Sweep<'_> {
             if !self.recap(run, &next, source)? {
                 return Ok(None);
             }
-            match self.take_outcome(run, source, &next, started, launch_cpu)? {
+            match self.take_outcome(run, source, &next, started)? {
                 Step::Go => point = next,
                 Step::Stop => return Ok(None),
                 Step::Resized(p) => return Ok(Some(p)),
@@ -229,17 +217,12 @@ impl Sweep<'_> {
         source: &mut dyn PointSource,
         p: &Point,
         started: Instant,
-        launch_cpu: f64,
     ) -> Result<Step, SweepError> {
         match self.measure(run, p, started)? {
-            Outcome::Cell(cell) if self.live_check_due(launch_cpu, p) => {
-                // Held back until the same point is measured on a fresh launch, which must not
-                // share the machine with this one.
-                self.hold_for_live_check(run, p, cell)?;
-                Ok(Step::Stop)
-            }
             Outcome::Cell(cell) => {
-                self.note_opening(p, &cell);
+                let chain = (source.peek(&self.recorded()))
+                    .is_some_and(|n| n.mem == p.mem && n.params == p.params);
+                self.note_reference(p, &cell, chain)?;
                 self.record(cell)?;
                 Ok(Step::Go)
             }

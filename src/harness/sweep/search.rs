@@ -7,10 +7,10 @@ use super::{Sweep, SweepError};
 use crate::harness::cpu_search::{
     CpuSearch, Granularity, KNEE_MAX_POINTS, KNEE_TOLERANCE, Measured, Next, SearchRule, knee,
 };
-use crate::harness::plan::{Point, PointSource, Recorded, cpu_text};
+use crate::harness::plan::{Point, PointSource, Recorded, Walk, cpu_text};
 use crate::matrix::CellSource;
 use crate::spec::{CpuSearchSpec, MemoryAxis, SearchRuleSpec};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// The search a spec asks for; `max` defaults to every CPU available here, `min` to one core.
 pub(super) fn configure(
@@ -114,7 +114,7 @@ impl PointSource for SearchPoints<'_> {
 struct SearchThenLowerMemory<'a> {
     search: SearchPoints<'a>,
     memory_levels: usize,
-    lower: Option<VecDeque<Point>>,
+    lower: Option<Walk>,
 }
 
 impl PointSource for SearchThenLowerMemory<'_> {
@@ -134,7 +134,7 @@ impl PointSource for SearchThenLowerMemory<'_> {
                     params: params.clone(),
                 })
             });
-            self.lower = Some(points.collect());
+            self.lower = Some(Walk::new(points, false));
         }
         self.lower.as_mut().and_then(|q| q.peek(recorded))
     }

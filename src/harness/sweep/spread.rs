@@ -14,37 +14,53 @@
 
 use super::blocks::MAX_EXTRA_PASSES;
 use super::launches::hold_pooled_spread;
+use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError};
-use crate::harness::plan::{Again, Point};
+use crate::harness::plan::{Point, PointSource};
 use crate::matrix::{CellSource, Matrix};
 use std::collections::BTreeMap;
 
 impl Sweep<'_> {
-    /// Measures the measured points of `params` again, a pass a block, until `measure.launches`
-    /// passes were measured and none is owed for a drifted block.
+    /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
+    /// passes were measured, none is owed for a drifted block and the live check is made.
+    /// `true` where the check found re-capping not valid: the points of `params` were dropped,
+    /// to be measured again on a fresh launch each.
     pub(super) fn launch_again(
         &mut self,
         params: &BTreeMap<String, String>,
-    ) -> Result<(), SweepError> {
+    ) -> Result<bool, SweepError> {
         let started = std::time::Instant::now();
         let launches = self.opts.spec.spec.measure.launches;
         let mut pass = 1;
         loop {
-            // One launch a point is what was asked for: a drifted block is only marked.
+            // One launch a point is what was asked for: a drifted block is only marked. A pass
+            // that walks in rounds measures as many blocks again.
             let owed = match launches {
                 0 | 1 => 0,
-                _ => self.drifted_blocks(params).min(MAX_EXTRA_PASSES),
+                _ => self
+                    .drifted_blocks(params)
+                    .div_ceil(self.rounds_per_launch())
+                    .min(MAX_EXTRA_PASSES),
             };
-            if pass >= launches + owed {
+            // The live check's fresh launch is a pass of its own, also where one was asked for.
+            // Where no more passes were asked for, it measures only the check's point and the
+            // reference.
+            let checking = self.live_check == LiveCheckState::Pending;
+            let asked = pass < launches + owed;
+            if !asked && !checking {
                 break;
             }
-            let points = self.points_to_launch_again(params);
+            let mut points = self.points_to_launch_again(params);
+            if !asked {
+                points = self.live_check_points(points);
+            }
             if points.is_empty() {
                 break;
             }
             let spent = started.elapsed().as_secs_f64();
             if let Some(budget) = self.opts.spec.spec.measure.launches_budget_s
                 && spent >= budget
+                && !checking
             {
                 self.observer.note(&format!(
                     "pass {} of {} point(s) not made: the passes after the first took {spent:.0} \
@@ -59,17 +75,22 @@ impl Sweep<'_> {
                  in a fresh random order",
                 points.len(),
                 pass + 1,
-                launches + owed,
+                (launches + owed).max(pass + 1),
                 match owed {
                     0 => String::new(),
                     n => format!(", {n} of them in place of drifted blocks"),
                 }
             ));
-            let mut walk = Again(self.again_walk(points));
+            let mut walk = self.again_walk(points);
+            self.start_live_check(walk.peek(&self.recorded()).as_ref());
             self.run_points(&mut walk)?;
+            if self.conclude_live_check(params)? {
+                // Re-capping was not valid: every point again, a fresh launch each.
+                return Ok(true);
+            }
             pass += 1;
         }
-        Ok(())
+        Ok(false)
     }
 
     /// The measured points of `params`, to measure again.

@@ -219,3 +219,42 @@ proptest::proptest! {
         }
     }
 }
+
+/// A cell visited in each of four blocks chained inside one launch: each visit is read against
+/// its own block's reference, so a launch that slowed from block to block changes no ratio;
+/// with four blocks the cell's own spread makes its interval.
+#[test]
+fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
+    let speeds = [1000.0, 900.0, 800.0, 700.0];
+    let ratios = [0.50, 0.52, 0.48, 0.50];
+    let mut cell = measured(1.0, &[(500.0, 0.0)]);
+    cell.visits = (0..4)
+        .map(|i| {
+            let r = speeds[i] * ratios[i];
+            crate::matrix::Visit {
+                launch: 1,
+                samples_per_s: r,
+                ci95_low: r * (1.0 - OWN),
+                ci95_high: r * (1.0 + OWN),
+                measured_s: 10.0,
+                measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
+            }
+        })
+        .collect();
+    let blocks: Vec<SweepBlock> = (0..4)
+        .map(|i| block(i as u32, 100.0 * i as f64, speeds[i], Some(speeds[i])))
+        .collect();
+    let r = relative_rates(&blocks, std::slice::from_ref(&cell))[0]
+        .clone()
+        .unwrap();
+    let logs: Vec<f64> = ratios.iter().map(|x: &f64| x.ln()).collect();
+    let m = logs.iter().sum::<f64>() / 4.0;
+    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 3.0).sqrt();
+    assert!((r.rate - m.exp()).abs() < 1e-12, "{r:?}");
+    assert_eq!(r.blocks, 4);
+    let half = t_975(3) * sd * (2.0f64 / 4.0).sqrt();
+    assert!((r.ci95_high - (m + half).exp()).abs() < 1e-12, "{r:?}");
+    let by_launch = ratios_by_launch(&blocks, &cell);
+    assert_eq!(by_launch.len(), 4);
+    assert!(by_launch.iter().all(|(l, _)| *l == 1));
+}

@@ -35,6 +35,7 @@ fn cell(mem_mb: u64, rate: f64, storage: f64, cpu: f64, cached_mb: u64, resident
         node: None,
         interference: None,
         relative: None,
+        visits: Vec::new(),
         measured_unix_s: None,
         left_out_unix_s: Vec::new(),
     }
