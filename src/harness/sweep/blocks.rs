@@ -139,7 +139,13 @@ impl Sweep<'_> {
     ) -> Walk {
         let reference = self.reference_point(params);
         let rounds = self.rounds(&reference);
-        walk_order(grid, std::slice::from_ref(&reference), rounds, false, &mut self.rng)
+        walk_order(
+            grid,
+            std::slice::from_ref(&reference),
+            rounds,
+            false,
+            &mut self.rng,
+        )
     }
 
     /// A later pass's walk of `points`: the reference first, then the rest ([`walk_order`]).
