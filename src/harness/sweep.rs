@@ -168,6 +168,8 @@ struct Sweep<'a> {
     done: HashSet<CellKey>,
     log_dir: PathBuf,
     launches: u32,
+    /// Launches of the sweep this one resumes, so that visits keep telling launches apart.
+    resumed_launches: u32,
     axes_cpu: Vec<f64>,
     /// The CPU search choosing the levels, when the spec asks for one instead of a list.
     search: Option<CpuSearch>,
@@ -414,6 +416,7 @@ fn run_sweep_with(
         done: HashSet::new(),
         log_dir,
         launches: 0,
+        resumed_launches: 0,
         axes_cpu: cpu_levels.clone(),
         search,
         search_results: Vec::new(),
@@ -582,6 +585,12 @@ impl Sweep<'_> {
             memory: &self.memory,
             done: &self.done,
         }
+    }
+
+    /// The running launch's number in the sweep, counted from 1 (0 before the first), the
+    /// launches of a resumed sweep's file included: what its visits are recorded with.
+    fn launch_id(&self) -> u32 {
+        self.resumed_launches + self.launches
     }
 
     fn cancelled(&self) -> bool {

@@ -13,7 +13,7 @@
 //! ([`SweepBlock::drift_beyond_windows`]) is dropped from every relative rate.
 //!
 //! Across blocks, the log-ratios of a cell scatter by the between-block standard deviation: the
-//! cell's own where it has four blocks or more, else pooled over the sweep's cells (a cell
+//! cell's own where it has six blocks or more, else pooled over the sweep's cells (a cell
 //! with few blocks says little of its own spread), and never taken below what
 //! the windows of the two measurements say one ratio varies by. The interval is a prediction
 //! interval for the relative rate another sweep with as many blocks measures:
@@ -277,8 +277,9 @@ fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Degrees of freedom from which a cell's own between-block spread stands for it instead of the
-/// spread pooled over the sweep's cells: with four blocks or more.
-pub const OWN_SPREAD_DF: usize = 3;
+/// spread pooled over the sweep's cells: with six blocks or more (fewer give Student's quantile
+/// for few degrees of freedom, wider than the pooled spread).
+pub const OWN_SPREAD_DF: usize = 5;
 
 /// The between-block variance of log-ratios pooled over `cells`, with its degrees of freedom.
 fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {

@@ -120,7 +120,7 @@ impl Sweep<'_> {
         }
         // A live launch walking in rounds visits a point more than once: each visit is kept.
         if self.blocks_per_launch() && cell.source == CellSource::Measured {
-            cell.visits = visit_of(&cell, self.launches).into_iter().collect();
+            cell.visits = visit_of(&cell, self.launch_id()).into_iter().collect();
         }
         // Another measurement of a recorded point joins its cell.
         let key = cell.key();
@@ -169,6 +169,10 @@ impl Sweep<'_> {
         }
         self.blocks = matrix.header.blocks.clone();
         self.done = matrix.cells.iter().map(Cell::key).collect();
+        self.resumed_launches = (matrix.cells.iter())
+            .flat_map(|c| c.visits.iter().map(|v| v.launch))
+            .max()
+            .unwrap_or(0);
         self.cells = matrix.cells.clone();
         self.header = Some(matrix.header);
         self.writer = Some(writer);

@@ -165,16 +165,19 @@ pub fn describe(check: &LiveCheck) -> String {
 impl Sweep<'_> {
     /// Marks the pass about to start at `first` as the check's fresh launch, where the check is
     /// still to make and `first` is not the reference.
+    /// Where the pass has no point below the reference (one CPU level), there is nothing to
+    /// check.
     pub(super) fn start_live_check(&mut self, first: Option<&Point>) {
-        let Some(first) = first else { return };
-        if self.live_check == LiveCheckState::Pending
-            && *first != self.reference_point(&first.params)
-        {
-            self.live_check = LiveCheckState::Checking(Box::new(Checking {
-                point: first.clone(),
-                launch: self.launches + 1,
-            }));
+        if self.live_check != LiveCheckState::Pending {
+            return;
         }
+        self.live_check = match first.filter(|p| **p != self.reference_point(&p.params)) {
+            Some(first) => LiveCheckState::Checking(Box::new(Checking {
+                point: first.clone(),
+                launch: self.launch_id() + 1,
+            })),
+            None => LiveCheckState::NotNeeded,
+        };
     }
 
     /// Of `points` (one parameter combination), those the check's fresh launch needs: the
@@ -195,7 +198,7 @@ impl Sweep<'_> {
     /// Whether a launch at `first` is the live check's fresh launch (it must start there).
     pub(super) fn is_live_check_launch(&self, first: &Point) -> bool {
         matches!(&self.live_check, LiveCheckState::Checking(c)
-            if c.point == *first && c.launch == self.launches + 1)
+            if c.point == *first && c.launch == self.launch_id() + 1)
     }
 
     /// Decides the check once its fresh launch was measured. Where re-capping is not valid, the

@@ -254,7 +254,7 @@ impl Sweep<'_> {
         };
         let key = crate::matrix::CellKey::new(p.cpu, bytes[p.mem], &p.params);
         (self.cells.iter())
-            .any(|c| c.key() == key && c.visits.iter().any(|v| v.launch == self.launches))
+            .any(|c| c.key() == key && c.visits.iter().any(|v| v.launch == self.launch_id()))
     }
 
     /// Measures one point on a running, warmed-up job.

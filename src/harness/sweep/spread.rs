@@ -53,6 +53,11 @@ impl Sweep<'_> {
             let mut points = self.points_to_launch_again(params);
             if !asked {
                 points = self.live_check_points(points);
+                if points.len() < 2 {
+                    // One CPU level: nothing is re-capped, nothing to check.
+                    self.live_check = LiveCheckState::NotNeeded;
+                    break;
+                }
             }
             if points.is_empty() {
                 break;

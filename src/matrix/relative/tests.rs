@@ -222,7 +222,7 @@ proptest::proptest! {
 
 /// A cell visited in each of four blocks chained inside one launch: each visit is read against
 /// its own block's reference, so a launch that slowed from block to block changes no ratio;
-/// with four blocks the cell's own spread makes its interval.
+/// the interval is Student's over their spread (the only cell, its own is the pooled one).
 #[test]
 fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
     let speeds = [1000.0, 900.0, 800.0, 700.0];
