@@ -608,36 +608,37 @@ pub struct Interference {
 }
 
 /// The check of a live sweep that re-capping a running job measures what a fresh start would:
-/// one point measured both ways.
+/// one point's ratio to the reference on a launch started at the reference and re-capped down,
+/// and on a launch started fresh at the point and re-capped up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LiveCheck {
     /// CPU level of the point measured both ways.
     pub cpu: f64,
-    /// Samples/s of the running job re-capped to that level.
+    /// Samples/s of the running job re-capped to that level (the launches started at the
+    /// reference).
     pub live_samples_per_s: f64,
-    /// Samples/s of a fresh launch at that level (the mean of the fresh launches, where the
-    /// check took more than one).
+    /// Samples/s of the fresh start at that level (in files of older sweeps, the mean of the
+    /// fresh launches where the check took more than one).
     pub relaunch_samples_per_s: f64,
-    /// Largest difference the two may show and still agree, relative to the relaunched rate:
-    /// a fixed slack plus the measured spread (intervals, and between fresh launches where
-    /// there were several), never more than 15%.
+    /// Largest difference the two ratios may show and still agree: a fixed slack plus the
+    /// spread their blocks give them, never more than 15%.
     pub tolerance: f64,
-    /// `live` (they agree: the sweep went on re-capping) or `relaunch` (they differ: the rest
-    /// of the sweep relaunched the job at every point).
+    /// `live` (they agree: the sweep went on re-capping) or `relaunch` (they differ: the
+    /// points were measured again, the job relaunched at every one).
     pub outcome: String,
-    /// Each fresh launch's rate, where the check took more than one.
+    /// Each fresh launch's rate, in files of older sweeps whose check took more than one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fresh_samples_per_s: Vec<f64>,
-    /// Standard deviation of the fresh launches' rates relative to their mean (two or more).
+    /// Standard deviation of one block's log-ratio the check allowed for (in files of older
+    /// sweeps, of the fresh launches' rates relative to their mean).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub between_launch_spread: Option<f64>,
     /// Why the check decided as it did.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    /// Where the check compared ratios: the live launch's reference rate over the fresh
-    /// launches' own (each fresh launch re-capped up to the reference after the point), the
-    /// mean factor the fresh rates were scaled by before the comparison, so that a host that
+    /// The factor that reads the fresh start at the live launches' speed: the fresh launch's
+    /// ratio over theirs, times their rate, over the fresh start's rate; so that a host that
     /// slowed one launch against the other does not decide the check. The rates above are the
     /// launches' own.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,11 +1,12 @@
 //! Blocks: the sweep measures in blocks so that every cell can be read relative to a reference
-//! measured close to it in time (`crate::matrix::relative`). A block is one live launch where
-//! re-capping is valid, else one pass of adjacent fresh launches. It opens with the reference
-//! point of its parameter combination (the top CPU level at the top memory level), walks the
-//! other points in a fresh random order (memory levels still descending, as a launch can only
-//! walk them), and a live launch is re-capped back to the reference before it leaves the top
-//! memory level, to close the block: a reference that moved between the two beyond what their
-//! windows allow marks the block as drifted, and another pass is measured in its place.
+//! measured close to it in time (`crate::matrix::relative`). A block is one round of a live
+//! launch where re-capping is valid, else one pass of adjacent fresh launches. It opens with the
+//! reference point of its parameter combination (the top CPU level at the top memory level) and
+//! walks the other points in a fresh random order; a live launch walks the top memory level in
+//! rounds, each re-capped back to the reference at its end, which closes its block and opens the
+//! next, and the lower memory levels once, descending (as a launch can only walk them). A
+//! reference that moved between opening and closing beyond what their windows allow marks the
+//! block as drifted, and another pass is measured in place of each round's worth of them.
 
 use super::live_check::LiveCheckState;
 use super::measure::Outcome;
@@ -56,7 +57,7 @@ pub(super) fn walk_order(
         .filter(|p| !lead.contains(p))
         .cloned()
         .collect();
-    let mut walk = Walk::new(lead, again);
+    let mut walk = Walk::new(lead.clone(), again);
     let rounds = rounds.filter(|(r, _)| points.contains(r));
     if let Some((reference, rounds)) = rounds {
         let top = |p: &Point| p.mem == reference.mem && p != reference;
@@ -66,6 +67,8 @@ pub(super) fn walk_order(
             rest.retain(|p| p.mem != reference.mem);
             for round in 0..rounds {
                 let mut order = match round {
+                    // Leading points that ended with the reference need no round of their own.
+                    0 if first.is_empty() && lead.last() == Some(reference) => continue,
                     0 => std::mem::take(&mut first),
                     _ => others.clone(),
                 };
@@ -208,7 +211,12 @@ impl Sweep<'_> {
             return Ok(());
         };
         let measured = reference_of(cell);
-        if block.opening.is_none() {
+        // A launch that started elsewhere (the live check's) measured points before its first
+        // reference: that reference closes their block.
+        let launch = self.resumed_launches + self.launches;
+        let started_elsewhere =
+            (self.cells.iter()).any(|c| c.visits.iter().any(|v| v.launch == launch));
+        if block.opening.is_none() && !started_elsewhere {
             block.opening = measured;
             return Ok(());
         }

@@ -147,9 +147,17 @@ pub fn add_launch(cell: &Cell, new: &Cell) -> Cell {
 /// `cell` with `new`'s visits added, where both have visits (a live launch walking its points
 /// in rounds): each launch's rate from its visits ([`launch_of_visits`]), the cell's from its
 /// launches ([`combine_throughputs`]), so a launch counts once however many visits it made.
-/// Otherwise `new` is another launch ([`add_launch`]).
+/// Otherwise `new` is another launch ([`add_launch`]). A measured visit replaces a failed cell.
 pub fn add_visits(cell: &Cell, new: &Cell) -> Cell {
     let (Some(old), Some(more)) = (&cell.throughput, &new.throughput) else {
+        // A visit that measured stands for a point whose earlier one failed (re-capped, the
+        // job stalled there): the live check reads the failure from the missing ratio.
+        if cell.throughput.is_none() && !new.visits.is_empty() {
+            return Cell {
+                wall_s: cell.wall_s + new.wall_s,
+                ..new.clone()
+            };
+        }
         return cell.clone();
     };
     if cell.visits.is_empty() || new.visits.is_empty() {

@@ -180,6 +180,22 @@ impl Sweep<'_> {
         };
     }
 
+    /// The check's point for `params`: the lowest CPU level at the top memory level whose cell
+    /// is not infeasible (it may have failed on the launch re-capped down to it).
+    pub(super) fn live_check_point(&self, params: &BTreeMap<String, String>) -> Option<Point> {
+        let top = self.memory.bytes()?[0];
+        let cpu = (self.cells.iter())
+            .filter(|c| &c.params == params && c.memory_bytes == top)
+            .filter(|c| c.source != crate::matrix::CellSource::Infeasible)
+            .map(|c| c.cpu)
+            .min_by(f64::total_cmp)?;
+        Some(Point {
+            cpu,
+            mem: 0,
+            params: params.clone(),
+        })
+    }
+
     /// Of `points` (one parameter combination), those the check's fresh launch needs: the
     /// lowest CPU level at the top memory level, and the reference.
     pub(super) fn live_check_points(&self, points: Vec<Point>) -> Vec<Point> {

@@ -1,6 +1,6 @@
-//! Walking the points: one launch for as long as points can share it (live re-capping), each
-//! live launch a block that opens with the reference and is re-capped back to it before it
-//! ends ([`super::blocks`]), the live check's fresh launches, and the uncapped spec check.
+//! Walking the points: one launch for as long as points can share it (live re-capping), a live
+//! launch's rounds each a block that ends with the reference ([`super::blocks`]), and the
+//! uncapped spec check.
 
 use super::measure::Outcome;
 use super::{POLL, Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
@@ -24,7 +24,7 @@ enum Step {
 impl Sweep<'_> {
     /// Measures the points `source` gives, one launch for as long as they can share it (live
     /// re-capping); when the job dies, the next point is relaunched. A pass of fresh launches is
-    /// one block.
+    /// one block, a live launch's round another.
     pub(super) fn run_points(&mut self, source: &mut dyn PointSource) -> Result<(), SweepError> {
         // A point launched again because its launch outgrew the memory levels it sized.
         let mut resized: Option<Point> = None;

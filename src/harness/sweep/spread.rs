@@ -51,6 +51,13 @@ impl Sweep<'_> {
                 break;
             }
             let mut points = self.points_to_launch_again(params);
+            if checking {
+                // Also where re-capping made the point fail on the first launch.
+                points.extend(
+                    self.live_check_point(params)
+                        .filter(|p| !points.contains(p)),
+                );
+            }
             if !asked {
                 points = self.live_check_points(points);
                 if points.len() < 2 {
