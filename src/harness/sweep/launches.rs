@@ -134,13 +134,24 @@ pub fn add_launch(cell: &Cell, new: &Cell) -> Cell {
     let mut rates = launch_rates(old);
     rates.push(more.clone());
     let spans = launch_spans(cell).into_iter().chain(launch_spans(new));
-    let mut out = cell.clone();
-    out.throughput = combine_throughputs(&rates).map(|t| Throughput {
+    combined(cell.clone(), (old, more), &rates, spans, new.wall_s)
+}
+
+/// `out` with the throughput of `rates` (the launches' spans recorded), the windows and
+/// measuring time of `old` and `more` together, and `more`'s wall time added.
+fn combined(
+    mut out: Cell,
+    (old, more): (&Throughput, &Throughput),
+    rates: &[Throughput],
+    spans: impl IntoIterator<Item = Span>,
+    wall_s: f64,
+) -> Cell {
+    out.throughput = combine_throughputs(rates).map(|t| Throughput {
         windows: old.windows + more.windows,
         measured_s: old.measured_s + more.measured_s,
         ..with_spans(t, spans)
     });
-    out.wall_s += new.wall_s;
+    out.wall_s += wall_s;
     out
 }
 
@@ -192,13 +203,7 @@ pub fn add_visits(cell: &Cell, new: &Cell) -> Cell {
         out.left_out_unix_s = only.left_out_unix_s.clone();
     }
     let spans = (launches.iter()).map(|l| (Some(l.measured_unix_s), l.left_out_unix_s.clone()));
-    out.throughput = combine_throughputs(&rates).map(|t| Throughput {
-        windows: old.windows + more.windows,
-        measured_s: old.measured_s + more.measured_s,
-        ..with_spans(t, spans)
-    });
-    out.wall_s += new.wall_s;
-    out
+    combined(out, (old, more), &rates, spans, new.wall_s)
 }
 
 /// A measured cell's measurement as a visit on launch `launch`; `None` without a rate or span.
