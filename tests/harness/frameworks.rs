@@ -108,7 +108,9 @@ struct Job<'a> {
     batch: u64,
 }
 
-/// Writes the spec of `job` swept over `cpus` in `mode`, its progress recorded in `truth`.
+/// Writes the spec of `job` swept over `cpus` in `mode`, its progress recorded in `truth`. One
+/// round a launch: what these tests read is each cell against the script's count, and rounds
+/// are tested on the input pipeline (`cpu_cap_scales_the_input_pipeline_rate`, `live`).
 fn job_spec(
     dir: &Path,
     python: &Path,
@@ -142,6 +144,7 @@ max_s = 14
 startup_timeout_s = 150
 stop_grace_s = 5
 launches = 1
+rounds = 1
 [sweep]
 cpu = {cpus:?}
 mode = "{mode}"
