@@ -1,5 +1,5 @@
-//! Small statistics shared by the harness, the matrix data types and the replay; quantiles of
-//! distributions come from `statrs`.
+//! The statistics the harness, the matrix data types and the replay share, in one place: means,
+//! spreads, percentiles and intervals; quantiles of distributions come from `statrs`.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -24,9 +24,92 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// Arithmetic mean; 0 for an empty slice.
+pub fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// Mean and sample standard deviation (0 for fewer than two values); (0, 0) for none.
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (0.0, 0.0);
+    }
+    let m = mean(xs);
+    let n = xs.len() as f64;
+    let v = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, v.sqrt())
+}
+
+/// Mean and half-width of the Student-t 95% interval for it (0 for fewer than two values).
+pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
+    let (m, sd) = mean_sd(xs);
+    match xs.len() {
+        0 | 1 => (m, 0.0),
+        n => (m, t_975(n - 1) * sd / (n as f64).sqrt()),
+    }
+}
+
+/// Sample standard deviation over the mean; infinite for fewer than two values or a mean that
+/// is not positive (nothing steady can be said).
+pub fn coefficient_of_variation(xs: &[f64]) -> f64 {
+    let (m, sd) = mean_sd(xs);
+    if xs.len() < 2 || m <= 0.0 {
+        return f64::INFINITY;
+    }
+    sd / m
+}
+
+/// Nearest-rank percentile of sorted values, `q` in [0, 1]: a value of the sample (a window's
+/// gap or time, as measured).
+pub fn nearest_rank_percentile(sorted: &[f64], q: f64) -> f64 {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Linear-interpolation percentile of sorted values (numpy's default), `q` in [0, 100]; NaN for
+/// none.
+pub fn interpolated_percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{median, t_975};
+    use super::*;
+
+    #[test]
+    fn spread_of_a_small_sample() {
+        let (m, sd) = mean_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(m, 5.0);
+        assert!((sd - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_sd(&[3.0]), (3.0, 0.0));
+        assert_eq!(mean_sd(&[]), (0.0, 0.0));
+        let (m, half) = mean_ci95(&[1.0, 2.0, 3.0]);
+        assert_eq!(m, 2.0);
+        assert!((half - 4.3027 / 3f64.sqrt()).abs() < 1e-4, "{half}");
+        assert!((coefficient_of_variation(&[1.0, 2.0, 3.0]) - 0.5).abs() < 1e-12);
+        assert_eq!(coefficient_of_variation(&[1.0]), f64::INFINITY);
+    }
+
+    #[test]
+    fn percentiles_nearest_rank_and_interpolated() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(nearest_rank_percentile(&xs, 0.5), 2.0);
+        assert_eq!(nearest_rank_percentile(&xs, 0.95), 4.0);
+        assert_eq!(nearest_rank_percentile(&xs, 0.0), 1.0);
+        assert_eq!(interpolated_percentile(&xs, 50.0), 2.5);
+        assert_eq!(interpolated_percentile(&xs, 100.0), 4.0);
+        assert!(interpolated_percentile(&[], 50.0).is_nan());
+    }
 
     #[test]
     fn median_of_even_and_odd_counts_in_any_order() {

@@ -19,7 +19,7 @@
 use super::progress::Report;
 use super::rhythm::{MIN_REPORTS, Rhythm, detect};
 use crate::matrix::{Percentiles, Throughput};
-use crate::stats::t_975;
+use crate::stats::{coefficient_of_variation, mean_ci95, nearest_rank_percentile};
 
 /// Report intervals a window spans at least: a window holds real progress, not one line.
 pub const MIN_INTERVALS_PER_WINDOW: usize = 3;
@@ -292,7 +292,7 @@ impl RateWindows {
             return None;
         }
         gaps.sort_by(f64::total_cmp);
-        Some(percentile(&gaps, 0.5))
+        Some(nearest_rank_percentile(&gaps, 0.5))
     }
 
     /// Why `n` windows cannot be had within `max_s` at the job's pace of reports, if they
@@ -350,37 +350,10 @@ impl RateWindows {
         }
         times.sort_by(f64::total_cmp);
         Some(Percentiles {
-            p50: percentile(&times, 0.50),
-            p95: percentile(&times, 0.95),
+            p50: nearest_rank_percentile(&times, 0.50),
+            p95: nearest_rank_percentile(&times, 0.95),
         })
     }
-}
-
-/// Nearest-rank percentile of sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-pub fn coefficient_of_variation(xs: &[f64]) -> f64 {
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    if xs.len() < 2 || mean <= 0.0 {
-        return f64::INFINITY;
-    }
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    var.sqrt() / mean
-}
-
-/// Mean and half-width of the Student-t 95% interval.
-pub fn mean_ci95(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len();
-    let mean = xs.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, 0.0);
-    }
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
-    (mean, t_975(n - 1) * (var / n as f64).sqrt())
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 //! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
 
 use super::{Cell, CellSource};
-use crate::stats::t_975;
+use crate::stats::{mean, t_975};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -270,10 +270,6 @@ pub fn block_spread(blocks: &[SweepBlock], cells: &[Cell]) -> (f64, usize) {
         .collect();
     let (variance, df) = pooled(measured.iter());
     (variance.sqrt(), df)
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
 /// Degrees of freedom from which a cell's own between-block spread stands for it instead of the

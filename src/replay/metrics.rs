@@ -1,6 +1,7 @@
 //! Per-job records and the summary of one replay.
 
 use super::engine::{EngineOutput, JobState, RoundRow};
+use crate::stats::interpolated_percentile;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRecord {
@@ -55,17 +56,6 @@ pub struct Summary {
     pub lp_rounding_ratio: Option<f64>,
     pub lp_failures: u64,
     pub wall_s: f64,
-}
-
-/// Linear-interpolation percentile (numpy's default) of sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q / 100.0 * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
 /// Everything the per-job table says of one job.
@@ -205,8 +195,8 @@ impl JobTally {
             jobs_measured: self.measured,
             unfinished: self.unfinished,
             mean_jct_s: jct.iter().sum::<f64>() / n,
-            median_jct_s: percentile(&jct, 50.0),
-            p99_jct_s: percentile(&jct, 99.0),
+            median_jct_s: interpolated_percentile(&jct, 50.0),
+            p99_jct_s: interpolated_percentile(&jct, 99.0),
             makespan_s: if self.measured == 0 {
                 0.0
             } else {

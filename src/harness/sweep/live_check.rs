@@ -22,6 +22,7 @@ use crate::harness::plan::Point;
 use crate::matrix::relative::{OWN_SPREAD_DF, block_spread, ratios_by_launch};
 use crate::matrix::{CellKey, LiveCheck};
 use crate::spec::SweepMode;
+use crate::stats::mean;
 use std::collections::BTreeMap;
 
 /// Relative difference two ratios may show beyond their measured spread and still agree: what
@@ -58,10 +59,6 @@ pub(super) struct Checking {
 pub struct Side<'a> {
     pub logs: &'a [f64],
     pub samples_per_s: f64,
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
 /// The check's verdict at CPU level `cpu`: the ratios of the launches started at the reference

@@ -620,7 +620,7 @@ fn summarize(
         if jct.is_empty() {
             0.0
         } else {
-            super::super::metrics::percentile(&jct, q)
+            crate::stats::interpolated_percentile(&jct, q)
         }
     };
     let n = jobs.len().max(1) as f64;

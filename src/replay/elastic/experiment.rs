@@ -9,6 +9,7 @@ use super::job::ElasticJobSpec;
 use super::model::AppModels;
 use super::policy;
 use crate::plot::{Chart, Scale, thin};
+use crate::stats::mean_sd;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -177,21 +178,6 @@ pub fn run_with(
         write_outputs(&exp, dir)?;
     }
     Ok(exp)
-}
-
-/// Mean and sample standard deviation.
-pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    if xs.is_empty() {
-        return (0.0, 0.0);
-    }
-    let m = xs.iter().sum::<f64>() / n;
-    let v = if xs.len() > 1 {
-        xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (m, v.sqrt())
 }
 
 fn per_seed(runs: &[ElasticOutcome], f: fn(&ElasticSummary) -> f64) -> Vec<f64> {

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""What a CPU hog started halfway through a sweep does to its relative cells.
+
+Runs the spec's sweep twice, back to back: once on a quiet machine, then again with a CPU hog
+(one process spinning on a core, outside the profiler's cgroups) started when half the quiet
+sweep's wall time has passed and left running to the end. Prints, for the second sweep, the
+blocks the profiler marked drifted and the passes it measured in their place, and for every
+measured cell its relative rate against the quiet sweep's: the hog must leave them within
+--bound (5%) of each other, where blocks it touched are marked or measured again.
+
+    scripts/hog-halfway.py --profiler target/release/profiler \
+        --job workloads/input-pipeline.toml --out /tmp/hog
+
+Needs root (cgroups). Run it on a machine with nothing else running.
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+
+def sweep(profiler, job, out, hog_after_s=None):
+    """Sweeps `job` into `out`; with `hog_after_s`, starts a hog that long after the start.
+    Returns (wall seconds, header, cells)."""
+    out.unlink(missing_ok=True)
+    started = time.monotonic()
+    proc = subprocess.Popen([profiler, "sweep", "--job", str(job), "--output", str(out)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    hog = None
+    try:
+        if hog_after_s is not None:
+            try:
+                proc.wait(timeout=hog_after_s)
+            except subprocess.TimeoutExpired:
+                hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                print(f"hog started at {time.monotonic() - started:.0f} s", flush=True)
+        _, err = proc.communicate()
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        sys.exit(f"profiler sweep failed ({proc.returncode}):\n{err[-3000:]}")
+    lines = [json.loads(l) for l in out.read_text().splitlines() if l.strip()]
+    return wall, lines[0], lines[1:]
+
+
+def relative(cells):
+    """(cpu, memory bytes) -> relative rate of each measured cell that has one."""
+    return {(c["cpu"], c["memory_bytes"]): c["relative"]["rate"]
+            for c in cells if c.get("source") == "measured" and c.get("relative")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profiler", required=True)
+    ap.add_argument("--job", required=True, type=pathlib.Path)
+    ap.add_argument("--out", required=True, type=pathlib.Path)
+    ap.add_argument("--bound", type=float, default=0.05,
+                    help="largest relative difference allowed between the two sweeps' cells")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    quiet_wall, _, quiet = sweep(args.profiler, args.job, args.out / "quiet.matrix.jsonl")
+    print(f"quiet sweep: {quiet_wall:.0f} s", flush=True)
+    hog_wall, header, hogged = sweep(args.profiler, args.job, args.out / "hog.matrix.jsonl",
+                                     hog_after_s=quiet_wall / 2)
+    blocks = header.get("blocks") or []
+    drifted = sum(1 for b in blocks if b.get("drifted"))
+    disturbed = sum(1 for c in hogged if (c.get("interference") or {}).get("disturbed"))
+    print(f"hogged sweep: {hog_wall:.0f} s, {len(blocks)} blocks, {drifted} drifted, "
+          f"{disturbed} cells marked disturbed", flush=True)
+    q, h = relative(quiet), relative(hogged)
+    worst = 0.0
+    rows = []
+    for key in sorted(q.keys() & h.keys()):
+        diff = h[key] / q[key] - 1.0
+        worst = max(worst, abs(diff))
+        rows.append({"cpu": key[0], "memory_bytes": key[1], "quiet": q[key], "hog": h[key],
+                     "difference": diff})
+        print(f"  {key[0]:>4} CPU {key[1] / 2**30:6.2f} GiB: quiet {q[key]:.3f}, "
+              f"with the hog {h[key]:.3f} ({100 * diff:+.1f}%)")
+    verdict = "within" if worst <= args.bound else "BEYOND"
+    print(f"largest difference {100 * worst:.1f}%: {verdict} {100 * args.bound:.0f}%")
+    (args.out / "hog.json").write_text(json.dumps({
+        "quiet_wall_s": quiet_wall, "hog_wall_s": hog_wall, "blocks": len(blocks),
+        "drifted_blocks": drifted, "disturbed_cells": disturbed, "cells": rows,
+        "largest_difference": worst}, indent=1))
+    sys.exit(0 if worst <= args.bound else 1)
+
+
+if __name__ == "__main__":
+    main()
