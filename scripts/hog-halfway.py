@@ -50,8 +50,11 @@ def sweep(profiler, job, out, hog_after_s=None):
 
 
 def relative(cells):
-    """(cpu, memory bytes) -> relative rate of each measured cell that has one."""
-    return {(c["cpu"], c["memory_bytes"]): c["relative"]["rate"]
+    """(cpu, memory level) -> relative rate of each measured cell that has one. Memory levels
+    are numbered from the top (0): two sweeps size levels relative to the dataset from what
+    their own first launch held, so their bytes differ."""
+    levels = sorted({c["memory_bytes"] for c in cells}, reverse=True)
+    return {(c["cpu"], levels.index(c["memory_bytes"])): c["relative"]
             for c in cells if c.get("source") == "measured" and c.get("relative")}
 
 
@@ -64,10 +67,12 @@ def main():
                     help="largest relative difference allowed between the two sweeps' cells")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    quiet_wall, _, quiet = sweep(args.profiler, args.job, args.out / "quiet.matrix.jsonl")
+    quiet_wall, quiet_header, quiet = sweep(args.profiler, args.job, args.out / "quiet.matrix.jsonl")
     print(f"quiet sweep: {quiet_wall:.0f} s", flush=True)
     hog_wall, header, hogged = sweep(args.profiler, args.job, args.out / "hog.matrix.jsonl",
                                      hog_after_s=quiet_wall / 2)
+    quiet_check = (quiet_header.get("live_check") or {}).get("outcome")
+    hog_check = (header.get("live_check") or {}).get("outcome")
     blocks = header.get("blocks") or []
     drifted = sum(1 for b in blocks if b.get("drifted"))
     disturbed = sum(1 for c in hogged if (c.get("interference") or {}).get("disturbed"))
@@ -77,14 +82,21 @@ def main():
     worst = 0.0
     rows = []
     for key in sorted(q.keys() & h.keys()):
-        diff = h[key] / q[key] - 1.0
+        if q[key]["rate"] == 1.0:
+            continue  # the reference: 1 in both
+        diff = h[key]["rate"] / q[key]["rate"] - 1.0
         worst = max(worst, abs(diff))
-        rows.append({"cpu": key[0], "memory_bytes": key[1], "quiet": q[key], "hog": h[key],
+        rows.append({"cpu": key[0], "memory_level": key[1], "quiet": q[key], "hog": h[key],
                      "difference": diff})
-        print(f"  {key[0]:>4} CPU {key[1] / 2**30:6.2f} GiB: quiet {q[key]:.3f}, "
-              f"with the hog {h[key]:.3f} ({100 * diff:+.1f}%)")
+        print(f"  {key[0]:>4} CPU, memory level {key[1]}: quiet {q[key]['rate']:.3f} "
+              f"[{q[key]['ci95_low']:.3g}, {q[key]['ci95_high']:.3g}], with the hog "
+              f"{h[key]['rate']:.3f} [{h[key]['ci95_low']:.3g}, {h[key]['ci95_high']:.3g}] "
+              f"({100 * diff:+.1f}%, {h[key]['blocks']} blocks)")
+    if not rows:
+        sys.exit("no measured cell other than the reference in both sweeps")
     verdict = "within" if worst <= args.bound else "BEYOND"
-    print(f"largest difference {100 * worst:.1f}%: {verdict} {100 * args.bound:.0f}%")
+    print(f"largest difference {100 * worst:.1f}%: {verdict} {100 * args.bound:.0f}%; live "
+          f"check: quiet {quiet_check}, with the hog {hog_check}")
     (args.out / "hog.json").write_text(json.dumps({
         "quiet_wall_s": quiet_wall, "hog_wall_s": hog_wall, "blocks": len(blocks),
         "drifted_blocks": drifted, "disturbed_cells": disturbed, "cells": rows,
