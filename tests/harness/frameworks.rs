@@ -533,9 +533,7 @@ fn plain_torch_live_sweep_gives_the_relaunched_curve() {
     };
     let (relaunched, first) = sweep_against_truth(&python, &job, "relaunch", &[1.0, 2.0]);
     let (live, outcome) = sweep_against_truth(&python, &job, "live", &[1.0, 2.0]);
-    let mut rows = relaunched.clone();
-    rows.extend(live.iter().cloned());
-    assert_rows_match_truth(&rows);
+    assert_rows_match_truth(&[relaunched, live].concat());
     let check = outcome.matrix.header.live_check.clone();
     let caught = check.as_ref().is_some_and(|c| {
         c.outcome == "relaunch" && c.live_samples_per_s < 0.5 * c.relaunch_samples_per_s

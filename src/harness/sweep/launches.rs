@@ -22,12 +22,8 @@ fn variances(rates: &[Throughput]) -> Option<(f64, f64)> {
     if k < 2 {
         return None;
     }
-    let mean = rates.iter().map(|t| t.samples_per_s).sum::<f64>() / k as f64;
-    let between = rates
-        .iter()
-        .map(|t| (t.samples_per_s - mean).powi(2))
-        .sum::<f64>()
-        / (k as f64 - 1.0);
+    let levels: Vec<f64> = rates.iter().map(|t| t.samples_per_s).collect();
+    let between = crate::stats::mean_sd(&levels).1.powi(2);
     let within = rates
         .iter()
         .map(|t| ((t.ci95_high - t.ci95_low) / 2.0 / 1.96).powi(2))
