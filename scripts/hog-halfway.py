@@ -4,7 +4,7 @@
 Runs the spec's sweep twice, back to back: once on a quiet machine, then again with a CPU hog
 (one process spinning on a core, outside the profiler's cgroups) started when half the quiet
 sweep's wall time has passed and left running to the end. Prints, for the second sweep, the
-blocks the profiler marked drifted and the passes it measured in their place, and for every
+blocks the profiler marked drifted or disturbed (left out) and the passes it measured in their place, and for every
 measured cell its relative rate against the quiet sweep's: the hog must leave them within
 --bound (5%) of each other, where blocks it touched are marked or measured again.
 
@@ -75,9 +75,12 @@ def main():
     hog_check = (header.get("live_check") or {}).get("outcome")
     blocks = header.get("blocks") or []
     drifted = sum(1 for b in blocks if b.get("drifted"))
+    disturbed_blocks = sum(1 for b in blocks if b.get("disturbed"))
     disturbed = sum(1 for c in hogged if (c.get("interference") or {}).get("disturbed"))
-    print(f"hogged sweep: {hog_wall:.0f} s, {len(blocks)} blocks, {drifted} drifted, "
-          f"{disturbed} cells marked disturbed", flush=True)
+    launches = max((v["launch"] for c in hogged for v in c.get("visits") or []), default=0)
+    print(f"hogged sweep: {hog_wall:.0f} s, {launches} launches, {len(blocks)} blocks, "
+          f"{drifted} drifted, {disturbed_blocks} disturbed, {disturbed} cells marked disturbed",
+          flush=True)
     q, h = relative(quiet), relative(hogged)
     worst = 0.0
     rows = []
@@ -99,7 +102,8 @@ def main():
           f"check: quiet {quiet_check}, with the hog {hog_check}")
     (args.out / "hog.json").write_text(json.dumps({
         "quiet_wall_s": quiet_wall, "hog_wall_s": hog_wall, "blocks": len(blocks),
-        "drifted_blocks": drifted, "disturbed_cells": disturbed, "cells": rows,
+        "drifted_blocks": drifted, "disturbed_blocks": disturbed_blocks,
+        "disturbed_cells": disturbed, "launches": launches, "cells": rows,
         "largest_difference": worst}, indent=1))
     sys.exit(0 if worst <= args.bound else 1)
 

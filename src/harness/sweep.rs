@@ -398,7 +398,7 @@ fn run_sweep_with(
         && !opts.spec.depends_on_cpu_level()
         && step_caps.is_none()
     {
-        LiveCheckState::Pending
+        LiveCheckState::Pending { attempts: 0 }
     } else {
         LiveCheckState::NotNeeded
     };

@@ -624,8 +624,10 @@ pub struct LiveCheck {
     /// Largest difference the two ratios may show and still agree: a fixed slack plus the
     /// spread their blocks give them, never more than 15%.
     pub tolerance: f64,
-    /// `live` (they agree: the sweep went on re-capping) or `relaunch` (they differ: the
-    /// points were measured again, the job relaunched at every one).
+    /// `live` (they agree: the sweep went on re-capping), `relaunch` (they differ: the
+    /// points were measured again, the job relaunched at every one) or `unproven` (other
+    /// processes disturbed every block of the check's fresh launches: the sweep went on
+    /// re-capping, unchecked).
     pub outcome: String,
     /// Each fresh launch's rate, in files of older sweeps whose check took more than one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

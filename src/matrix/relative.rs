@@ -36,7 +36,8 @@ pub struct RelativeRate {
     pub ci95_high: f64,
     /// Blocks the relative rate rests on.
     pub blocks: u32,
-    /// Blocks that measured this cell but were left out: their reference drifted.
+    /// Blocks that measured this cell but were left out: their reference drifted, or other
+    /// processes disturbed them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_blocks: u32,
 }
@@ -112,6 +113,11 @@ pub struct SweepBlock {
     /// block is left out of every relative rate (its cells keep their absolute rates).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub drifted: bool,
+    /// A measurement of the block stayed disturbed (other processes took the job's CPUs, or
+    /// kept the rest of the machine busy, after its windows' re-measurements ran out): the
+    /// block is left out of every relative rate, as a drifted one is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
 
 impl SweepBlock {
@@ -125,6 +131,21 @@ impl SweepBlock {
         let moved = (c.samples_per_s / o.samples_per_s).ln();
         let allowed = 1.96 * (o.log_variance() + c.log_variance()).sqrt();
         Some((moved, allowed))
+    }
+
+    /// Whether the block is left out of every relative rate: its reference drifted, or one of
+    /// its measurements was disturbed.
+    pub fn left_out(&self) -> bool {
+        self.drifted || self.disturbed
+    }
+
+    /// Why the block is left out, in words; `None` where it is kept.
+    pub fn why_left_out(&self) -> Option<&'static str> {
+        match (self.drifted, self.disturbed) {
+            (_, true) => Some("other processes disturbed it"),
+            (true, false) => Some("its reference drifted"),
+            (false, false) => None,
+        }
     }
 
     /// Whether the reference drifted: it moved beyond what its windows allow plus `slack`.
@@ -222,6 +243,8 @@ struct Ratios {
     within: Vec<f64>,
     launches: Vec<Option<u32>>,
     dropped: u32,
+    /// The launches of the visits in blocks left out.
+    dropped_launches: Vec<u32>,
 }
 
 fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
@@ -234,8 +257,9 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
         let Some(block) = blocks.iter().find(|b| b.holds(&cell.params, mid)) else {
             continue;
         };
-        if block.drifted {
+        if block.left_out() {
             out.dropped += 1;
+            out.dropped_launches.extend(launch);
             continue;
         }
         let Some((reference, ref_var)) = block.reference_at(mid) else {
@@ -258,6 +282,11 @@ pub fn ratios_by_launch(blocks: &[SweepBlock], cell: &Cell) -> Vec<(u32, f64)> {
     (r.launches.iter().zip(&r.logs))
         .filter_map(|(launch, log)| Some(((*launch)?, *log)))
         .collect()
+}
+
+/// The launches whose visits of `cell` fell in blocks left out (drifted or disturbed).
+pub fn left_out_launches(blocks: &[SweepBlock], cell: &Cell) -> Vec<u32> {
+    ratios(blocks, cell).dropped_launches
 }
 
 /// The standard deviation of one block's log-ratio, pooled over the measured cells of `cells`
@@ -409,7 +438,8 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
     if widths.is_empty() {
         return None;
     }
-    let dropped = blocks.iter().filter(|b| b.drifted).count();
+    let dropped = blocks.iter().filter(|b| b.left_out()).count();
+    let disturbed = blocks.iter().filter(|b| b.disturbed).count();
     Some(format!(
         "relative to the top cell of their own block: {} measured cell(s), 95% intervals of \
          ±{:.1}% median (±{:.1}% at most) over {} block(s){}",
@@ -417,9 +447,14 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
         100.0 * crate::stats::median(&widths),
         100.0 * widths.iter().copied().fold(0.0, f64::max),
         blocks.len() - dropped,
-        match dropped {
-            0 => String::new(),
-            n => format!("; {n} block(s) dropped: their reference drifted"),
+        match (dropped, disturbed) {
+            (0, _) => String::new(),
+            (n, 0) => format!("; {n} block(s) dropped: their reference drifted"),
+            (n, d) if d == n => format!("; {n} block(s) dropped: other processes disturbed them"),
+            (n, d) => format!(
+                "; {n} block(s) dropped: {} drifted, {d} disturbed by other processes",
+                n - d
+            ),
         }
     ))
 }

@@ -186,6 +186,13 @@ fn relative_text(cell: &Cell) -> String {
 
 /// What the live check of a live sweep found.
 fn live_check_line(c: &LiveCheck) -> String {
+    if c.outcome == "unproven" {
+        return format!(
+            "live check at {} CPUs unproven: {}; the sweep went on re-capping the running job, \
+             which mismeasures a job that sizes itself from the CPUs it sees at start",
+            c.cpu, c.reason
+        );
+    }
     let gap =
         (c.live_samples_per_s / c.compared_samples_per_s().max(f64::MIN_POSITIVE) - 1.0) * 100.0;
     let (verdict, then) = if c.outcome == "live" {

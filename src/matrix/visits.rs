@@ -19,6 +19,10 @@ pub struct Visit {
     pub measured_s: f64,
     /// Unix seconds of the first and last report the rate covers.
     pub measured_unix_s: [f64; 2],
+    /// The visit stayed disturbed (other processes took the job's CPUs after its windows'
+    /// re-measurements ran out): the cell's rate leaves it out where it has undisturbed visits.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
 
 impl Visit {
@@ -100,6 +104,7 @@ mod tests {
             ci95_high: rate + half,
             measured_s: secs,
             measured_unix_s: [start, start + secs],
+            disturbed: false,
         }
     }
 

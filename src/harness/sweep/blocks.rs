@@ -6,9 +6,10 @@
 //! rounds, each re-capped back to the reference at its end, which closes its block and opens the
 //! next, and the lower memory levels once, descending (as a launch can only walk them). A
 //! reference that moved between opening and closing beyond what their windows allow marks the
-//! block as drifted, and another pass is measured in place of each round's worth of them.
+//! block as drifted, a measurement that stayed disturbed (other processes took the job's CPUs
+//! or kept the rest of the machine busy) marks it as disturbed, and another pass is measured in
+//! place of each round's worth of blocks left out.
 
-use super::live_check::LiveCheckState;
 use super::measure::Outcome;
 use super::{Run, Sweep, SweepError};
 use crate::harness::plan::{Point, Walk, joins_launch, label};
@@ -88,6 +89,11 @@ pub(super) fn walk_order(
     walk
 }
 
+/// Whether `cell`'s measurement stayed disturbed after its re-measurements ran out.
+fn is_disturbed(cell: &Cell) -> bool {
+    cell.interference.as_ref().is_some_and(|i| i.disturbed)
+}
+
 /// A reference measurement from a measured cell: its rate, interval and measuring span.
 pub(super) fn reference_of(cell: &Cell) -> Option<BlockReference> {
     let t = cell.throughput.as_ref()?;
@@ -161,7 +167,7 @@ impl Sweep<'_> {
         };
         let reference = self.reference_point(&params);
         let mut leading = vec![reference.clone()];
-        if self.live_check == LiveCheckState::Pending
+        if self.live_check.is_pending()
             && let Some(low) = (points.iter())
                 .filter(|p| p.mem == reference.mem)
                 .min_by(|a, b| a.cpu.total_cmp(&b.cpu))
@@ -190,6 +196,7 @@ impl Sweep<'_> {
             opening: None,
             closing: None,
             drifted: false,
+            disturbed: false,
         });
         Ok(())
     }
@@ -225,9 +232,18 @@ impl Sweep<'_> {
             self.open_block(&p.params)?;
             if let Some(next) = self.block.as_mut() {
                 next.opening = measured;
+                // The measurement opens the next block too, disturbed or not.
+                next.disturbed = is_disturbed(cell);
             }
         }
         Ok(())
+    }
+
+    /// Marks the open block disturbed where `cell`, just measured in it, stayed disturbed.
+    pub(super) fn note_disturbance(&mut self, cell: &Cell) {
+        if let Some(block) = self.block.as_mut() {
+            block.disturbed |= is_disturbed(cell);
+        }
     }
 
     /// Ends the open block: records it in the header, with its drift judged. A block without a
@@ -256,18 +272,23 @@ impl Sweep<'_> {
                 ));
             }
         }
+        if block.disturbed {
+            self.observer.warn(&format!(
+                "block {}: other processes disturbed a measurement of it (see the cell's \
+                 interference): its cells keep their absolute rates, their relative rates leave \
+                 it out, and another pass is measured",
+                block.index
+            ));
+        }
         self.blocks.push(block);
         let blocks = self.blocks.clone();
         self.update_header(|h| h.blocks = blocks)
     }
 
-    /// Drifted blocks of `params` so far.
-    pub(super) fn drifted_blocks(&self, params: &BTreeMap<String, String>) -> u32 {
-        let drifted = self
-            .blocks
-            .iter()
-            .filter(|b| b.drifted && &b.params == params);
-        drifted.count() as u32
+    /// Blocks of `params` left out so far (drifted or disturbed).
+    pub(super) fn left_out_blocks(&self, params: &BTreeMap<String, String>) -> u32 {
+        let left_out = (self.blocks.iter()).filter(|b| b.left_out() && &b.params == params);
+        left_out.count() as u32
     }
 
     /// Whether the launch at `point` should be re-capped back to the reference before it walks

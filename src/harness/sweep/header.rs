@@ -162,7 +162,7 @@ impl Sweep<'_> {
         self.cache_inputs = h.cache_model.clone();
         if let Some(check) = &h.live_check {
             // The check is made once per sweep; a resumed one keeps its verdict.
-            if check.outcome != "live" {
+            if check.outcome == "relaunch" {
                 self.mode = SweepMode::Relaunch;
             }
             self.live_check = LiveCheckState::Done(check.clone());

@@ -154,6 +154,9 @@ fn combined(
 /// `cell` with `new`'s visits added, where both have visits (a live launch walking its points
 /// in rounds): each launch's rate from its visits ([`launch_of_visits`]), the cell's from its
 /// launches ([`combine_throughputs`]), so a launch counts once however many visits it made.
+/// Disturbed visits are kept in the record but left out of the rate wherever the cell has
+/// undisturbed ones; a first measurement that was disturbed gives way to an undisturbed one's
+/// interference and note.
 /// Otherwise `new` is another launch ([`add_launch`]). A measured visit replaces a failed cell.
 pub fn add_visits(cell: &Cell, new: &Cell) -> Cell {
     let (Some(old), Some(more)) = (&cell.throughput, &new.throughput) else {
@@ -172,15 +175,26 @@ pub fn add_visits(cell: &Cell, new: &Cell) -> Cell {
     }
     let mut out = cell.clone();
     out.visits.extend(new.visits.iter().cloned());
+    let quiet = |c: &Cell| c.visits.iter().all(|v| !v.disturbed);
+    if !quiet(cell) && quiet(new) {
+        out.interference = new.interference.clone();
+        out.note = new.note.clone();
+    }
+    let undisturbed = out.visits.iter().any(|v| !v.disturbed);
+    let counted: Vec<&Visit> = (out.visits.iter())
+        .filter(|v| !(undisturbed && v.disturbed))
+        .collect();
     let mut ids: Vec<u32> = Vec::new();
-    for v in &out.visits {
+    for v in &counted {
         if !ids.contains(&v.launch) {
             ids.push(v.launch);
         }
     }
     let launches: Vec<LaunchOfVisits> = (ids.iter())
         .filter_map(|id| {
-            let of_launch: Vec<&Visit> = out.visits.iter().filter(|v| v.launch == *id).collect();
+            let of_launch: Vec<&Visit> = (counted.iter().copied())
+                .filter(|v| v.launch == *id)
+                .collect();
             launch_of_visits(&of_launch)
         })
         .collect();
@@ -212,6 +226,7 @@ pub fn visit_of(cell: &Cell, launch: u32) -> Option<Visit> {
         ci95_high: t.ci95_high,
         measured_s: t.measured_s,
         measured_unix_s: cell.measured_unix_s?,
+        disturbed: cell.interference.as_ref().is_some_and(|i| i.disturbed),
     })
 }
 
@@ -347,6 +362,29 @@ mod tests {
         // A cell without visits (a relaunched sweep's) takes another launch.
         let plain = add_launch(&cell(&[100.0]), &cell(&[110.0]));
         assert_eq!(add_visits(&cell(&[100.0]), &cell(&[110.0])), plain);
+    }
+
+    /// Visits a hog disturbed are kept in the record, left out of the rate while undisturbed
+    /// ones exist, and stand for the cell where none does.
+    #[test]
+    fn disturbed_visits_leave_the_rate_to_the_undisturbed_ones() {
+        let hogged = |launch: u32, rate: f64, start: f64| {
+            let mut v = visited(launch, rate, start);
+            v.visits[0].disturbed = true;
+            v.note = Some("disturbed".into());
+            v
+        };
+        let mut c = add_visits(&visited(1, 100.0, 0.0), &hogged(2, 50.0, 10.0));
+        c = add_visits(&c, &hogged(3, 55.0, 20.0));
+        assert_eq!(c.visits.len(), 3);
+        assert_eq!(c.launches().len(), 1, "{:?}", c.launches());
+        assert_eq!(c.samples_per_s(), Some(100.0));
+        assert_eq!(c.note, None);
+        // Disturbed from the start: the first undisturbed visit takes over, note and all.
+        let mut d = add_visits(&hogged(1, 50.0, 0.0), &hogged(1, 52.0, 10.0));
+        assert!((d.samples_per_s().unwrap() - 51.0).abs() < 1e-9, "{d:?}");
+        d = add_visits(&d, &visited(2, 100.0, 20.0));
+        assert_eq!((d.samples_per_s(), d.note.clone()), (Some(100.0), None));
     }
 
     fn cell(launches: &[f64]) -> Cell {

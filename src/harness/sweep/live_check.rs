@@ -13,13 +13,18 @@
 //!   15% is ever accepted;
 //! - within the tolerance: re-capping is valid, and both launches' cells stand;
 //! - beyond it: the job sizes itself, the cells measured by re-capping are dropped and every
-//!   point is measured on a fresh launch.
+//!   point is measured on a fresh launch;
+//! - where a launch's blocks were all left out (other processes disturbed them, or the
+//!   reference drifted), the check has no ratio from it and is made again on the next pass's
+//!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches it is `unproven`: the sweep keeps
+//!   re-capping and says so, since a busy machine would decide a relaunch as wrongly as a
+//!   re-cap, and the blocks measured before it stay in the relative rates.
 //!
 //! The header records the rates, the tolerance, the decision and its reason.
 
 use super::{Sweep, SweepError};
 use crate::harness::plan::Point;
-use crate::matrix::relative::{OWN_SPREAD_DF, block_spread, ratios_by_launch};
+use crate::matrix::relative::{OWN_SPREAD_DF, block_spread, left_out_launches, ratios_by_launch};
 use crate::matrix::{CellKey, LiveCheck};
 use crate::spec::SweepMode;
 use crate::stats::mean;
@@ -33,6 +38,8 @@ pub const LIVE_CHECK_SLACK: f64 = 0.05;
 /// accepted. A job that sizes itself from the CPUs it saw at start is off by 2x to 40x
 /// (docs/JOB_SPEC.md).
 pub const LIVE_CHECK_MAX_TOLERANCE: f64 = 0.15;
+/// Fresh launches the check makes, at most, where other processes disturbed their blocks.
+pub const LIVE_CHECK_ATTEMPTS: u32 = 2;
 
 /// Where a sweep stands with the live check.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,8 +47,11 @@ pub(super) enum LiveCheckState {
     /// Nothing to check: the sweep relaunches, the spec says the job adapts, or no launch
     /// re-caps the CPU (the command depends on the CPU level).
     NotNeeded,
-    /// The next pass is the check's fresh launch.
-    Pending,
+    /// The next pass is the check's fresh launch; `attempts` fresh launches before it had
+    /// their blocks left out.
+    Pending {
+        attempts: u32,
+    },
     /// The pass being measured started with the check's fresh launch.
     Checking(Box<Checking>),
     Done(LiveCheck),
@@ -53,6 +63,13 @@ pub(super) enum LiveCheckState {
 pub(super) struct Checking {
     point: Point,
     launch: u32,
+    attempt: u32,
+}
+
+impl LiveCheckState {
+    pub(super) fn is_pending(&self) -> bool {
+        matches!(self, LiveCheckState::Pending { .. })
+    }
 }
 
 /// One launch's (or launches') log-ratios of the check's point to the reference, and its rate.
@@ -146,6 +163,12 @@ pub fn describe(check: &LiveCheck) -> String {
             compared,
             check.tolerance * 100.0
         ),
+        "unproven" => format!(
+            "live check at {} CPUs unproven: {}; re-capping the running job is taken as valid \
+             and the sweep goes on, but a job that sizes itself from the CPUs it sees at start \
+             would be mismeasured: sweep again on a quiet machine, or set sweep.adapts_to_caps",
+            check.cpu, check.reason
+        ),
         _ => format!(
             "live check at {} CPUs: re-capped {:.1} vs {fresh} {:.1} samples/s ({gap:+.1}%, \
              beyond ±{:.1}%): the job sizes itself from the CPUs it sees at start (threads, \
@@ -165,13 +188,14 @@ impl Sweep<'_> {
     /// Where the pass has no point below the reference (one CPU level), there is nothing to
     /// check.
     pub(super) fn start_live_check(&mut self, first: Option<&Point>) {
-        if self.live_check != LiveCheckState::Pending {
+        let LiveCheckState::Pending { attempts } = self.live_check else {
             return;
-        }
+        };
         self.live_check = match first.filter(|p| **p != self.reference_point(&p.params)) {
             Some(first) => LiveCheckState::Checking(Box::new(Checking {
                 point: first.clone(),
                 launch: self.launch_id() + 1,
+                attempt: attempts,
             })),
             None => LiveCheckState::NotNeeded,
         };
@@ -230,7 +254,9 @@ impl Sweep<'_> {
             .map(|b| CellKey::new(c.point.cpu, b[c.point.mem], &c.point.params));
         let cell = self.cells.iter().find(|x| Some(x.key()) == key);
         let (mut live, mut fresh, mut live_rates, mut fresh_rate) = (vec![], vec![], vec![], None);
+        let mut left_out = Vec::new();
         if let Some(cell) = cell {
+            left_out = left_out_launches(&self.blocks, cell);
             for (launch, log) in ratios_by_launch(&self.blocks, cell) {
                 match launch.cmp(&c.launch) {
                     std::cmp::Ordering::Less => live.push(log),
@@ -247,6 +273,12 @@ impl Sweep<'_> {
                     std::cmp::Ordering::Greater => {}
                 }
             }
+        }
+        // A side whose blocks were all left out says nothing either way.
+        let unheard = (live.is_empty() && left_out.iter().any(|&l| l < c.launch))
+            || (fresh.is_empty() && left_out.contains(&c.launch));
+        if unheard {
+            return self.live_check_unheard(&c, mean(&live_rates), fresh_rate.unwrap_or(0.0));
         }
         // The point's own spread around each launch's mean where it has blocks enough for
         // one (a two-sample pooled variance), else the sweep's.
@@ -283,6 +315,53 @@ impl Sweep<'_> {
             return Ok(false);
         }
         self.observer.warn(&line);
+        self.relaunch_from_scratch(params)
+    }
+
+    /// The check's fresh launch (or the launches before it) had every block it measured the
+    /// point in left out: the check is made again on the next pass's fresh launch, or, after
+    /// [`LIVE_CHECK_ATTEMPTS`] launches, recorded as unproven and the sweep goes on re-capping.
+    fn live_check_unheard(
+        &mut self,
+        c: &Checking,
+        live_samples_per_s: f64,
+        fresh_samples_per_s: f64,
+    ) -> Result<bool, SweepError> {
+        let attempts = c.attempt + 1;
+        let why = "every block that measured it on one of the two launches was left out (other \
+                   processes disturbed it, or the reference drifted)";
+        if attempts < LIVE_CHECK_ATTEMPTS {
+            self.observer.warn(&format!(
+                "live check at {} CPUs: {why}; the check is made again on the next pass's fresh \
+                 launch",
+                c.point.cpu
+            ));
+            self.live_check = LiveCheckState::Pending { attempts };
+            return Ok(false);
+        }
+        let check = LiveCheck {
+            cpu: c.point.cpu,
+            live_samples_per_s,
+            relaunch_samples_per_s: fresh_samples_per_s,
+            tolerance: LIVE_CHECK_MAX_TOLERANCE,
+            outcome: "unproven".into(),
+            fresh_samples_per_s: Vec::new(),
+            between_launch_spread: None,
+            reason: format!("{why}, on {attempts} fresh launches"),
+            reference_ratio: None,
+        };
+        self.observer.warn(&describe(&check));
+        self.live_check = LiveCheckState::Done(check.clone());
+        self.update_header(|h| h.live_check = Some(check))?;
+        Ok(false)
+    }
+
+    /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped,
+    /// and `true` says to measure them again, a fresh launch each.
+    fn relaunch_from_scratch(
+        &mut self,
+        params: &BTreeMap<String, String>,
+    ) -> Result<bool, SweepError> {
         self.mode = SweepMode::Relaunch;
         self.block = None;
         self.blocks.retain(|b| &b.params != params);

@@ -509,7 +509,7 @@ impl Sweep<'_> {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
         };
-        Ok(Outcome::Cell(Cell {
+        let cell = Cell {
             cpu: p.cpu,
             memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
             params: p.params.clone(),
@@ -526,6 +526,8 @@ impl Sweep<'_> {
             visits: Vec::new(),
             measured_unix_s,
             left_out_unix_s,
-        }))
+        };
+        self.note_disturbance(&cell);
+        Ok(Outcome::Cell(cell))
     }
 }

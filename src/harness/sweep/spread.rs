@@ -3,8 +3,8 @@
 //! needs blocks to average over. After the points of a parameter combination are measured, the
 //! sweep measures them again, pass after pass, each pass a block that opens with the reference
 //! (one launch for the whole pass where re-capping is valid, as in the first): `measure.launches`
-//! passes in all, and, where that is more than one, one more in place of each block whose
-//! reference drifted (at most [`MAX_EXTRA_PASSES`]), while the passes so far took less than
+//! passes in all, and, where that is more than one, one more in place of each block left out
+//! because its reference drifted or other processes disturbed it (at most [`MAX_EXTRA_PASSES`]), while the passes so far took less than
 //! `measure.launches_budget_s`.
 //! Each point's cell is then the mean of its launches, with an interval for where one more
 //! lands. When the sweep ends, the spread pooled over every point measured on several launches
@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 impl Sweep<'_> {
     /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
-    /// passes were measured, none is owed for a drifted block and the live check is made.
+    /// passes were measured, none is owed for a block left out and the live check is made.
     /// `true` where the check found re-capping not valid: the points of `params` were dropped,
     /// to be measured again on a fresh launch each.
     pub(super) fn launch_again(
@@ -33,19 +33,19 @@ impl Sweep<'_> {
         let launches = self.opts.spec.spec.measure.launches;
         let mut pass = 1;
         loop {
-            // One launch a point is what was asked for: a drifted block is only marked. A pass
+            // One launch a point is what was asked for: a block left out is only marked. A pass
             // that walks in rounds measures as many blocks again.
             let owed = match launches {
                 0 | 1 => 0,
                 _ => self
-                    .drifted_blocks(params)
+                    .left_out_blocks(params)
                     .div_ceil(self.rounds_per_launch())
                     .min(MAX_EXTRA_PASSES),
             };
             // The live check's fresh launch is a pass of its own, also where one was asked for.
             // Where no more passes were asked for, it measures only the check's point and the
             // reference.
-            let checking = self.live_check == LiveCheckState::Pending;
+            let checking = self.live_check.is_pending();
             let asked = pass < launches + owed;
             if !asked && !checking {
                 break;
@@ -90,7 +90,7 @@ impl Sweep<'_> {
                 (launches + owed).max(pass + 1),
                 match owed {
                     0 => String::new(),
-                    n => format!(", {n} of them in place of drifted blocks"),
+                    n => format!(", {n} of them in place of blocks left out"),
                 }
             ));
             let mut walk = self.again_walk(points);

@@ -56,6 +56,7 @@ fn block(index: u32, start: f64, opening: f64, closing: Option<f64>) -> SweepBlo
         opening: Some(reference(opening, start)),
         closing: closing.map(|c| reference(c, start + 80.0)),
         drifted: false,
+        disturbed: false,
     }
 }
 
@@ -155,6 +156,46 @@ fn a_drifted_block_is_left_out_and_counted() {
     assert_eq!((one.rate, one.blocks, one.dropped_blocks), (0.5, 1, 1));
 }
 
+/// A block other processes disturbed (a hog took half the reference's CPUs, so the cell's
+/// ratio doubled) is left out as a drifted one is, counted, named in the summary, and its
+/// launch is the one reported left out.
+#[test]
+fn a_disturbed_block_is_left_out_and_its_launch_named() {
+    let mut hogged = block(1, 1000.0, 50.0, None);
+    hogged.disturbed = true;
+    assert!(hogged.left_out() && !hogged.judge_drift(0.0));
+    let blocks = [block(0, 0.0, 100.0, None), hogged];
+    let visit = |launch: u32, rate: f64, start: f64| crate::matrix::Visit {
+        launch,
+        samples_per_s: rate,
+        ci95_low: rate * (1.0 - OWN),
+        ci95_high: rate * (1.0 + OWN),
+        measured_s: 10.0,
+        measured_unix_s: [start, start + 10.0],
+        disturbed: launch == 2,
+    };
+    let mut low = measured(0.5, &[(25.0, 20.0), (25.0, 1020.0)]);
+    low.visits = vec![visit(1, 25.0, 20.0), visit(2, 25.0, 1020.0)];
+    let cells = [measured(REF_CPU, &[(100.0, 0.0), (50.0, 1000.0)]), low];
+    let rel = relative_rates(&blocks, &cells);
+    let r = rel[1].as_ref().unwrap();
+    assert_eq!((r.rate, r.blocks, r.dropped_blocks), (0.25, 1, 1), "{r:?}");
+    assert_eq!(left_out_launches(&blocks, &cells[1]), vec![2]);
+    assert_eq!(
+        ratios_by_launch(&blocks, &cells[1]),
+        vec![(1, 0.25f64.ln())]
+    );
+    let mut with_rates = cells.clone();
+    for (c, r) in with_rates.iter_mut().zip(rel) {
+        c.relative = r;
+    }
+    let line = describe_relative(&with_rates, &blocks).unwrap();
+    assert!(
+        line.contains("1 block(s) dropped: other processes disturbed them"),
+        "{line}"
+    );
+}
+
 /// A modelled cell at 1 CPU and less memory: the measured 1-CPU cell's relative rate, times the
 /// model's ratio between the two.
 #[test]
@@ -238,6 +279,7 @@ fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
                 ci95_high: r * (1.0 + OWN),
                 measured_s: 10.0,
                 measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
+                disturbed: false,
             }
         })
         .collect();
