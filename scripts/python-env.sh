@@ -37,7 +37,7 @@ if ! cached; then
         "$venv/bin/python" -m pip install --upgrade pip </dev/null >&2
         "$venv/bin/python" -m pip install --upgrade -r "$requirements" </dev/null >&2
         # A broken install fails here rather than in a test.
-        KERAS_BACKEND=torch "$venv/bin/python" -c 'import torch, torchvision, tqdm, transformers, accelerate, keras, lightning, rich, datasets, webdataset, lmdb, litdata, h5py, zarr' >&2
+        KERAS_BACKEND=torch "$venv/bin/python" -c 'import torch, torchvision, tqdm, transformers, accelerate, keras, lightning, rich, datasets, webdataset, lmdb, litdata, h5py, zarr, torchdata.nodes' >&2
         echo "$want" >"$stamp"
         echo "python-env: ready in $((SECONDS - start)) s" >&2
     fi

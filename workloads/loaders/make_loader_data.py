@@ -11,6 +11,7 @@ records the parameters: a rerun with the same ones does nothing, anything else i
     make_loader_data.py parquet DIR --samples 24000 # Hugging Face datasets: to_parquet() shards of 4096-token rows
     make_loader_data.py hdf5 DIR --samples 4500     # h5py: one .h5 of 60 KiB uint8 images (3x128x160) + labels
     make_loader_data.py zarr DIR --samples 6000     # zarr: a v3 array of 48 KiB uint8 images (3x128x128), a chunk file each
+    make_loader_data.py files DIR --samples 6000    # one JPEG file per sample, a folder per class (torchdata.nodes reads them)
 
 The JPEGs are the synthetic ImageFolder's (workloads/pytorch/make_synthetic_imagefolder.py, 20
 classes, 320x320, about 39 KB each), written by one process per CPU.
@@ -148,7 +149,16 @@ def write_zarr(out, samples, seed, block=500):
     root.create_array("labels", data=np.arange(samples, dtype=np.int64) % CLASSES)
 
 
-WRITERS = {"arrow": write_arrow, "hdf5": write_hdf5, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy, "zarr": write_zarr}
+def write_files(out, samples, seed):
+    """One JPEG file per sample, CLASS/INDEX.jpg, a folder per class."""
+    for c in range(CLASSES):
+        os.makedirs(os.path.join(out, f"{c:02d}"))
+    for index, label, data in jpegs(samples, seed):
+        with open(os.path.join(out, f"{label:02d}", f"{index:06d}.jpg"), "wb") as f:
+            f.write(data)
+
+
+WRITERS = {"files": write_files, "arrow": write_arrow, "hdf5": write_hdf5, "litdata": write_litdata, "parquet": write_parquet, "wds": write_wds, "lmdb": write_lmdb, "npy": write_npy, "zarr": write_zarr}
 
 
 def main(argv=None):
