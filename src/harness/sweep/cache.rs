@@ -5,7 +5,7 @@ use super::run::Run;
 use super::{Sweep, SweepError};
 use crate::cache_model::CacheModel;
 use crate::cache_model::{self, curve_hit_ratio, lru_hit_curve, page_cache_hit_ratio};
-use crate::harness::dataset::read_ahead_bytes;
+use crate::harness::dataset::{DatasetSize, read_ahead_bytes};
 use crate::harness::model_fill::modelled_cells;
 use crate::harness::open_trace::OpenTrace;
 use crate::harness::plan::Point;
@@ -29,6 +29,17 @@ const RANDOM_READERS: usize = 4;
 const RANDOM_READ_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
 /// A cap is held where random reads got at least this part of it.
 const CAP_HELD: f64 = 0.9;
+
+/// What a page fault on an uncached page of a mapped dataset reads: the device's read-ahead
+/// window around it, clipped to its file. Where the dataset's files are on average no larger
+/// than the window, a fault reads its file whole, as a read of the file does, and `None` says
+/// that a miss costs what it would unmapped.
+fn read_around_unit(window: u64, dataset: Option<&DatasetSize>) -> Option<u64> {
+    let mean_file = dataset
+        .filter(|d| d.files > 0)
+        .map_or(u64::MAX, |d| d.bytes / d.files);
+    (mean_file > window).then_some(window)
+}
 
 impl Sweep<'_> {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
@@ -167,11 +178,19 @@ impl Sweep<'_> {
             ));
             self.update_header(|h| h.cache_model = Some(inputs))?;
         }
-        let Some(unit) = maps
+        let Some(window) = maps
             .read_around
             .then(|| read_ahead_bytes(&dataset))
             .flatten()
         else {
+            return Ok(());
+        };
+        let Some(unit) = read_around_unit(window, self.dataset.as_ref()) else {
+            self.observer.status(
+                "the job maps the dataset's files into memory, on average no larger than the \
+                 device's read-ahead window: a page fault on an uncached file reads that file, \
+                 as a read does",
+            );
             return Ok(());
         };
         let Some(inputs) = self.cache_inputs.as_mut() else {
@@ -466,7 +485,36 @@ fn top_level_shortfall(
 
 #[cfg(test)]
 mod tests {
-    use super::top_level_shortfall;
+    use super::{DatasetSize, read_around_unit, top_level_shortfall};
+
+    fn dataset(bytes: u64, files: u64) -> DatasetSize {
+        DatasetSize {
+            bytes,
+            page_cache_bytes: bytes,
+            files,
+            paths: Vec::new(),
+        }
+    }
+
+    /// A fault reads the read-ahead window around it, clipped to its file: a shard larger than
+    /// the window costs the window, a file of one 39 KB JPEG costs the file, as a read would.
+    #[test]
+    fn a_mapped_file_smaller_than_the_window_is_read_whole() {
+        let window = 8 << 20;
+        assert_eq!(
+            read_around_unit(window, Some(&dataset(472 << 20, 1))),
+            Some(window)
+        );
+        assert_eq!(
+            read_around_unit(window, Some(&dataset(468 << 20, 4))),
+            Some(window)
+        );
+        assert_eq!(
+            read_around_unit(window, Some(&dataset(234_000_000, 6000))),
+            None
+        );
+        assert_eq!(read_around_unit(window, None), Some(window));
+    }
 
     const MB: u64 = 1_000_000;
 
