@@ -200,8 +200,8 @@ pub struct CacheModelInputs {
     /// What storage delivers per cache miss where that is more than a sample: the job maps the
     /// dataset's files into memory with no advice (neither `MADV_RANDOM` nor
     /// `MADV_SEQUENTIAL`), so each page fault on an uncached page reads the device's read-ahead
-    /// window around it (`read_ahead_kb`), clipped to its file. Absent: a miss reads the sample
-    /// (also where the dataset's files are on average no larger than the window).
+    /// window around it (`read_ahead_kb`), clipped to its file: the window or the dataset's
+    /// mean file size, whichever is smaller. Absent: a miss reads the sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_unit_bytes: Option<u64>,
     /// Bytes of the dataset the job keeps mapped at once with `MADV_SEQUENTIAL` (`sr` among a

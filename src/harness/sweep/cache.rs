@@ -31,14 +31,13 @@ const RANDOM_READ_PROBE: std::time::Duration = std::time::Duration::from_secs(1)
 const CAP_HELD: f64 = 0.9;
 
 /// What a page fault on an uncached page of a mapped dataset reads: the device's read-ahead
-/// window around it, clipped to its file. Where the dataset's files are on average no larger
-/// than the window, a fault reads its file whole, as a read of the file does, and `None` says
-/// that a miss costs what it would unmapped.
-fn read_around_unit(window: u64, dataset: Option<&DatasetSize>) -> Option<u64> {
+/// window around it, clipped to its file, so the window or the dataset's mean file size,
+/// whichever is smaller. A file of one sample is read whole, as a read of it would be.
+fn read_around_unit(window: u64, dataset: Option<&DatasetSize>) -> u64 {
     let mean_file = dataset
         .filter(|d| d.files > 0)
         .map_or(u64::MAX, |d| d.bytes / d.files);
-    (mean_file > window).then_some(window)
+    window.min(mean_file.max(1))
 }
 
 impl Sweep<'_> {
@@ -185,26 +184,28 @@ impl Sweep<'_> {
         else {
             return Ok(());
         };
-        let Some(unit) = read_around_unit(window, self.dataset.as_ref()) else {
-            self.observer.status(
-                "the job maps the dataset's files into memory, on average no larger than the \
-                 device's read-ahead window: a page fault on an uncached file reads that file, \
-                 as a read does",
-            );
-            return Ok(());
-        };
+        let unit = read_around_unit(window, self.dataset.as_ref());
         let Some(inputs) = self.cache_inputs.as_mut() else {
             return Ok(());
         };
         inputs.read_unit_bytes = Some(unit);
         let inputs = inputs.clone();
-        self.observer.warn(&format!(
-            "the job maps the dataset's files into memory with no madvise: each page fault \
-             on an uncached page reads {} KiB around it (the device's read_ahead_kb), and \
-             the cache model counts misses so; under a memory cap such a job can thrash \
-             (give the map MADV_RANDOM, or lower read_ahead_kb)",
-            unit / 1024
-        ));
+        if unit < window {
+            self.observer.status(&format!(
+                "the job maps the dataset's files into memory, {} KiB on average, smaller than \
+                 the device's read-ahead window: a page fault on an uncached file reads that \
+                 file, as a read does",
+                unit / 1024
+            ));
+        } else {
+            self.observer.warn(&format!(
+                "the job maps the dataset's files into memory with no madvise: each page fault \
+                 on an uncached page reads {} KiB around it (the device's read_ahead_kb), and \
+                 the cache model counts misses so; under a memory cap such a job can thrash \
+                 (give the map MADV_RANDOM, or lower read_ahead_kb)",
+                unit / 1024
+            ));
+        }
         self.update_header(|h| h.cache_model = Some(inputs))
     }
 
@@ -501,19 +502,15 @@ mod tests {
     #[test]
     fn a_mapped_file_smaller_than_the_window_is_read_whole() {
         let window = 8 << 20;
-        assert_eq!(
-            read_around_unit(window, Some(&dataset(472 << 20, 1))),
-            Some(window)
-        );
-        assert_eq!(
-            read_around_unit(window, Some(&dataset(468 << 20, 4))),
-            Some(window)
-        );
-        assert_eq!(
-            read_around_unit(window, Some(&dataset(234_000_000, 6000))),
-            None
-        );
-        assert_eq!(read_around_unit(window, None), Some(window));
+        for (bytes, files, unit) in [
+            (472 << 20, 1, window),
+            (468 << 20, 4, window),
+            (8 << 20, 1, window),
+            (234_000_000, 6000, 39_000),
+        ] {
+            assert_eq!(read_around_unit(window, Some(&dataset(bytes, files))), unit);
+        }
+        assert_eq!(read_around_unit(window, None), window);
     }
 
     const MB: u64 = 1_000_000;
