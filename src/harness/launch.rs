@@ -114,8 +114,20 @@ impl Launch {
             .iter()
             .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
             .collect();
-        // SAFETY: only async-signal-safe calls (prctl, open, write, close) on data prepared
-        // before fork.
+        // Every CPU, for a job attached to a cpuset: the kernel keeps the cpuset's. A task
+        // written into a v1 cpuset keeps the affinity it inherited, and the thread that starts
+        // the job may have been moved off another job's CPUs while a cell was measured.
+        let widen = !procs.is_empty();
+        // SAFETY: a plain C struct, all zero bits a valid empty set; CPU_SET stays inside it.
+        let every_cpu = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for cpu in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            set
+        };
+        // SAFETY: only async-signal-safe calls (prctl, open, write, close, sched_setaffinity)
+        // on data prepared before fork.
         unsafe {
             cmd.pre_exec(move || {
                 // If the profiler dies without cleaning up, the job goes with it.
@@ -130,6 +142,9 @@ impl Launch {
                     if !ok {
                         return Err(std::io::Error::last_os_error());
                     }
+                }
+                if widen {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &every_cpu);
                 }
                 Ok(())
             });
