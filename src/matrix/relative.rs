@@ -139,15 +139,6 @@ impl SweepBlock {
         self.drifted || self.disturbed
     }
 
-    /// Why the block is left out, in words; `None` where it is kept.
-    pub fn why_left_out(&self) -> Option<&'static str> {
-        match (self.drifted, self.disturbed) {
-            (_, true) => Some("other processes disturbed it"),
-            (true, false) => Some("its reference drifted"),
-            (false, false) => None,
-        }
-    }
-
     /// Whether the reference drifted: it moved beyond what its windows allow plus `slack`.
     pub fn judge_drift(&self, slack: f64) -> bool {
         self.drift_beyond_windows()
