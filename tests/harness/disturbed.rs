@@ -90,13 +90,14 @@ fn measure(spec: LoadedSpec, dir: &Path, name: &str, observer: &mut dyn SweepObs
 }
 
 /// A live sweep of the spin job at 0.5 and 1 CPU: two passes (the second the live check's fresh
-/// launch), one block a launch.
+/// launch), two blocks a launch (a host's spell may move the reference of one beyond its drift
+/// bound, which leaves that block out too).
 fn live_spin_spec(dir: &Path) -> LoadedSpec {
     std::fs::write(dir.join("spin.py"), SPIN_JOB).unwrap();
     let text = "schema_version = 1\nname = \"spin\"\ncommand = [\"python3\", \"spin.py\"]\n\
                 [throughput]\nprotocol = \"progress-file\"\n[measure]\nwarmup_s = 1\n\
                 settle_s = 0.5\nwindow_s = 0.5\nsteady_windows = 4\nsteady_cv = 0.08\n\
-                max_s = 8\nstartup_timeout_s = 20\nlaunches = 2\nrounds = 1\n\
+                max_s = 8\nstartup_timeout_s = 20\nlaunches = 2\nrounds = 2\n\
                 [sweep]\ncpu = [0.5, 1]\nmode = \"live\"\n";
     let path = dir.join("spin-live.toml");
     std::fs::write(&path, text).unwrap();
@@ -105,7 +106,7 @@ fn live_spin_spec(dir: &Path) -> LoadedSpec {
 
 /// Starts a hog that stays when the sweep's second pass (the live check's fresh launch) starts.
 struct HogFromSecondPass {
-    hog: Option<Child>,
+    hog: Option<Hogs>,
     started_unix_s: f64,
 }
 
@@ -114,16 +115,7 @@ impl SweepObserver for HogFromSecondPass {
         if message.starts_with("measuring") && message.contains("(pass 2 of") && self.hog.is_none()
         {
             self.started_unix_s = profiler::harness::progress::now_unix_s();
-            self.hog = Some(hog(300.0));
-        }
-    }
-}
-
-impl Drop for HogFromSecondPass {
-    fn drop(&mut self) {
-        if let Some(h) = &mut self.hog {
-            let _ = h.kill();
-            let _ = h.wait();
+            self.hog = Some(Hogs(vec![hog(300.0)]));
         }
     }
 }
@@ -226,7 +218,8 @@ fn a_hog_that_stays_leaves_its_blocks_out_and_the_check_unproven() {
         .expect("the 0.5-CPU cell is measured");
     let r = low.relative.clone().expect("a relative rate");
     eprintln!("0.5 CPU relative to 1 CPU: {r:?}");
-    assert_eq!(r.blocks as usize, before.len(), "{r:?}");
+    let kept = before.iter().filter(|b| !b.left_out()).count();
+    assert_eq!(r.blocks as usize, kept, "{r:?}");
     assert!(r.dropped_blocks as usize >= after.len(), "{r:?}");
     // One quiet block: a host's spell moves it (0.37-0.52 over five runs on a 2-core VM), but
     // not to the 1 the hogged blocks give (the hog halves the reference and leaves the capped
