@@ -1,10 +1,12 @@
 //! `profiler`: profile deep-learning training jobs under real CPU and memory caps into
-//! throughput sensitivity matrices, and replay cluster schedules offline.
+//! throughput sensitivity matrices, replay cluster schedules offline, and deploy a replay's
+//! schedule on real jobs.
 //!
 //! The binary (`src/main.rs`) only parses arguments; everything else lives here.
 
 pub mod cache_model;
 pub mod cli;
+pub mod deploy;
 pub mod doctor;
 pub mod export;
 pub mod harness;

@@ -198,6 +198,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", profiler::replay::report::render(&summary));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Deploy(args) => {
+            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+            let progress = profiler::output::deploy_progress::DeployLines::new();
+            match profiler::deploy::run_deploy(&args.to_options()?, &progress, &cancel) {
+                Err(e @ profiler::deploy::DeployError::Interrupted { .. }) => {
+                    eprintln!("{e}");
+                    Ok(ExitCode::from(130))
+                }
+                out => {
+                    let summary = out?;
+                    print!(
+                        "{}",
+                        profiler::deploy::compare::render(&profiler::deploy::compare::rows(
+                            &summary.deployed,
+                            &summary.replayed
+                        ))
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
         Command::Export(args) => {
             let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
             for note in &report.notes {

@@ -39,6 +39,7 @@ from .plugins import ElasticPolicy, Mechanism, Policy, mechanisms, policies
 
 __all__ = [
     "DecisionView",
+    "DeployResult",
     "ElasticAllocation",
     "ElasticJobView",
     "ElasticPolicy",
@@ -55,6 +56,7 @@ __all__ = [
     "ReplayResult",
     "RoundView",
     "Run",
+    "deploy",
     "export",
     "load",
     "mechanisms",
@@ -265,6 +267,50 @@ def replay(
         profiles=profiles,
         workload=workload,
     )
+
+
+@dataclass(frozen=True)
+class DeployResult:
+    """A deploy's results: per scheme the deploy's tables and the replay's, and the
+    comparison (one row per scheme: makespan, mean and p99 JCT, deployed and replayed, and the
+    gap in percent)."""
+
+    runs: dict[str, Run]
+    replayed: dict[str, Run]
+    compare: pl.DataFrame
+
+
+def deploy(
+    *,
+    trace: str,
+    policy: str | Policy | Any = "fifo",
+    mechanism: str | Mechanism | Any = "proportional",
+    decision_timeout: float | None = None,
+    **options: Any,
+) -> DeployResult:
+    """Runs a replay's schedule on real jobs of this machine, as ``profiler deploy`` does
+    (root, cgroups), and replays the same trace beside it.
+
+    ``policy`` and ``mechanism`` are built-in names or objects, as for :func:`replay`: the
+    deploy calls them every round, as the replay does. The other options are those of
+    ``profiler deploy``: ``jobs`` (the job specs' directory), ``profiles``, ``cluster``,
+    ``round_s``, ``compare=["fifo+proportional", "fifo+tune"]``, ``out``. Ctrl-C stops every
+    job and keeps the tables of those that finished."""
+    argv_options = {"trace": trace, **options}
+    if isinstance(policy, str):
+        argv_options["policy"] = policy
+        policy = None
+    if isinstance(mechanism, str):
+        argv_options["mechanism"] = mechanism
+        mechanism = None
+    runs, replayed, compare = _native.deploy_run(
+        _argv(argv_options), policy, mechanism, decision_timeout
+    )
+
+    def tables(runs):
+        return {label: Run(label, _frame(jobs), _frame(rounds)) for label, jobs, rounds in runs}
+
+    return DeployResult(runs=tables(runs), replayed=tables(replayed), compare=_frame(compare))
 
 
 @dataclass(frozen=True)

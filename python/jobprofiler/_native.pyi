@@ -171,6 +171,12 @@ def replay_run(
     mechanism: object | None = None,
     decision_timeout: float | None = None,
 ) -> tuple[list[tuple[str, bytes, bytes]], bytes, list[str]]: ...
+def deploy_run(
+    argv: list[str],
+    policy: object | None = None,
+    mechanism: object | None = None,
+    decision_timeout: float | None = None,
+) -> tuple[list[tuple[str, bytes, bytes]], list[tuple[str, bytes, bytes]], bytes]: ...
 def elastic_run(
     argv: list[str], plugins: list[object], decision_timeout: float | None = None
 ) -> tuple[list[tuple[dict, dict]], str, str]: ...

@@ -4,6 +4,7 @@
 //! that polars reads without copying row by row.
 
 mod deadline;
+mod deploy;
 mod elastic;
 mod matrices;
 mod plugins;
@@ -71,6 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ProfilerError", m.py().get_type::<ProfilerError>())?;
     matrices::register(m)?;
     replay::register(m)?;
+    deploy::register(m)?;
     views::register(m)?;
     plugins::register(m)?;
     elastic::register(m)?;

@@ -15,8 +15,42 @@ use pyo3::types::PyBytes;
 struct Unobserved;
 impl ReplayObserver for Unobserved {}
 
+/// The schemes to run: the named built-ins, or, where a Python `policy` or `mechanism` is
+/// given, that object in place of the first scheme's named one.
+pub(crate) fn schemes_with_plugins(
+    named: &[(String, String)],
+    policy: Option<Bound<'_, PyAny>>,
+    mechanism: Option<Bound<'_, PyAny>>,
+    deadline: &std::sync::Arc<Deadline>,
+) -> PyResult<Vec<Scheme>> {
+    if policy.is_none() && mechanism.is_none() {
+        return schemes_by_name(named).map_err(error);
+    }
+    let (p, m) = named.first().cloned().unwrap_or_default();
+    let policy: Box<dyn policy::Policy> = match policy {
+        Some(obj) => Box::new(PyPolicy::new(&obj, deadline.clone())?),
+        None => policy::by_name(&p).ok_or_else(|| error(format!("unknown policy {p:?}")))?,
+    };
+    let mechanism: Box<dyn mechanism::Mechanism> = match mechanism {
+        Some(obj) => Box::new(PyMechanism::new(&obj, deadline.clone())?),
+        None => mechanism::by_name(&m).ok_or_else(|| error(format!("unknown mechanism {m:?}")))?,
+    };
+    Ok(vec![(policy, mechanism)])
+}
+
+/// A run's tables as Parquet bytes: (policy+mechanism, per-job table, per-round table).
+pub(crate) fn run_tables<'py>(
+    py: Python<'py>,
+    run: &profiler::replay::RunResult,
+) -> PyResult<RunTables<'py>> {
+    let label = format!("{}+{}", run.summary.policy, run.summary.mechanism);
+    let jobs = parquet(tables::jobs_frame(&run.jobs).map_err(error)?)?;
+    let rounds = parquet(tables::rounds_frame(&run.rounds).map_err(error)?)?;
+    Ok((label, PyBytes::new(py, &jobs), PyBytes::new(py, &rounds)))
+}
+
 /// One scheme's results: (policy+mechanism, per-job table, per-round table).
-type RunTables<'py> = (String, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+pub(crate) type RunTables<'py> = (String, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// Runs the replay `argv` describes (`profiler replay` arguments). `policy` / `mechanism`, where
 /// given, are Python objects that replace the named built-in; each call into them may take at
@@ -39,23 +73,7 @@ fn replay_run<'py>(
     }
     let opts = args.to_options().map_err(error)?;
     let deadline = Deadline::new(decision_timeout)?;
-    let custom = policy.is_some() || mechanism.is_some();
-    let schemes: Vec<Scheme> = if custom {
-        let (p, m) = opts.schemes.first().cloned().unwrap_or_default();
-        let policy: Box<dyn policy::Policy> = match policy {
-            Some(obj) => Box::new(PyPolicy::new(&obj, deadline.clone())?),
-            None => policy::by_name(&p).ok_or_else(|| error(format!("unknown policy {p:?}")))?,
-        };
-        let mechanism: Box<dyn mechanism::Mechanism> = match mechanism {
-            Some(obj) => Box::new(PyMechanism::new(&obj, deadline.clone())?),
-            None => {
-                mechanism::by_name(&m).ok_or_else(|| error(format!("unknown mechanism {m:?}")))?
-            }
-        };
-        vec![(policy, mechanism)]
-    } else {
-        schemes_by_name(&opts.schemes).map_err(error)?
-    };
+    let schemes = schemes_with_plugins(&opts.schemes, policy, mechanism, &deadline)?;
     // The replay runs with the interpreter released; a plug-in takes it back for each call.
     let summary = py.detach(|| {
         let summary = Scenario::load(&opts)
@@ -64,13 +82,9 @@ fn replay_run<'py>(
         summary
     });
     let summary = summary.map_err(error)?;
-    let mut runs = Vec::new();
-    for run in &summary.runs {
-        let label = format!("{}+{}", run.summary.policy, run.summary.mechanism);
-        let jobs = parquet(tables::jobs_frame(&run.jobs).map_err(error)?)?;
-        let rounds = parquet(tables::rounds_frame(&run.rounds).map_err(error)?)?;
-        runs.push((label, PyBytes::new(py, &jobs), PyBytes::new(py, &rounds)));
-    }
+    let runs = (summary.runs.iter())
+        .map(|run| run_tables(py, run))
+        .collect::<PyResult<Vec<_>>>()?;
     let table =
         parquet(tables::summary_frame(summary.runs.iter().map(|r| &r.summary)).map_err(error)?)?;
     let described = vec![

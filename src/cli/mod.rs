@@ -7,6 +7,8 @@ use crate::spec::{LoadedSpec, MemoryAxis, SweepMode};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod deploy;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "profiler",
@@ -21,6 +23,7 @@ profiler plot matrices/input-pipeline.matrix.jsonl\n  \
 profiler export matrices/input-pipeline.matrix.jsonl --format csv -o input-pipeline.csv\n  \
 profiler validate --job workloads/input-pipeline.toml\n  \
 profiler replay --compare fifo+proportional,fifo+tune,fifo+opt\n  \
+profiler deploy --trace workloads/deploy/trace.csv --compare fifo+proportional,fifo+tune\n  \
 profiler doctor    (on a GPU server: is everything there a GPU sweep needs?)"
 )]
 pub struct Cli {
@@ -112,6 +115,9 @@ profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --serv
     /// and Gavel simulator inputs, Slurm and Kubernetes resource requests.
     #[command(long_about = crate::export::cli::LONG_ABOUT)]
     Export(crate::export::cli::ExportArgs),
+    /// Run a replay's schedule on real jobs of this machine (each in a cgroup with the CPUs
+    /// and memory the mechanism gave it) and compare makespan and JCTs with the replay.
+    Deploy(deploy::DeployArgs),
     /// Check that this machine can profile GPU jobs: driver, NVML, GPM, cgroups, PyTorch, and a
     /// short GPU sweep, each with a verdict and what to do when it fails.
     #[command(

@@ -9,6 +9,7 @@ pub mod dataset;
 pub mod fleet;
 pub mod gpu;
 pub mod interference;
+pub mod job_launch;
 pub mod launch;
 pub mod model_fill;
 pub mod open_trace;

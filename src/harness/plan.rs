@@ -177,7 +177,7 @@ pub(super) fn param_combinations(
 }
 
 /// Formats a CPU level for templates and names (`0.5`, `2`).
-pub(super) fn cpu_text(cpu: f64) -> String {
+pub(crate) fn cpu_text(cpu: f64) -> String {
     let s = format!("{cpu:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -7,13 +7,14 @@ use super::cgroup::{CapsError, CgroupRoot};
 use super::cpu_search::CpuSearch;
 use super::dataset::{DatasetError, DatasetSize, block_device_of, ensure_dataset, measure_dataset};
 use super::gpu::GpuMonitor;
+use super::job_launch::{base_vars, render_argv};
 use super::launch::LaunchError;
 use super::plan::{MemoryLevels, Point, Recorded, param_combinations};
 use crate::matrix::MatrixError;
 use crate::matrix::{
     CacheModelInputs, Cell, CellKey, CellSource, Matrix, MatrixHeader, MatrixWriter,
 };
-use crate::spec::{CpuAxis, LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars, render};
+use crate::spec::{CpuAxis, LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -504,27 +505,11 @@ fn run_sweep_with(
     })
 }
 
-fn base_vars(spec: &LoadedSpec) -> Vars {
-    let mut vars = Vars::new();
-    vars.insert("gpus".into(), spec.spec.gpus.to_string());
-    if let Some(d) = &spec.dataset_path {
-        vars.insert("dataset".into(), absolute(d).display().to_string());
-    }
-    vars
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
-}
-
 fn render_all(argv: &[String], vars: &Vars, spec: &Path) -> Result<Vec<String>, SweepError> {
-    argv.iter()
-        .map(|a| render(a, vars))
-        .collect::<Result<_, _>>()
-        .map_err(|source| SweepError::Template {
-            spec: spec.to_owned(),
-            source,
-        })
+    render_argv(argv, vars).map_err(|source| SweepError::Template {
+        spec: spec.to_owned(),
+        source,
+    })
 }
 
 fn total_memory_bytes() -> u64 {

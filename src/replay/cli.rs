@@ -77,6 +77,48 @@ fn described<T>(what: &str, registry: &[(&str, &str, T)]) -> String {
     format!("{what}:\n{}", lines.join("\n"))
 }
 
+/// The workload of trace `path` in `format` (detected from its first line with `Auto`).
+pub fn trace_workload(
+    path: &std::path::Path,
+    format: TraceFormat,
+) -> Result<WorkloadSpec, ReplayError> {
+    let fmt = match format {
+        TraceFormat::Auto => detect(path)?,
+        f => f,
+    };
+    let p = path.to_owned();
+    Ok(match fmt {
+        TraceFormat::Synergy | TraceFormat::Auto => WorkloadSpec::SynergyCsv(p),
+        TraceFormat::Philly => WorkloadSpec::PhillyCsv(p),
+        TraceFormat::PhillyJson => WorkloadSpec::PhillyJson(p),
+        TraceFormat::Alibaba => WorkloadSpec::Alibaba(p),
+        TraceFormat::Canonical => WorkloadSpec::Canonical(p),
+    })
+}
+
+/// The (policy, mechanism) pairs to run: each POLICY+MECHANISM of `compare`, or the one pair.
+pub fn parse_schemes(
+    policy: &str,
+    mechanism: &str,
+    compare: &[String],
+) -> Result<Vec<(String, String)>, ReplayError> {
+    if compare.is_empty() {
+        return Ok(vec![(policy.to_owned(), mechanism.to_owned())]);
+    }
+    compare
+        .iter()
+        .map(|s| {
+            s.split_once('+')
+                .map(|(p, m)| (p.trim().to_owned(), m.trim().to_owned()))
+                .ok_or_else(|| {
+                    ReplayError::Options(format!(
+                        "--compare {s:?}: expected POLICY+MECHANISM, e.g. srtf+tune"
+                    ))
+                })
+        })
+        .collect()
+}
+
 /// Replay a cluster schedule with Synergy's policies and mechanisms, or elastic jobs
 /// (`--elastic`) with ONES, Pollux and their baselines.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
@@ -362,37 +404,9 @@ impl ReplayArgs {
                 seed: self.seed,
                 max_jobs: self.jobs,
             }),
-            Some(p) => {
-                let fmt = match self.trace_format {
-                    TraceFormat::Auto => detect(p)?,
-                    f => f,
-                };
-                let p = p.clone();
-                match fmt {
-                    TraceFormat::Synergy | TraceFormat::Auto => WorkloadSpec::SynergyCsv(p),
-                    TraceFormat::Philly => WorkloadSpec::PhillyCsv(p),
-                    TraceFormat::PhillyJson => WorkloadSpec::PhillyJson(p),
-                    TraceFormat::Alibaba => WorkloadSpec::Alibaba(p),
-                    TraceFormat::Canonical => WorkloadSpec::Canonical(p),
-                }
-            }
+            Some(p) => trace_workload(p, self.trace_format)?,
         };
-        let schemes = if self.compare.is_empty() {
-            vec![(self.policy.clone(), self.mechanism.clone())]
-        } else {
-            self.compare
-                .iter()
-                .map(|s| {
-                    s.split_once('+')
-                        .map(|(p, m)| (p.trim().to_owned(), m.trim().to_owned()))
-                        .ok_or_else(|| {
-                            ReplayError::Options(format!(
-                                "--compare {s:?}: expected POLICY+MECHANISM, e.g. srtf+tune"
-                            ))
-                        })
-                })
-                .collect::<Result<_, _>>()?
-        };
+        let schemes = parse_schemes(&self.policy, &self.mechanism, &self.compare)?;
         Ok(ReplayOptions {
             cluster: ClusterSpec::resolve(self.cluster.as_deref().unwrap_or("synergy-default"))?,
             profiles: self.profiles.clone(),

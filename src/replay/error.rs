@@ -98,6 +98,12 @@ pub enum ReplayError {
         t: f64,
         message: String,
     },
+    /// The rounds' progress could not be made (a deploy's jobs could not be run).
+    #[error("round at t={t} s: {source}")]
+    RoundWork {
+        t: f64,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An invariant of the engine broke; this is a bug.
     #[error("internal error (bug): {0}")]
     Internal(String),

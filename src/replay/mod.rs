@@ -180,7 +180,7 @@ pub trait ReplayObserver: Sync {
     fn scheme_done(&self, _k: usize) {}
 }
 
-struct Unobserved;
+pub struct Unobserved;
 impl ReplayObserver for Unobserved {}
 
 /// Runs an elastic replay (`--elastic`): every policy with every seed on the trace's jobs.

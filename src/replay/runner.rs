@@ -38,6 +38,57 @@ pub fn schemes_by_name(names: &[(String, String)]) -> Result<Vec<Scheme>, Replay
         .collect()
 }
 
+/// The engine's configuration for `scheme` on `scenario` with the options' round, window and
+/// limits.
+pub fn engine_config<'a>(
+    opts: &ReplayOptions,
+    scenario: &'a Scenario,
+    scheme: &'a Scheme,
+    progress: Option<&'a engine::ProgressFn<'a>>,
+) -> EngineConfig<'a> {
+    EngineConfig {
+        cluster: &scenario.cluster,
+        profiles: &scenario.profiles,
+        policy: scheme.0.as_ref(),
+        mechanism: scheme.1.as_ref(),
+        semantics: opts.semantics,
+        round_s: opts.round_s,
+        window: opts.window,
+        horizon_s: opts.horizon_s,
+        max_rounds: opts.max_rounds,
+        first_round_s: opts.first_round_s,
+        audit: None,
+        progress,
+        fast: true,
+    }
+}
+
+/// A scheme's result from the engine's output, every job kept (a deploy's, or a replay's
+/// that did not stream).
+pub fn run_result(
+    out: engine::EngineOutput,
+    window: Option<(u64, u64)>,
+    scheme: &Scheme,
+    cluster: &super::cluster::Cluster,
+    wall_s: f64,
+) -> RunResult {
+    let mut tally = metrics::JobTally::new(window);
+    let jobs = metrics::job_records(&out);
+    for r in &jobs {
+        tally.add(r);
+    }
+    let mut summary = tally.summary(scheme.0.name(), scheme.1.name(), &out.rounds, cluster);
+    summary.lp_failures = out.lp_failures;
+    summary.wall_s = wall_s;
+    RunResult {
+        summary,
+        jobs,
+        rounds: out.rounds,
+        finished_jct_s: tally.finished_jcts(),
+        streamed: false,
+    }
+}
+
 /// Runs scheme `k` of the replay on `scenario`. Only scheme 0 records the canonical trace
 /// (`opts.record`).
 pub fn run_scheme(
@@ -55,21 +106,7 @@ pub fn run_scheme(
         scenario.total_jobs,
     );
     let progress = |finished: u64| observer.jobs_finished(k, finished);
-    let cfg = EngineConfig {
-        cluster,
-        profiles,
-        policy: policy.as_ref(),
-        mechanism: mech.as_ref(),
-        semantics: opts.semantics,
-        round_s: opts.round_s,
-        window: opts.window,
-        horizon_s: opts.horizon_s,
-        max_rounds: opts.max_rounds,
-        first_round_s: opts.first_round_s,
-        audit: None,
-        progress: Some(&progress),
-        fast: true,
-    };
+    let cfg = engine_config(opts, scenario, scheme, Some(&progress));
     let mut recorder = match (&opts.record, k) {
         (Some(p), 0) => Some(workload::canonical::Recorder::create(p)?),
         _ => None,

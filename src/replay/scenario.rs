@@ -35,6 +35,15 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The jobs of a trace, in arrival order; `None` for a synthetic workload, generated per
+    /// run.
+    pub fn trace_jobs(&self) -> Option<&[JobSpec]> {
+        match &self.loaded {
+            Loaded::Jobs(jobs) => Some(jobs),
+            Loaded::Synthetic(_) => None,
+        }
+    }
+
     /// Builds the cluster, loads the profiles and the workload, and checks the options.
     pub fn load(opts: &ReplayOptions) -> Result<Scenario, ReplayError> {
         let cluster = opts.cluster.build()?;

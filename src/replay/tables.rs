@@ -48,6 +48,7 @@ fn frame(height: usize, columns: Vec<Column>) -> Result<DataFrame, ReplayError> 
 /// | `rounds_run` | u32 | rounds the job ran in |
 /// | `gpu_s` | f64 | GPU-seconds used |
 /// | `cpu_request`, `mem_request_gb` | f64 | cores / GB the trace asked for (Alibaba); else null |
+/// | `failure` | str | why a deployed job stopped before its work ran out; else null |
 pub fn jobs_frame(jobs: &[JobRecord]) -> Result<DataFrame, ReplayError> {
     let f = |get: fn(&JobRecord) -> f64| jobs.iter().map(|j| finite(get(j))).collect::<Vec<_>>();
     let o = |get: fn(&JobRecord) -> Option<f64>| {
@@ -79,6 +80,12 @@ pub fn jobs_frame(jobs: &[JobRecord]) -> Result<DataFrame, ReplayError> {
             col("gpu_s", f(|j| j.gpu_s)),
             col("cpu_request", o(|j| j.cpu_request)),
             col("mem_request_gb", o(|j| j.mem_request_gb)),
+            col(
+                "failure",
+                jobs.iter()
+                    .map(|j| j.failure.as_deref())
+                    .collect::<Vec<_>>(),
+            ),
         ],
     )
 }
@@ -311,13 +318,14 @@ mod tests {
             gpu_s: 120.0,
             cpu_request: None,
             mem_request_gb: Some(62.5),
+            failure: (!finished).then(|| "exit status 1".to_string()),
         }
     }
 
     #[test]
     fn jobs_frame_has_one_row_per_job_and_nulls_for_missing() {
         let df = jobs_frame(&[job(1, true), job(2, false)]).unwrap();
-        assert_eq!(df.shape(), (2, 15));
+        assert_eq!(df.shape(), (2, 16));
         let names: Vec<&str> = df.get_column_names().iter().map(|n| n.as_str()).collect();
         assert_eq!(names[..4], ["job_id", "model", "gpus", "arrival_s"]);
         let jct = df.column("jct_s").unwrap().f64().unwrap();
@@ -380,7 +388,7 @@ mod tests {
             lines.next(),
             Some(
                 "job_id,model,gpus,arrival_s,start_s,finish_s,jct_s,queue_s,alone_proportional_s,\
-                 alone_best_s,ftf_rho,rounds_run,gpu_s,cpu_request,mem_request_gb"
+                 alone_best_s,ftf_rho,rounds_run,gpu_s,cpu_request,mem_request_gb,failure"
             )
         );
         assert_eq!(lines.count(), 2);

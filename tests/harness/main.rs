@@ -723,6 +723,7 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
     );
 }
 
+mod deploy;
 mod disturbed;
 mod doctor;
 #[macro_use]

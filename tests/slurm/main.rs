@@ -7,6 +7,7 @@
 //! `flock /tmp/measure.lock cargo test --test slurm`.
 
 mod cluster;
+mod deploy;
 mod fleet;
 mod grid;
 mod job_submit;
@@ -50,6 +51,7 @@ fn slurm_scenarios() {
     fleet::resume_finishes_an_interrupted_sweep(&cluster);
     fleet::an_oom_in_a_job_is_an_infeasible_cell(&cluster);
     fleet::input_pipeline_through_slurm(&cluster);
+    deploy::a_short_trace_through_slurm(&cluster);
     grid::grid_as_job_array_matches_the_local_run(&cluster);
     grid::ctrl_c_cancels_the_array_and_the_merge(&cluster);
     grid::a_failed_task_fails_the_submission(&cluster);

@@ -167,6 +167,7 @@ impl EffectiveCaps {
             cpuset: c.memory.clone(),
             memory: c.memory.clone(),
             io: c.memory.clone(),
+            freezer: None,
         };
         let mut counters = controls(c.version).counters(&dirs);
         counters.anon_bytes = counters.anon_bytes.saturating_sub(own_anon);

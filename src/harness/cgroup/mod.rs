@@ -7,19 +7,23 @@
 //! tested against fixture directories without root.
 
 use cgroups_rs::CgroupPid;
-use cgroups_rs::fs::hierarchies::{self, V1};
-use cgroups_rs::fs::{Cgroup, Controllers, Hierarchy};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use cgroups_rs::fs::hierarchies;
+use cgroups_rs::fs::{Cgroup, Hierarchy};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod cleanup;
 mod counters;
 pub mod effective;
+mod mounts;
 mod v1;
 
+pub use cleanup::kill_live_runs;
+use cleanup::{LIVE_RUNS, kill_procs, lock_dir, procs_in, remove_dirs, try_lock};
 pub use counters::CgroupCounters;
+pub use mounts::parent_dirs_of;
+use mounts::{ControllerDirs, controllers, mounts};
 mod v2;
 
 /// CFS period used for quotas (100 ms, the kernel default).
@@ -81,6 +85,33 @@ trait Controls: Sync {
         bytes_per_s: Option<u64>,
     ) -> Result<(), CapsError>;
     fn counters(&self, dirs: &ControllerDirs) -> CgroupCounters;
+    /// Freezes every task of the cgroup (they keep their memory and make no progress) or
+    /// thaws them; returns once the kernel says they are frozen (or thawed).
+    fn set_frozen(&self, dirs: &ControllerDirs, frozen: bool) -> Result<(), CapsError>;
+}
+
+/// How long freezing may take (a task in uninterruptible sleep is frozen when it wakes).
+const FREEZE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Waits until `done()` or [`FREEZE_TIMEOUT`]; the error names the cgroup and what it shows.
+fn wait_frozen(
+    dir: &Path,
+    action: &'static str,
+    done: impl Fn() -> bool,
+    shows: impl Fn() -> String,
+) -> Result<(), CapsError> {
+    let deadline = Instant::now() + FREEZE_TIMEOUT;
+    while !done() {
+        if Instant::now() > deadline {
+            return Err(CapsError::Cgroup {
+                path: dir.display().to_string(),
+                action,
+                message: format!("still {} after {FREEZE_TIMEOUT:?}", shows()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(())
 }
 
 fn controls(version: CgroupVersion) -> &'static dyn Controls {
@@ -158,42 +189,6 @@ impl CgroupVersion {
     }
 }
 
-/// Where each controller's directory for a given cgroup lives.
-#[derive(Debug, Clone)]
-struct ControllerDirs {
-    cpu: PathBuf,
-    cpuacct: PathBuf,
-    cpuset: PathBuf,
-    memory: PathBuf,
-    io: PathBuf,
-}
-
-impl ControllerDirs {
-    /// Every distinct directory (v1 may mount several controllers together; v2 has one).
-    fn all(&self) -> Vec<PathBuf> {
-        let mut dirs = vec![
-            self.cpu.clone(),
-            self.cpuacct.clone(),
-            self.cpuset.clone(),
-            self.memory.clone(),
-            self.io.clone(),
-        ];
-        dirs.sort();
-        dirs.dedup();
-        dirs
-    }
-
-    fn join(&self, rel: &str) -> ControllerDirs {
-        ControllerDirs {
-            cpu: self.cpu.join(rel),
-            cpuacct: self.cpuacct.join(rel),
-            cpuset: self.cpuset.join(rel),
-            memory: self.memory.join(rel),
-            io: self.io.join(rel),
-        }
-    }
-}
-
 /// The profiler-owned parent cgroup. Removed on drop when empty.
 pub struct CgroupRoot {
     version: CgroupVersion,
@@ -214,31 +209,6 @@ pub struct CgroupRoot {
     swap_note: Option<String>,
 }
 
-/// Where the owners' lock files live: `/run` is a tmpfs, emptied at boot like the cgroups.
-fn lock_dir(parent: &str) -> PathBuf {
-    let base = if Path::new("/run").is_dir() {
-        PathBuf::from("/run/profiler")
-    } else {
-        std::env::temp_dir().join("profiler-run")
-    };
-    base.join(parent)
-}
-
-/// Tries to take the lock at `path` without waiting; `Some(file)` holds it.
-fn try_lock(path: &Path, create: bool) -> Option<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .truncate(false)
-        .open(path)
-        .ok()?;
-    // SAFETY: flock on a descriptor this function owns.
-    let ok = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-    ok.then_some(file)
-}
-
 /// Whether the host has swap a memory cap could be dodged with.
 fn host_has_swap() -> bool {
     std::fs::read_to_string("/proc/swaps")
@@ -256,143 +226,6 @@ fn check_parent(parent: &str) -> Result<(), CapsError> {
     } else {
         Err(CapsError::BadParent(parent.to_string()))
     }
-}
-
-/// Run names are `<job>-<token>-<launch>`, the token `<pid>.<n>`: the token, if `name` is one.
-fn run_token(name: &str) -> Option<&str> {
-    let mut parts = name.rsplitn(3, '-');
-    let launch = parts.next()?;
-    let token = parts.next()?;
-    parts.next()?;
-    let (pid, n) = token.split_once('.')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(launch) && digits(pid) && digits(n)).then_some(token)
-}
-
-/// SIGKILLs every process in the cgroup directories `dirs` until they are empty or `timeout`
-/// passes; true when empty.
-fn kill_procs(dirs: &[PathBuf], timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let pids: Vec<u32> = dirs.iter().flat_map(|d| procs_in(d)).collect();
-        if pids.is_empty() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        for pid in pids {
-            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn procs_in(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-/// Removes the cgroup directories `dirs`, never recursively (a cgroup with children, or
-/// processes, stays); retries briefly while the last task exits.
-fn remove_dirs(dirs: &[PathBuf], timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    for dir in dirs {
-        while dir.exists() && std::fs::remove_dir(dir).is_err() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-/// Directories of the run cgroups alive in this process, for [`kill_live_runs`].
-static LIVE_RUNS: std::sync::Mutex<Vec<Vec<PathBuf>>> = std::sync::Mutex::new(Vec::new());
-
-/// Kills every process in this process's run cgroups and removes them: what a second Ctrl-C
-/// does before exiting, from the signal thread, while the sweep itself may be anywhere.
-pub fn kill_live_runs(timeout: Duration) {
-    let runs = match LIVE_RUNS.try_lock() {
-        Ok(runs) => runs.clone(),
-        // Held only for a push or a remove; if it is held now, take what is there anyway.
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().clone(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            std::thread::sleep(Duration::from_millis(10));
-            LIVE_RUNS.lock().map(|r| r.clone()).unwrap_or_default()
-        }
-    };
-    let all: Vec<PathBuf> = runs.iter().flatten().cloned().collect();
-    kill_procs(&all, timeout);
-    remove_dirs(&all, timeout);
-    // The process exits next, without the parent's own clean-up: remove the parents too where
-    // nothing else (another sweep's runs) is left in them.
-    let mut parents: Vec<PathBuf> = all
-        .iter()
-        .filter_map(|d| d.parent())
-        .map(PathBuf::from)
-        .collect();
-    parents.sort();
-    parents.dedup();
-    remove_dirs(&parents, Duration::ZERO);
-}
-
-/// The cgroup version and where each controller is mounted; checks the controllers exist.
-fn mounts() -> Result<(CgroupVersion, ControllerDirs), CapsError> {
-    Ok(if hierarchies::is_cgroup2_unified_mode() {
-        let root = PathBuf::from(hierarchies::UNIFIED_MOUNTPOINT);
-        let available =
-            std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
-        // The same four as on v1 (where blkio plays io's part); cgroups-rs would refuse to
-        // create the parent with an obscure error if one were missing.
-        for (c, why) in [
-            ("cpu", "CPU quota"),
-            ("cpuset", "core pinning"),
-            ("memory", "memory caps"),
-            ("io", "storage read accounting"),
-        ] {
-            if !available.split_whitespace().any(|a| a == c) {
-                return Err(CapsError::MissingController(c, why));
-            }
-        }
-        let dirs = ControllerDirs {
-            cpu: root.clone(),
-            cpuacct: root.clone(),
-            cpuset: root.clone(),
-            memory: root.clone(),
-            io: root,
-        };
-        (CgroupVersion::V2, dirs)
-    } else {
-        let v1 = V1::new();
-        let mount = |c: Controllers, name: &'static str, why: &'static str| {
-            v1.get_mount_point(c)
-                .map(|(p, _)| p)
-                .ok_or(CapsError::MissingController(name, why))
-        };
-        let dirs = ControllerDirs {
-            cpu: mount(Controllers::Cpu, "cpu", "CPU quota")?,
-            cpuacct: mount(Controllers::CpuAcct, "cpuacct", "CPU time accounting")?,
-            cpuset: mount(Controllers::CpuSet, "cpuset", "core pinning")?,
-            memory: mount(Controllers::Mem, "memory", "memory caps")?,
-            io: mount(Controllers::BlkIo, "blkio", "storage read accounting")?,
-        };
-        (CgroupVersion::V1, dirs)
-    })
-}
-
-/// The directories of parent cgroup `parent` in every hierarchy runs are created in (v2: one),
-/// whether or not they exist: where to look for what a sweep may have left.
-pub fn parent_dirs_of(parent: &str) -> Result<Vec<PathBuf>, CapsError> {
-    Ok(mounts()?.1.join(parent).all())
-}
-
-fn controllers(version: CgroupVersion) -> Vec<String> {
-    let names: &[&str] = match version {
-        CgroupVersion::V1 => &["cpu", "cpuacct", "cpuset", "memory", "blkio"],
-        CgroupVersion::V2 => &["cpu", "cpuset", "memory", "io"],
-    };
-    names.iter().map(|s| s.to_string()).collect()
 }
 
 fn hierarchy() -> Box<dyn Hierarchy> {
@@ -415,13 +248,16 @@ impl CgroupRoot {
             return Err(CapsError::NotRoot);
         }
         let (version, mounts) = mounts()?;
-        let parent_cg =
-            Cgroup::new_with_specified_controllers(hierarchy(), parent, Some(controllers(version)))
-                .map_err(|e| CapsError::Cgroup {
-                    path: parent.to_string(),
-                    action: "create",
-                    message: e.to_string(),
-                })?;
+        let parent_cg = Cgroup::new_with_specified_controllers(
+            hierarchy(),
+            parent,
+            Some(controllers(version, &mounts)),
+        )
+        .map_err(|e| CapsError::Cgroup {
+            path: parent.to_string(),
+            action: "create",
+            message: e.to_string(),
+        })?;
         let pdirs = mounts.join(parent);
         let read = |p: PathBuf| {
             std::fs::read_to_string(p)
@@ -501,75 +337,6 @@ impl CgroupRoot {
         Ok(root)
     }
 
-    /// Removes run cgroups left by a profiler that was killed outright (SIGKILL, power loss),
-    /// in every hierarchy: a run is stale when nobody holds the lock of the token in its name.
-    /// Whatever still runs inside is killed first. Names that are not runs are left alone.
-    fn reap_stale_runs(&self) {
-        let parents = self.mounts.join(&self.parent).all();
-        let mut names: Vec<String> = parents
-            .iter()
-            .filter_map(|p| std::fs::read_dir(p).ok())
-            .flat_map(|d| d.flatten())
-            .filter(|e| e.path().is_dir())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names.dedup();
-        let locks = lock_dir(&self.parent);
-        for name in names {
-            let Some(token) = run_token(&name) else {
-                continue;
-            };
-            if token == self.token || check_name(&name).is_err() {
-                continue;
-            }
-            let lock_path = locks.join(format!("{token}.lock"));
-            let held_elsewhere = lock_path.exists() && try_lock(&lock_path, false).is_none();
-            if held_elsewhere {
-                continue;
-            }
-            let dirs: Vec<PathBuf> = parents.iter().map(|p| p.join(&name)).collect();
-            kill_procs(&dirs, Duration::from_secs(2));
-            remove_dirs(&dirs, Duration::from_secs(1));
-            if dirs.iter().all(|d| !d.exists()) {
-                let _ = std::fs::remove_file(&lock_path);
-            }
-        }
-        // Lock files of profilers killed before their first run: nobody holds them.
-        for entry in std::fs::read_dir(&locks).into_iter().flatten().flatten() {
-            let path = entry.path();
-            let mine = path.file_name() == Some(format!("{}.lock", self.token).as_ref());
-            if !mine && try_lock(&path, false).is_some() {
-                let _ = std::fs::remove_file(&path);
-            }
-        }
-    }
-
-    /// Removes this profiler's own empty run cgroups that outlived their run: on cgroup v2 a
-    /// cgroup stays busy until its last task is released, which for a process tearing down a
-    /// CUDA context can take longer than the run's own removal waits. Never kills, and never
-    /// touches a run whose handle is still alive.
-    fn remove_own_leftovers(&self, timeout: Duration) {
-        let live: Vec<PathBuf> = LIVE_RUNS
-            .lock()
-            .map(|runs| runs.iter().flatten().cloned().collect())
-            .unwrap_or_default();
-        let dirs: Vec<PathBuf> = self
-            .parent_dirs()
-            .iter()
-            .filter_map(|p| std::fs::read_dir(p).ok())
-            .flat_map(|d| d.flatten())
-            .filter(|e| {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                e.path().is_dir() && run_token(&name) == Some(self.token.as_str())
-            })
-            .map(|e| e.path())
-            .filter(|d| !live.contains(d) && procs_in(d).is_empty())
-            .collect();
-        remove_dirs(&dirs, timeout);
-    }
-
     /// Why a memory cap might not bound swap on this host (for the matrix's provenance).
     pub fn swap_note(&self) -> Option<&str> {
         self.swap_note.as_deref()
@@ -601,7 +368,7 @@ impl CgroupRoot {
         let cg = Cgroup::new_with_specified_controllers(
             hierarchy(),
             &rel,
-            Some(controllers(self.version)),
+            Some(controllers(self.version, &self.mounts)),
         )
         .map_err(|e| CapsError::Cgroup {
             path: rel.clone(),
@@ -669,6 +436,25 @@ impl RunCgroup {
         controls(self.version).set_cpu(&self.dirs, &self.cpus, cores)
     }
 
+    /// Caps CPU at `cores` on the parent's CPUs `on` (the first ceil(cores) of them), so that
+    /// jobs side by side spread their quotas over different CPUs. CPUs the parent does not
+    /// have are left out; none left is an error.
+    pub fn set_cpu_on(&self, cores: f64, on: &[u32]) -> Result<(), CapsError> {
+        let cpus: Vec<u32> = on
+            .iter()
+            .copied()
+            .filter(|c| self.cpus.contains(c))
+            .collect();
+        if cpus.is_empty() {
+            return Err(CapsError::Cgroup {
+                path: self.rel.clone(),
+                action: "pin",
+                message: format!("none of CPUs {on:?} is the parent's ({:?})", self.cpus),
+            });
+        }
+        controls(self.version).set_cpu(&self.dirs, &cpus, cores)
+    }
+
     /// Sets the memory limit (which bounds anonymous memory and page cache together, and swap
     /// where the kernel accounts it); `None` removes it. Lowering it below current usage makes
     /// the kernel reclaim page cache first; [`CapsError::is_busy`] says it could not.
@@ -699,14 +485,10 @@ impl RunCgroup {
     /// The `cgroup.procs` file of every controller directory (one on v2), for a child to
     /// join before it executes the job.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        let d = &self.dirs;
-        let mut files: Vec<PathBuf> = [&d.cpu, &d.cpuacct, &d.cpuset, &d.memory, &d.io]
-            .iter()
+        // Every hierarchy, the freezer's too: a task outside it could not be suspended.
+        (self.dirs.all().iter())
             .map(|dir| dir.join("cgroup.procs"))
-            .collect();
-        files.sort();
-        files.dedup();
-        files
+            .collect()
     }
 
     /// Process ids currently in the cgroup.
@@ -722,6 +504,11 @@ impl RunCgroup {
 
     pub fn counters(&self) -> CgroupCounters {
         controls(self.version).counters(&self.dirs)
+    }
+
+    /// Freezes the cgroup's tasks (suspended in place, memory kept) or thaws them.
+    pub fn set_frozen(&self, frozen: bool) -> Result<(), CapsError> {
+        controls(self.version).set_frozen(&self.dirs, frozen)
     }
 
     /// The run's own name (the last component of its path).
@@ -805,6 +592,7 @@ mod fixture {
                 cpuset: at("cpuset"),
                 memory: at("memory"),
                 io: at("blkio"),
+                freezer: Some(at("freezer")),
             };
             Fixture { _dir: dir, dirs }
         }
@@ -815,14 +603,7 @@ mod fixture {
             for (file, content) in files {
                 std::fs::write(dir.path().join(file), content).expect("write");
             }
-            let p = dir.path().to_path_buf();
-            let dirs = ControllerDirs {
-                cpu: p.clone(),
-                cpuacct: p.clone(),
-                cpuset: p.clone(),
-                memory: p.clone(),
-                io: p,
-            };
+            let dirs = ControllerDirs::unified(dir.path().to_path_buf());
             Fixture { _dir: dir, dirs }
         }
     }
@@ -899,21 +680,6 @@ mod tests {
         }
         for good in ["profiler", "profiler-test", "profiler_ci", "profiler.a"] {
             assert!(check_parent(good).is_ok(), "{good}");
-        }
-    }
-
-    #[test]
-    fn run_names_carry_their_owner_token() {
-        assert_eq!(run_token("resnet-18-4242.3-7"), Some("4242.3"));
-        assert_eq!(run_token("job-4242.0-1"), Some("4242.0"));
-        for not_a_run in [
-            "job-4242-1",
-            "4242.3-7",
-            "job-x.3-1",
-            "job-4242.3-",
-            "cgroup",
-        ] {
-            assert_eq!(run_token(not_a_run), None, "{not_a_run}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! cgroup v1: one hierarchy per controller (cpu, cpuacct, cpuset, memory, blkio).
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{cpuset_list, quota_us, read_u64, write_file};
+use super::{cpuset_list, quota_us, read_u64, wait_frozen, write_file};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -18,6 +18,9 @@ pub const MEMORY_STAT: &str = "memory.stat";
 pub const OOM_CONTROL: &str = "memory.oom_control";
 pub const READ_BPS: &str = "blkio.throttle.read_bps_device";
 pub const SERVICE_BYTES: &str = "blkio.throttle.io_service_bytes";
+pub const FREEZER_STATE: &str = "freezer.state";
+pub const FROZEN: &str = "FROZEN";
+pub const THAWED: &str = "THAWED";
 
 /// "No limit" for the memory files.
 const UNLIMITED: &str = "-1";
@@ -84,6 +87,29 @@ impl Controls for V1 {
             cpu_pressure_some_us: None,
         }
     }
+
+    fn set_frozen(&self, dirs: &ControllerDirs, frozen: bool) -> Result<(), CapsError> {
+        let dir = V1::freezer_dir(dirs)?;
+        let want = if frozen { FROZEN } else { THAWED };
+        write_file(dir, FREEZER_STATE, want)?;
+        let state = || {
+            std::fs::read_to_string(dir.join(FREEZER_STATE))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        // FREEZING until every task has stopped.
+        wait_frozen(dir, "freeze", || state() == want, state)
+    }
+}
+
+impl V1 {
+    fn freezer_dir(dirs: &ControllerDirs) -> Result<&std::path::Path, CapsError> {
+        dirs.freezer.as_deref().ok_or(CapsError::MissingController(
+            "freezer",
+            "suspending a job in place",
+        ))
+    }
 }
 
 /// Sums `MAJ:MIN Read N` lines of `blkio.throttle.io_service_bytes`.
@@ -138,6 +164,31 @@ mod tests {
             files.push(("memory", MEMSW_LIMIT, "9223372036854771712\n"));
         }
         Fixture::v1(&files)
+    }
+
+    #[test]
+    fn freezing_writes_the_freezer_state_of_the_freezer_hierarchy() {
+        let mut files = vec![("freezer", FREEZER_STATE, "THAWED\n")];
+        files.push(("memory", MEMORY_LIMIT, "-1"));
+        let cg = Fixture::v1(&files);
+        V1.set_frozen(&cg.dirs, true).unwrap();
+        assert_eq!(
+            read(cg.dirs.freezer.as_ref().unwrap(), FREEZER_STATE),
+            FROZEN
+        );
+        V1.set_frozen(&cg.dirs, false).unwrap();
+        assert_eq!(
+            read(cg.dirs.freezer.as_ref().unwrap(), FREEZER_STATE),
+            THAWED
+        );
+        // Without a freezer hierarchy, the error says what is missing and what for.
+        let mut none = cg.dirs.clone();
+        none.freezer = None;
+        let e = V1.set_frozen(&none, true).unwrap_err();
+        assert!(
+            matches!(e, CapsError::MissingController("freezer", _)),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! cgroup v2: one unified directory per cgroup.
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{cpuset_list, quota_us, read_u64, write_file};
+use super::{cpuset_list, quota_us, read_u64, wait_frozen, write_file};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -16,6 +16,9 @@ pub const MEMORY_EVENTS: &str = "memory.events";
 pub const IO_MAX: &str = "io.max";
 pub const IO_STAT: &str = "io.stat";
 pub const CPU_PRESSURE: &str = "cpu.pressure";
+pub const CGROUP_FREEZE: &str = "cgroup.freeze";
+/// Holds `frozen 1` once every task of a freezing cgroup has stopped.
+pub const CGROUP_EVENTS: &str = "cgroup.events";
 
 const UNLIMITED: &str = "max";
 
@@ -71,6 +74,19 @@ impl Controls for V2 {
                 .ok()
                 .and_then(|t| pressure_some_us(&t)),
         }
+    }
+
+    fn set_frozen(&self, dirs: &ControllerDirs, frozen: bool) -> Result<(), CapsError> {
+        let dir = &dirs.memory;
+        write_file(dir, CGROUP_FREEZE, if frozen { "1" } else { "0" })?;
+        let want = u64::from(frozen);
+        let shown = || read_keyed(dir, CGROUP_EVENTS).get("frozen").copied();
+        wait_frozen(
+            dir,
+            "freeze",
+            || shown() == Some(want),
+            || format!("frozen {:?} in {CGROUP_EVENTS}", shown()),
+        )
     }
 }
 
@@ -129,6 +145,23 @@ mod tests {
             files.push((MEMORY_SWAP_MAX, "max"));
         }
         Fixture::v2(&files)
+    }
+
+    #[test]
+    fn freezing_writes_cgroup_freeze_and_waits_for_the_kernel_to_say_so() {
+        let cg = v2_cgroup(true);
+        std::fs::write(cg.dirs.memory.join(CGROUP_FREEZE), "0").unwrap();
+        std::fs::write(
+            cg.dirs.memory.join(CGROUP_EVENTS),
+            "populated 1\nfrozen 1\n",
+        )
+        .unwrap();
+        V2.set_frozen(&cg.dirs, true).unwrap();
+        assert_eq!(read(&cg.dirs.memory, CGROUP_FREEZE), "1");
+        // The kernel still says frozen: thawing waits, then names the cgroup and the state.
+        let e = V2.set_frozen(&cg.dirs, false).unwrap_err().to_string();
+        assert_eq!(read(&cg.dirs.memory, CGROUP_FREEZE), "0");
+        assert!(e.contains("frozen Some(1)") && e.contains("still"), "{e}");
     }
 
     #[test]
@@ -225,13 +258,7 @@ mod tests {
         let mount = cgroup2_mount().unwrap();
         let dir = mount.join(format!("profiler-test-v2-{}", std::process::id()));
         std::fs::create_dir(&dir).expect("mkdir in cgroup2");
-        let dirs = ControllerDirs {
-            cpu: dir.clone(),
-            cpuacct: dir.clone(),
-            cpuset: dir.clone(),
-            memory: dir.clone(),
-            io: dir.clone(),
-        };
+        let dirs = ControllerDirs::unified(dir.clone());
         let capped = dir.join(CPU_MAX).exists() && dir.join(CPUSET_CPUS).exists();
         if capped {
             let mems = std::fs::read_to_string(mount.join("cpuset.mems.effective"))
@@ -256,6 +283,12 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(1500));
         let used = (V2.counters(&dirs).cpu_usage_ns - before) as f64 / 1e9;
         let cores = used / started.elapsed().as_secs_f64();
+        // Frozen, the task keeps its place and takes no CPU; thawed, it runs again.
+        let froze = V2.set_frozen(&dirs, true);
+        let at_freeze = V2.counters(&dirs).cpu_usage_ns;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let frozen_ns = V2.counters(&dirs).cpu_usage_ns - at_freeze;
+        let thawed = V2.set_frozen(&dirs, false);
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
         let _ = busy.kill();
         let _ = busy.wait();
@@ -265,6 +298,12 @@ mod tests {
         );
         assert!(procs.lines().any(|l| l.trim() == busy.id().to_string()));
         assert!(!dir.exists(), "{} left behind", dir.display());
+        froze.unwrap();
+        thawed.unwrap();
+        assert!(
+            frozen_ns < 5_000_000,
+            "a frozen cgroup used {frozen_ns} ns of CPU in 300 ms"
+        );
         if capped {
             assert!((cores - 0.5).abs() < 0.1, "0.5-CPU cap, used {cores:.2}");
         } else {

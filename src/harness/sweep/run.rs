@@ -1,15 +1,16 @@
 //! Launching the job for a point: its cgroup and caps, its command and environment, and the
 //! files its progress is read from.
 
-use super::{Sweep, SweepError, absolute, base_vars, render_all};
+use super::{Sweep, SweepError};
 use crate::harness::cgroup::effective::EffectiveCaps;
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
-use crate::harness::launch::{Launch, PROGRESS_FILE_ENV, RunningJob, path_with_own_dir};
-use crate::harness::plan::{Point, cpu_text, label};
+use crate::harness::job_launch::{cpu_vars, job_launch};
+use crate::harness::launch::RunningJob;
+use crate::harness::plan::{Point, label};
 use crate::harness::process_tree::{TreeUsage, descendants, tree_usage};
-use crate::harness::progress::{ProgressPaths, ProgressTail, Report};
+use crate::harness::progress::{ProgressTail, Report};
 use crate::harness::resident::tree_resident_bytes;
-use crate::spec::{Vars, render};
+use crate::spec::Vars;
 
 /// A launched job and what it has reported so far.
 pub(super) struct Run {
@@ -86,9 +87,7 @@ fn oom_kills(cgroup: Option<&RunCgroup>, step: Option<&EffectiveCaps>) -> u64 {
 
 impl Sweep<'_> {
     pub(super) fn vars_for(&self, p: &Point) -> Vars {
-        let mut vars = base_vars(&self.opts.spec);
-        vars.insert("cpus".into(), cpu_text(p.cpu));
-        vars.insert("workers".into(), (p.cpu.ceil() as u64).max(1).to_string());
+        let mut vars = cpu_vars(&self.opts.spec, p.cpu);
         vars.extend(p.params.clone());
         vars
     }
@@ -145,48 +144,13 @@ impl Sweep<'_> {
             ),
         };
         let vars = self.vars_for(first);
-        let argv = render_all(&spec.spec.command, &vars, &spec.path)?;
-        let progress_file = self.log_dir.join(format!("{tag}.progress.jsonl"));
-        let stdout_log = self.log_dir.join(format!("{tag}.stdout.log"));
-        let _ = std::fs::remove_file(&progress_file);
-        let mut env: Vec<(String, String)> = Vec::new();
-        for (k, v) in &spec.spec.env {
-            env.push((
-                k.clone(),
-                render(v, &vars).map_err(|source| SweepError::Template {
-                    spec: spec.path.clone(),
-                    source,
-                })?,
-            ));
-        }
-        env.push((
-            PROGRESS_FILE_ENV.into(),
-            absolute(&progress_file).display().to_string(),
-        ));
-        env.push(("PROFILER_CPUS".into(), vars["cpus"].clone()));
-        env.push(("PROFILER_WORKERS".into(), vars["workers"].clone()));
-        env.push(("PATH".into(), path_with_own_dir()));
-        // Python block-buffers output that is not a terminal: progress would arrive in bursts.
-        if !spec.spec.env.contains_key("PYTHONUNBUFFERED") {
-            env.push(("PYTHONUNBUFFERED".into(), "1".into()));
-        }
-        let launch = Launch {
-            argv,
-            shell: spec.spec.shell,
-            env,
-            cwd: spec.working_dir.clone(),
-            stdout_log: stdout_log.clone(),
-            stderr_log: self.log_dir.join(format!("{tag}.stderr.log")),
-            cgroup_procs: cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default(),
-            stop_grace: std::time::Duration::from_secs_f64(spec.spec.measure.stop_grace_s),
-            terminal: spec.spec.throughput.terminal(),
-        };
+        let procs = cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
+        let (launch, progress_paths) = job_launch(spec, &vars, &self.log_dir, &tag, procs, &[])
+            .map_err(|source| SweepError::Template {
+                spec: spec.path.clone(),
+                source,
+            })?;
         let job = launch.spawn()?;
-        let progress_paths = ProgressPaths {
-            progress_file,
-            stdout: stdout_log,
-            stderr: self.log_dir.join(format!("{tag}.stderr.log")),
-        };
         let step = self.step.as_ref().map(|(_, caps)| caps.clone());
         let oom_base = oom_kills(cgroup.as_ref(), step.as_ref());
         Ok(Run {

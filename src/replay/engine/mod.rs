@@ -15,9 +15,12 @@ mod bind;
 mod check;
 mod progress;
 mod queue;
+mod work;
 
 pub use super::job::JobState;
 pub use bind::bind;
+pub use check::Alloc;
+pub use work::{Round, RoundWork};
 
 use super::cluster::Cluster;
 use super::error::ReplayError;
@@ -26,8 +29,6 @@ use super::mechanism::{MechCtx, MechStats, Mechanism, Placement};
 use super::policy::{Policy, PolicyCtx};
 use super::profile::{ProfileSet, Semantics};
 use super::workload::canonical::Recorder;
-use check::Alloc;
-use progress::{exact_progress, synergy_progress};
 use queue::{Queue, Rank, Slots};
 use std::time::Instant;
 
@@ -200,6 +201,10 @@ pub struct Replay<'c, 'a> {
     arrivals: std::iter::Peekable<&'c mut dyn Iterator<Item = JobSpec>>,
     recorder: Option<&'c mut Recorder>,
     sink: Option<&'c mut SinkFn<'c>>,
+    /// Where rounds make progress; `None`: at the matrices' rates (the replay).
+    work: Option<&'c mut dyn RoundWork>,
+    /// Seconds each allocation of the round ran (memory reused).
+    ran: Vec<f64>,
     /// Active jobs by slot (a finished job's slot takes the last job).
     active: Vec<JobState>,
     /// Per slot, what the engine keeps besides the job's state.
@@ -256,6 +261,8 @@ impl<'c, 'a> Replay<'c, 'a> {
             arrivals: arrivals.peekable(),
             recorder,
             sink: None,
+            work: None,
+            ran: Vec::new(),
             active: Vec::new(),
             slots: Vec::new(),
             scratch: check::Scratch::default(),
@@ -281,6 +288,12 @@ impl<'c, 'a> Replay<'c, 'a> {
             prioritized,
             ended: false,
         })
+    }
+
+    /// Makes every round's progress with `work` (a deploy's real jobs) instead of the
+    /// matrices' rates.
+    pub fn set_work(&mut self, work: &'c mut dyn RoundWork) {
+        self.work = Some(work);
     }
 
     /// Start of the next round (after [`Replay::step_round`]: of the round after the one run).
@@ -555,7 +568,6 @@ impl<'c, 'a> Replay<'c, 'a> {
         let cl = cfg.cluster;
         let r = cfg.round_s;
         let t = self.t;
-        let synergy = cfg.semantics == Semantics::Synergy;
         self.n_rounds += 1;
         if self.n_rounds > cfg.max_rounds {
             return Err(ReplayError::NoProgress(format!(
@@ -615,28 +627,9 @@ impl<'c, 'a> Replay<'c, 'a> {
             self.idle_rounds = 0;
         }
 
-        // Progress of the jobs placed; every active job counts the round (settled on leaving).
+        // Every active job counts the round (settled on leaving).
         self.contention_sum += contention;
-        let mut finished = Vec::new();
-        for a in &self.allocs {
-            self.slots[a.slot].ran_round = self.n_rounds;
-            let j = &mut self.active[a.slot];
-            j.rounds_run += 1;
-            j.first_start.get_or_insert(t);
-            let dom = (a.gpus as f64 / cl.total_gpus as f64)
-                .max(a.cpus / cl.total_cpus)
-                .max(a.mem_gb / cl.total_mem_gb);
-            let ran = if synergy {
-                synergy_progress(j, a.rate, t, r)
-            } else {
-                exact_progress(j, a.rate, t, r)
-            };
-            j.attained_gpu_s += a.gpus as f64 * ran;
-            j.attained_dominant_s += dom * ran;
-            if j.finish.is_some() {
-                finished.push(a.slot);
-            }
-        }
+        let finished = self.progress(t)?;
         self.rekey_runners();
         self.retire(finished)?;
         self.t += r;

@@ -1,0 +1,67 @@
+//! What runs a deploy's jobs: a [`Backend`] starts, re-caps, suspends and stops them and reads
+//! their progress. The local backend runs them in cgroups of this machine; tests drive the
+//! whole round loop with a simulated one.
+
+use super::error::DeployError;
+use crate::spec::LoadedSpec;
+use std::sync::Arc;
+
+/// A job of the trace as a deploy runs it.
+#[derive(Debug, Clone)]
+pub struct DeployJob {
+    pub id: u64,
+    pub model: String,
+    /// Samples it must process; it is stopped once its own output reports them.
+    pub work_samples: f64,
+    /// The spec that runs it.
+    pub spec: Arc<LoadedSpec>,
+}
+
+/// What a placed job holds for a round, on the machine that runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// The (first) server it is placed on.
+    pub server: usize,
+    /// Cores: the CPU quota.
+    pub cpus: f64,
+    /// The CPUs it may run on (the quota spreads over them): as many as its cores rounded
+    /// up, the least loaded of its servers'.
+    pub cpu_ids: Vec<u32>,
+    pub mem_bytes: u64,
+    pub gpus: u32,
+    /// GPU devices it sees (`CUDA_VISIBLE_DEVICES`); empty where accelerators are emulated.
+    pub gpu_ids: Vec<u32>,
+}
+
+/// One progress report of a job: its cumulative samples at `t`, deploy seconds (the trace's
+/// clock).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reported {
+    pub t: f64,
+    pub samples: f64,
+}
+
+/// Whether a job's process still runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exit {
+    Running,
+    /// It ended; `why` says how (exit status and the end of its error output).
+    Exited {
+        success: bool,
+        why: String,
+    },
+}
+
+/// Runs a deploy's jobs.
+pub trait Backend {
+    /// Starts `job`, which has not run yet, with `grant`.
+    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError>;
+    /// Gives a started job `grant` (re-capped in place) and lets it run if it was suspended.
+    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError>;
+    /// Suspends a running job in place: it keeps its memory and makes no progress.
+    fn suspend(&mut self, job: &DeployJob) -> Result<(), DeployError>;
+    /// Appends the job's reports since the last poll to `out`; says whether it still runs.
+    fn poll(&mut self, job: &DeployJob, out: &mut Vec<Reported>) -> Result<Exit, DeployError>;
+    /// Ends the job (its work ran out, or it failed) and releases what it held.
+    fn stop(&mut self, job: &DeployJob);
+}

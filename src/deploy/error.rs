@@ -1,0 +1,79 @@
+//! Errors of a deploy. Each names the job, the file or the cgroup it is about.
+
+use crate::harness::cgroup::CapsError;
+use crate::replay::ReplayError;
+use crate::spec::SpecError;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Caps(#[from] CapsError),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A job of the trace whose model no job spec in the jobs directory runs.
+    #[error(
+        "no job spec in {dir} runs model {model:?} (job {job_id}); the specs there run: {known}"
+    )]
+    NoSpec {
+        dir: PathBuf,
+        model: String,
+        job_id: u64,
+        known: String,
+    },
+    /// Starting, re-capping or suspending one job failed.
+    #[error("job {job_id} ({model}): {message}")]
+    Job {
+        job_id: u64,
+        model: String,
+        message: String,
+    },
+    /// The cluster does not fit on the machine that is to run it.
+    #[error("the cluster does not fit this machine: {0}")]
+    Machine(String),
+    #[error("options: {0}")]
+    Options(String),
+    /// Ctrl-C or SIGTERM: the jobs were stopped and the tables of those that finished written.
+    #[error("interrupted at t={t:.0} s: {finished} job(s) finished, their rows are in {out}")]
+    Interrupted {
+        t: f64,
+        finished: usize,
+        out: String,
+    },
+}
+
+impl DeployError {
+    pub fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> DeployError + '_ {
+        move |source| DeployError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// What a round's work failed with, carried through the replay engine and back.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RoundFailure {
+    #[error(transparent)]
+    Deploy(#[from] DeployError),
+    /// Ctrl-C or SIGTERM between two polls.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl RoundFailure {
+    /// For the engine, which hands it back unchanged in [`ReplayError::RoundWork`].
+    pub(crate) fn into_replay(self, t: f64) -> ReplayError {
+        ReplayError::RoundWork {
+            t,
+            source: Box::new(self),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! `profiler deploy`: a replay's schedule run on real jobs. The replay engine, with its
+//! policies and mechanisms, decides every round as it does in a replay; where the replay
+//! advances each job by its matrix's rate, the deploy runs the jobs for the round (each in a
+//! cgroup of its own with the CPUs and memory its mechanism gave it; jobs left out are
+//! suspended in place) and reads from their own output how far they got. It writes the
+//! replay's tables, and the replay of the same trace beside them, so the two compare column by
+//! column ([`compare`]).
+
+pub mod backend;
+pub mod catalog;
+pub mod clock;
+pub mod compare;
+pub mod error;
+pub mod grants;
+pub mod local;
+#[cfg(test)]
+mod sim;
+pub mod slurm;
+#[cfg(test)]
+mod tests;
+pub mod work;
+
+pub use error::DeployError;
+
+use crate::replay::engine::Replay;
+use crate::replay::runner::{Scheme, engine_config, run_result, run_scheme, schemes_by_name};
+use crate::replay::{ReplayError, ReplayOptions, ReplaySummary, RunResult, Scenario, Semantics};
+use backend::Backend;
+use catalog::Catalog;
+use clock::{Clock, WallClock};
+use error::RoundFailure;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use work::{DeployObserver, DeployWork};
+
+/// What to deploy, and where.
+#[derive(Debug, Clone)]
+pub struct DeployOptions {
+    /// The replay to run for real: its cluster, profiles, trace, schemes and round length
+    /// (`out_dir` is where both the deploy's and the replay's tables go).
+    pub replay: ReplayOptions,
+    /// Job specs, one per model of the trace.
+    pub jobs_dir: PathBuf,
+    /// The profiler-owned parent cgroup the jobs' cgroups go under.
+    pub cgroup_parent: String,
+    /// GPU devices the cluster's GPUs are (in server order); empty: accelerators are emulated
+    /// (each job's GPUs are slots the scheduler counts; CPU-only jobs emulate their own).
+    pub gpu_ids: Vec<u32>,
+    /// Run the jobs as Slurm jobs there, instead of in cgroups of this machine.
+    pub slurm: Option<slurm::SlurmTarget>,
+}
+
+/// A deploy's results: per scheme, the deploy's and the replay's, and both summaries.
+#[derive(Debug, Clone)]
+pub struct DeploySummary {
+    pub deployed: ReplaySummary,
+    pub replayed: ReplaySummary,
+}
+
+/// What the screen shows: a scheme starts (`jobs` to run, the replay's makespan for the time
+/// left), and after every round what [`DeployObserver`] gets.
+pub trait DeployProgress: DeployObserver {
+    fn scheme_started(&self, _label: &str, _jobs: usize, _replay_makespan_s: f64) {}
+}
+
+/// Runs every scheme of `opts` on real jobs of this machine, one after the other, after its
+/// replay. Ctrl-C or SIGTERM (`cancel`) stops the jobs and writes the tables of those that
+/// finished.
+pub fn run_deploy(
+    opts: &DeployOptions,
+    progress: &dyn DeployProgress,
+    cancel: &AtomicBool,
+) -> Result<DeploySummary, DeployError> {
+    let schemes = schemes_by_name(&opts.replay.schemes)?;
+    deploy_schemes(opts, &schemes, progress, cancel)
+}
+
+/// [`run_deploy`] with `schemes` of any origin (the built-ins, or a front end's own: Python
+/// plug-ins), in the order given.
+pub fn deploy_schemes(
+    opts: &DeployOptions,
+    schemes: &[Scheme],
+    progress: &dyn DeployProgress,
+    cancel: &AtomicBool,
+) -> Result<DeploySummary, DeployError> {
+    if opts.replay.semantics != Semantics::Exact {
+        return Err(DeployError::Options(
+            "a deploy finishes jobs when they finish: it replays with --semantics exact".into(),
+        ));
+    }
+    let scenario = Scenario::load(&opts.replay)?;
+    let Some(jobs) = scenario.trace_jobs() else {
+        return Err(DeployError::Options(
+            "a deploy runs the jobs of a trace: give --trace (record a synthetic workload \
+             with `profiler replay --record` first)"
+                .into(),
+        ));
+    };
+    let catalog = Catalog::load(&opts.jobs_dir)?;
+    catalog.prepare(jobs)?;
+    let replayed = summary_of(
+        &scenario,
+        &opts.replay,
+        schemes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| run_scheme(&opts.replay, &scenario, k, s, &crate::replay::Unobserved))
+            .collect::<Result<Vec<_>, ReplayError>>()?,
+    );
+    let mut runs = Vec::new();
+    for (k, scheme) in schemes.iter().enumerate() {
+        let replay = &replayed.runs[k].summary;
+        progress.scheme_started(
+            &format!("{}+{}", replay.policy, replay.mechanism),
+            jobs.len(),
+            replay.makespan_s,
+        );
+        let outcome = deploy_scheme(opts, &scenario, scheme, &catalog, progress, cancel);
+        let (run, interrupted_at) = outcome?;
+        runs.push(run);
+        if let Some(t) = interrupted_at {
+            let deployed = summary_of(&scenario, &opts.replay, runs);
+            let out = write(opts, &deployed, &replayed)?;
+            return Err(DeployError::Interrupted {
+                t,
+                finished: deployed.runs.iter().map(|r| r.finished_jct_s.len()).sum(),
+                out,
+            });
+        }
+    }
+    let deployed = summary_of(&scenario, &opts.replay, runs);
+    write(opts, &deployed, &replayed)?;
+    Ok(DeploySummary { deployed, replayed })
+}
+
+fn summary_of(scenario: &Scenario, opts: &ReplayOptions, runs: Vec<RunResult>) -> ReplaySummary {
+    let c = &scenario.cluster;
+    ReplaySummary {
+        cluster: c.describe(),
+        profiles: scenario.profiles.origin.clone(),
+        workload: scenario.workload_name.clone(),
+        semantics: opts.semantics,
+        skipped_wide_jobs: scenario.skipped_wide_jobs,
+        totals: (c.total_gpus, c.total_cpus, c.total_mem_gb),
+        runs,
+    }
+}
+
+/// Writes the deploy's tables to the output directory and the replay's to `replay/` in it,
+/// with the comparison; returns where, in words.
+fn write(
+    opts: &DeployOptions,
+    deployed: &ReplaySummary,
+    replayed: &ReplaySummary,
+) -> Result<String, DeployError> {
+    let Some(dir) = &opts.replay.out_dir else {
+        return Ok("no output directory (--out)".into());
+    };
+    crate::replay::tables::write_tables(&deployed.runs, dir)?;
+    crate::replay::tables::write_tables(&replayed.runs, &dir.join("replay"))?;
+    compare::write(&compare::rows(deployed, replayed), dir)?;
+    Ok(dir.display().to_string())
+}
+
+/// Deploys one scheme; returns its result and, where it was interrupted, when.
+fn deploy_scheme(
+    opts: &DeployOptions,
+    scenario: &Scenario,
+    scheme: &Scheme,
+    catalog: &Catalog,
+    progress: &dyn DeployProgress,
+    cancel: &AtomicBool,
+) -> Result<(RunResult, Option<f64>), DeployError> {
+    let label = format!("{}-{}", scheme.0.name(), scheme.1.name());
+    let log_dir = match &opts.replay.out_dir {
+        Some(d) => d.join("logs").join(&label),
+        None => std::env::temp_dir().join(format!("profiler-deploy-{}", std::process::id())),
+    };
+    let mut clock = WallClock::starting_at(opts.replay.first_round_s.unwrap_or(0.0));
+    let epoch = crate::harness::progress::now_unix_s() - clock.now();
+    let (mut backend, cpus): (Box<dyn Backend>, Vec<u32>) = match &opts.slurm {
+        None => {
+            let local = local::LocalBackend::open(&opts.cgroup_parent, log_dir, epoch)?;
+            let cpus = local.cpus().to_vec();
+            (Box::new(local), cpus)
+        }
+        Some(target) => {
+            // Slurm places each job's CPUs on its node; the ids only count them.
+            let total: f64 = scenario.cluster.servers.iter().map(|s| s.cpus.ceil()).sum();
+            let backend = slurm::SlurmBackend::new(target.clone(), log_dir, epoch)?;
+            (Box::new(backend), (0..total as u32).collect())
+        }
+    };
+    let slices = grants::carve(&scenario.cluster, &cpus, &opts.gpu_ids)?;
+    run_rounds(
+        opts,
+        scenario,
+        scheme,
+        backend.as_mut(),
+        &mut clock,
+        slices,
+        &|s| catalog.job(s),
+        progress,
+        cancel,
+    )
+}
+
+/// The engine's rounds for `scheme`, made on `backend`: what [`deploy_scheme`] runs, and
+/// what tests run on a simulated backend and clock.
+#[allow(clippy::too_many_arguments)]
+pub fn run_rounds(
+    opts: &DeployOptions,
+    scenario: &Scenario,
+    scheme: &Scheme,
+    backend: &mut dyn Backend,
+    clock: &mut dyn Clock,
+    slices: Vec<grants::ServerSlice>,
+    catalog: &dyn Fn(&crate::replay::engine::JobState) -> Result<backend::DeployJob, DeployError>,
+    progress: &dyn DeployProgress,
+    cancel: &AtomicBool,
+) -> Result<(RunResult, Option<f64>), DeployError> {
+    let jobs = scenario.trace_jobs().unwrap_or_default();
+    let started = std::time::Instant::now();
+    let cfg = engine_config(&opts.replay, scenario, scheme, None);
+    let mut work = DeployWork::new(backend, clock, cancel, progress, slices, catalog);
+    let mut arrivals = jobs.iter().cloned();
+    let mut failure = None;
+    let out = {
+        let mut replay = Replay::new(&cfg, &mut arrivals, None)?;
+        replay.set_work(&mut work);
+        loop {
+            match replay.step_round() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        replay.finish()
+    };
+    let interrupted_at = work.now();
+    work.stop_all();
+    let result = run_result(
+        out,
+        opts.replay.window,
+        scheme,
+        &scenario.cluster,
+        started.elapsed().as_secs_f64(),
+    );
+    match failure {
+        None => Ok((result, None)),
+        Some(ReplayError::RoundWork { source, .. }) => match source.downcast::<RoundFailure>() {
+            Ok(f) => match *f {
+                RoundFailure::Interrupted => Ok((result, Some(interrupted_at))),
+                RoundFailure::Deploy(e) => Err(e),
+            },
+            Err(other) => Err(DeployError::Options(other.to_string())),
+        },
+        Some(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,238 @@
+//! The deploy's round loop driven end to end on the simulated backend and clock.
+
+use super::DeployError;
+use super::backend::{DeployJob, Grant};
+use super::grants::carve;
+use super::sim::{JumpClock, SimBackend};
+use super::work::DeployObserver;
+use super::{DeployOptions, DeployProgress, run_rounds};
+use crate::replay::cluster::ClusterSpec;
+use crate::replay::engine::JobState;
+use crate::replay::runner::{run_scheme, schemes_by_name};
+use crate::replay::{ReplayOptions, Scenario, Semantics, Unobserved, WorkloadSpec};
+use crate::spec::parse_spec;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+struct Quiet;
+impl DeployObserver for Quiet {}
+impl DeployProgress for Quiet {}
+
+/// Jobs arriving over the first rounds of a 2-GPU server, long ones first, so that SRTF
+/// preempts them when short ones arrive.
+const TRACE: &str = "\
+0,resnet18,0.0,40000,1
+1,gnmt,10.0,30000,1
+2,resnet50,200.0,2000,1
+3,alexnet,350.0,1500,1
+4,lstm,400.0,9000,1
+5,transformer,900.0,800,1
+";
+
+fn options(dir: &std::path::Path, scheme: &str) -> DeployOptions {
+    let trace = dir.join("trace.csv");
+    std::fs::write(&trace, TRACE).unwrap();
+    let cluster: ClusterSpec =
+        toml::from_str("[[group]]\ncount = 1\ngpus = 2\ncpus = 6\nmemory_gb = 100\n").unwrap();
+    let (p, m) = scheme.split_once('+').unwrap();
+    DeployOptions {
+        replay: ReplayOptions {
+            cluster,
+            workload: WorkloadSpec::SynergyCsv(trace),
+            schemes: vec![(p.into(), m.into())],
+            semantics: Semantics::Exact,
+            round_s: 60.0,
+            ..ReplayOptions::default()
+        },
+        jobs_dir: dir.to_owned(),
+        cgroup_parent: "profiler".into(),
+        gpu_ids: Vec::new(),
+        slurm: None,
+    }
+}
+
+fn spec() -> Arc<crate::spec::LoadedSpec> {
+    let text = "schema_version = 1\nname = \"sim\"\ncommand = [\"true\"]\n\
+                [throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\n";
+    Arc::new(parse_spec(text, std::path::Path::new("sim.toml")).unwrap())
+}
+
+/// The deploy of `opts`' scheme on jobs running at their matrices' rates: its result, the
+/// replay's, and the backend's calls.
+fn deploy_and_replay(
+    opts: &DeployOptions,
+    fail_at: &[(u64, f64)],
+    cancel: &AtomicBool,
+) -> (
+    crate::replay::RunResult,
+    Option<f64>,
+    crate::replay::RunResult,
+    super::sim::Calls,
+) {
+    let scenario = Scenario::load(&opts.replay).unwrap();
+    let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
+    let replayed = run_scheme(&opts.replay, &scenario, 0, &schemes[0], &Unobserved).unwrap();
+    let profiles_of: RefCell<HashMap<u64, (usize, u32)>> = RefCell::default();
+    let catalog = |s: &JobState| {
+        profiles_of
+            .borrow_mut()
+            .insert(s.spec.id, (s.profile, s.spec.gpus));
+        Ok::<_, DeployError>(DeployJob {
+            id: s.spec.id,
+            model: s.spec.model.clone(),
+            work_samples: s.spec.work_samples,
+            spec: spec(),
+        })
+    };
+    let rate = |job: &DeployJob, g: &Grant| {
+        let (profile, gpus) = profiles_of.borrow()[&job.id];
+        scenario.profiles.get(profile).rate(
+            gpus,
+            g.cpus,
+            g.mem_bytes as f64 / 1e9,
+            Semantics::Exact,
+        )
+    };
+    let clock = JumpClock::default();
+    let mut backend = SimBackend::new(clock.clone(), &rate);
+    backend.fail_at = fail_at.iter().copied().collect();
+    let calls = backend.calls.clone();
+    let slices = carve(&scenario.cluster, &[0, 1, 2, 3, 4, 5], &[]).unwrap();
+    let (deployed, interrupted) = run_rounds(
+        opts,
+        &scenario,
+        &schemes[0],
+        &mut backend,
+        &mut clock.clone(),
+        slices,
+        &catalog,
+        &Quiet,
+        cancel,
+    )
+    .unwrap();
+    let calls = calls.borrow().clone();
+    (deployed, interrupted, replayed, calls)
+}
+
+#[test]
+fn a_deploy_of_jobs_running_at_their_matrix_rates_is_the_replay_job_for_job() {
+    let dir = tempfile::tempdir().unwrap();
+    for scheme in [
+        "fifo+proportional",
+        "fifo+tune",
+        "srtf+proportional",
+        "srtf+tune",
+    ] {
+        let opts = options(dir.path(), scheme);
+        let (deployed, interrupted, replayed, calls) =
+            deploy_and_replay(&opts, &[], &AtomicBool::new(false));
+        assert_eq!(interrupted, None);
+        assert_eq!(deployed.jobs.len(), 6, "{scheme}");
+        for (d, r) in deployed.jobs.iter().zip(&replayed.jobs) {
+            assert_eq!(d.id, r.id);
+            let (df, rf) = (d.finish_s.unwrap(), r.finish_s.unwrap());
+            assert!(
+                (df - rf).abs() < 1e-6 * rf.max(1.0),
+                "{scheme}: job {} finished at {df} deployed, {rf} replayed",
+                d.id
+            );
+            assert_eq!(d.start_s, r.start_s, "{scheme}: job {}", d.id);
+            assert_eq!(d.failure, None);
+        }
+        let (dm, rm) = (deployed.summary.makespan_s, replayed.summary.makespan_s);
+        assert!(
+            (dm - rm).abs() < 1e-6 * rm,
+            "{scheme}: makespan {dm} vs {rm}"
+        );
+        assert_eq!(calls.starts, 6, "{scheme}: every job started once");
+        assert_eq!(calls.stops, 6, "{scheme}: every job stopped once");
+        if scheme.starts_with("srtf") {
+            assert!(
+                calls.suspends > 0 && calls.regrants >= calls.suspends,
+                "{scheme}: short arrivals preempt the long jobs, which resume: {calls:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_job_that_fails_is_a_failed_row_and_the_others_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(dir.path(), "fifo+proportional");
+    // Job 2 fails halfway through its work.
+    let work = {
+        let scenario = Scenario::load(&opts.replay).unwrap();
+        scenario.trace_jobs().unwrap()[2].work_samples
+    };
+    let (deployed, _, _, calls) =
+        deploy_and_replay(&opts, &[(2, work / 2.0)], &AtomicBool::new(false));
+    let failed = &deployed.jobs[2];
+    assert_eq!(failed.finish_s, None);
+    let why = failed.failure.as_deref().unwrap();
+    assert!(
+        why.starts_with("failed after") && why.contains("exited with status 1"),
+        "{why}"
+    );
+    assert!(
+        deployed
+            .jobs
+            .iter()
+            .filter(|j| j.id != 2)
+            .all(|j| j.finish_s.is_some())
+    );
+    assert_eq!(deployed.summary.unfinished, 1);
+    assert_eq!(calls.stops, 6);
+}
+
+#[test]
+fn an_interrupted_deploy_stops_every_job_and_keeps_the_finished_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(dir.path(), "fifo+proportional");
+    let cancel = AtomicBool::new(false);
+    // Interrupt once three jobs have started: the backend's start sets the flag.
+    let scenario = Scenario::load(&opts.replay).unwrap();
+    let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
+    let started = std::cell::Cell::new(0);
+    let catalog = |s: &JobState| {
+        started.set(started.get() + 1);
+        if started.get() == 3 {
+            cancel.store(true, Ordering::SeqCst);
+        }
+        Ok::<_, DeployError>(DeployJob {
+            id: s.spec.id,
+            model: s.spec.model.clone(),
+            work_samples: s.spec.work_samples,
+            spec: spec(),
+        })
+    };
+    let rate = |_: &DeployJob, _: &Grant| 50.0;
+    let clock = JumpClock::default();
+    let mut backend = SimBackend::new(clock.clone(), &rate);
+    let calls = backend.calls.clone();
+    let slices = carve(&scenario.cluster, &[0, 1, 2, 3, 4, 5], &[]).unwrap();
+    let (result, interrupted) = run_rounds(
+        &opts,
+        &scenario,
+        &schemes[0],
+        &mut backend,
+        &mut clock.clone(),
+        slices,
+        &catalog,
+        &Quiet,
+        &cancel,
+    )
+    .unwrap();
+    let t = interrupted.expect("interrupted");
+    assert!(t > 0.0);
+    let calls = calls.borrow().clone();
+    assert_eq!(calls.starts, 3);
+    assert_eq!(calls.stops, 3, "every started job stopped: {calls:?}");
+    assert!(
+        result
+            .jobs
+            .iter()
+            .all(|j| j.finish_s.is_none_or(|f| f <= t))
+    );
+}

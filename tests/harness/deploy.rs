@@ -1,0 +1,225 @@
+//! `profiler deploy` on this machine: the local backend caps, freezes, thaws and removes a real
+//! job, and a deploy killed outright leaves nothing once the next one starts.
+
+use crate::{INPUT_PIPELINE, MACHINE, PROFILER, dataset};
+use profiler::deploy::backend::{Backend, DeployJob, Grant, Reported};
+use profiler::deploy::local::LocalBackend;
+use profiler::harness::cgroup::parent_dirs_of;
+use profiler::spec::{LoadedSpec, parse_spec};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The input pipeline as a deployed job: fixed workers, a 5 ms emulated accelerator step.
+fn job_spec(dir: &Path, name: &str) -> LoadedSpec {
+    let text = format!(
+        r#"schema_version = 1
+name = "{name}"
+command = ["{bin}", "train", "--data", "{{dataset}}", "--workers", "2", "--batch", "16", "--crop", "112", "--prefetch", "1", "--step-ms", "5"]
+batch_size_per_gpu = 16
+[dataset]
+path = "{data}"
+[throughput]
+protocol = "progress-file"
+[sweep]
+cpu = [1]
+"#,
+        bin = INPUT_PIPELINE,
+        data = dataset().display(),
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, &text).unwrap();
+    parse_spec(&text, &path).expect("test spec is valid")
+}
+
+/// The run cgroups under `parent` (directories whose name holds `job`) that exist now.
+fn job_cgroups(parent: &str) -> Vec<PathBuf> {
+    parent_dirs_of(parent)
+        .unwrap()
+        .iter()
+        .filter_map(|p| std::fs::read_dir(p).ok())
+        .flat_map(|d| d.flatten())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("-job"))
+        })
+        .collect()
+}
+
+fn samples(backend: &mut LocalBackend, job: &DeployJob, seen: &mut Vec<Reported>) -> f64 {
+    backend.poll(job, seen).expect("poll");
+    seen.last().map_or(0.0, |r| r.samples)
+}
+
+/// One job through everything a deploy does to it, each step checked by the job's own count.
+#[test]
+fn a_local_job_is_capped_frozen_thawed_and_removed() {
+    require_caps!("a_local_job_is_capped_frozen_thawed_and_removed");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "profiler-test-deploy";
+    let epoch = profiler::harness::progress::now_unix_s();
+    let mut backend = LocalBackend::open(parent, dir.path().join("logs"), epoch).unwrap();
+    let job = DeployJob {
+        id: 7,
+        model: "pipeline".into(),
+        work_samples: 1e9,
+        spec: Arc::new(job_spec(dir.path(), "pipeline")),
+    };
+    let cpus = backend.cpus().to_vec();
+    let grant = |cores: f64, n: usize| Grant {
+        server: 0,
+        cpus: cores,
+        cpu_ids: cpus[..n.min(cpus.len())].to_vec(),
+        mem_bytes: 1 << 30,
+        gpus: 1,
+        gpu_ids: Vec::new(),
+    };
+    backend.start(&job, &grant(1.0, 1)).unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while samples(&mut backend, &job, &mut seen) < 500.0 {
+        assert!(Instant::now() < deadline, "no progress in 30 s: {seen:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        !job_cgroups(parent).is_empty(),
+        "the job runs in a cgroup of its own"
+    );
+
+    backend.suspend(&job).unwrap();
+    // What was written before the freeze lands; then nothing, for two seconds.
+    std::thread::sleep(Duration::from_millis(300));
+    let frozen_at = samples(&mut backend, &job, &mut seen);
+    std::thread::sleep(Duration::from_secs(2));
+    let after = samples(&mut backend, &job, &mut seen);
+    assert_eq!(after, frozen_at, "a frozen job made progress");
+
+    backend.regrant(&job, &grant(2.0, 2)).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let thawed = samples(&mut backend, &job, &mut seen);
+    assert!(
+        thawed > after + 100.0,
+        "thawed, it runs again: {after} -> {thawed}"
+    );
+
+    backend.stop(&job);
+    assert!(
+        job_cgroups(parent).is_empty(),
+        "its cgroup is removed: {:?}",
+        job_cgroups(parent)
+    );
+}
+
+/// The trace, cluster, matrix and job spec of a small deploy in `dir`: `jobs` input-pipeline
+/// jobs of `iterations` batches each on one 2-CPU server with two accelerator slots.
+fn small_deploy(dir: &Path, jobs: usize, iterations: u64) -> Vec<String> {
+    let jobs_dir = dir.join("jobs");
+    let profiles = dir.join("matrices");
+    std::fs::create_dir_all(&jobs_dir).unwrap();
+    std::fs::create_dir_all(&profiles).unwrap();
+    job_spec(&jobs_dir, "input-pipeline");
+    let matrix = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("matrices/examples/input-pipeline.measured.matrix.jsonl");
+    std::fs::copy(&matrix, profiles.join("input-pipeline.matrix.jsonl")).unwrap();
+    let trace: String = (0..jobs)
+        .map(|i| format!("{i},input-pipeline,{}.0,{iterations},1\n", i * 2))
+        .collect();
+    std::fs::write(dir.join("trace.csv"), trace).unwrap();
+    std::fs::write(
+        dir.join("cluster.toml"),
+        "[[group]]\ncount = 1\ngpus = 2\ncpus = 2\nmemory_gb = 1\n",
+    )
+    .unwrap();
+    [
+        "deploy",
+        "--trace",
+        &dir.join("trace.csv").display().to_string(),
+        "--jobs",
+        &jobs_dir.display().to_string(),
+        "--profiles",
+        &profiles.display().to_string(),
+        "--cluster",
+        &dir.join("cluster.toml").display().to_string(),
+        "--round-s",
+        "4",
+        "--cgroup-parent",
+        "profiler-test-deploy-kill",
+        "--out",
+        &dir.join("out").display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// SIGKILL gives the deploy no chance to stop its jobs: they run on, orphaned, until the next
+/// deploy under the same parent starts, which kills them and removes their cgroups first.
+#[test]
+fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
+    require_caps!("a_killed_deploy_leaves_nothing_once_the_next_one_starts");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "profiler-test-deploy-kill";
+    // Three long jobs on two slots: two run, the third waits.
+    let args = small_deploy(dir.path(), 3, 1_000_000);
+    let mut first = std::process::Command::new(PROFILER)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while job_cgroups(parent).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the deploy started no jobs in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let left = job_cgroups(parent);
+    let pids: Vec<u32> = left
+        .iter()
+        .flat_map(|d| {
+            std::fs::read_to_string(d.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    assert!(
+        !pids.is_empty(),
+        "the killed deploy's jobs run on (else this test shows nothing)"
+    );
+
+    // The next deploy: one short job, run to its end.
+    let again = small_deploy(dir.path(), 1, 200);
+    let out = std::process::Command::new(PROFILER)
+        .args(&again)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for pid in &pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} of the killed deploy still runs"
+        );
+    }
+    assert!(
+        job_cgroups(parent).is_empty(),
+        "left behind: {:?}",
+        job_cgroups(parent)
+    );
+    let jobs = std::fs::read_to_string(dir.path().join("out/fifo-proportional.jobs.csv")).unwrap();
+    assert_eq!(jobs.lines().count(), 2, "one job's row: {jobs}");
+}
