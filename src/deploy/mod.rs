@@ -242,13 +242,16 @@ pub fn run_rounds(
     };
     let interrupted_at = work.now();
     work.stop_all();
-    let result = run_result(
+    let mut result = run_result(
         out,
         opts.replay.window,
         scheme,
         &scenario.cluster,
         started.elapsed().as_secs_f64(),
     );
+    for job in &mut result.jobs {
+        job.failure = work.failures().get(&job.id).cloned();
+    }
     match failure {
         None => Ok((result, None)),
         Some(ReplayError::RoundWork { source, .. }) => match source.downcast::<RoundFailure>() {

@@ -130,15 +130,17 @@ impl SlurmBackend {
         })
     }
 
-    fn launch(
+    /// Starts run number `runs` of `job` with `grant`, its count going on from `offset`.
+    fn run(
         &self,
         job: &DeployJob,
         grant: &Grant,
-        run: u32,
-    ) -> Result<(RunningJob, ProgressTail, String), DeployError> {
+        runs: u32,
+        offset: f64,
+    ) -> Result<SlurmJob, DeployError> {
         let spec = &job.spec;
         let name = format!("profiler-deploy-{}-{}", self.token, job.id);
-        let tag = format!("{}-job{}-run{run}", job.model, job.id);
+        let tag = format!("{}-job{}-run{runs}", job.model, job.id);
         let vars = cpu_vars(spec, grant.cpus.ceil());
         let (mut launch, paths) = job_launch(spec, &vars, &self.log_dir, &tag, Vec::new(), &[])
             .map_err(|e| job_error(job, e))?;
@@ -146,8 +148,17 @@ impl SlurmBackend {
         let mut argv = srun_args(&name, grant, &self.target);
         argv.append(&mut launch.argv);
         launch.argv = argv;
-        let srun = launch.spawn().map_err(|e| job_error(job, e))?;
-        Ok((srun, ProgressTail::new(&spec.spec, paths), name))
+        Ok(SlurmJob {
+            srun: launch.spawn().map_err(|e| job_error(job, e))?,
+            tail: ProgressTail::new(&spec.spec, paths),
+            id: None,
+            name,
+            offset,
+            last_samples: 0.0,
+            runs: runs + 1,
+            grant: grant.clone(),
+            suspended: false,
+        })
     }
 
     /// Slurm's id of the job named `name`, once squeue lists it.
@@ -189,21 +200,8 @@ impl SlurmBackend {
 
 impl Backend for SlurmBackend {
     fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
-        let (srun, tail, name) = self.launch(job, grant, 0)?;
-        self.jobs.insert(
-            job.id,
-            SlurmJob {
-                srun,
-                tail,
-                id: None,
-                name,
-                offset: 0.0,
-                last_samples: 0.0,
-                runs: 1,
-                grant: grant.clone(),
-                suspended: false,
-            },
-        );
+        let run = self.run(job, grant, 0, 0.0)?;
+        self.jobs.insert(job.id, run);
         Ok(())
     }
 
@@ -219,21 +217,8 @@ impl Backend for SlurmBackend {
         // Slurm cannot resize it: started again with the new size, its count going on.
         let (runs, done) = (j.runs, j.offset + j.last_samples);
         j.srun.stop();
-        let (srun, tail, name) = self.launch(job, grant, runs)?;
-        self.jobs.insert(
-            job.id,
-            SlurmJob {
-                srun,
-                tail,
-                id: None,
-                name,
-                offset: done,
-                last_samples: 0.0,
-                runs: runs + 1,
-                grant: grant.clone(),
-                suspended: false,
-            },
-        );
+        let run = self.run(job, grant, runs, done)?;
+        self.jobs.insert(job.id, run);
         Ok(())
     }
 

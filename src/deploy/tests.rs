@@ -59,6 +59,40 @@ fn spec() -> Arc<crate::spec::LoadedSpec> {
     Arc::new(parse_spec(text, std::path::Path::new("sim.toml")).unwrap())
 }
 
+type Catalog<'c> = dyn Fn(&JobState) -> Result<DeployJob, DeployError> + 'c;
+
+/// `opts`' first scheme deployed on the simulated backend: its result, whether (and when) it
+/// was interrupted, and the backend's calls.
+fn sim_deploy(
+    opts: &DeployOptions,
+    scenario: &Scenario,
+    catalog: &Catalog,
+    rate: &dyn Fn(&DeployJob, &Grant) -> f64,
+    fail_at: &[(u64, f64)],
+    cancel: &AtomicBool,
+) -> (crate::replay::RunResult, Option<f64>, super::sim::Calls) {
+    let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
+    let clock = JumpClock::default();
+    let mut backend = SimBackend::new(clock.clone(), rate);
+    backend.fail_at = fail_at.iter().copied().collect();
+    let calls = backend.calls.clone();
+    let slices = carve(&scenario.cluster, &[0, 1, 2, 3, 4, 5], &[]).unwrap();
+    let (result, interrupted) = run_rounds(
+        opts,
+        scenario,
+        &schemes[0],
+        &mut backend,
+        &mut clock.clone(),
+        slices,
+        catalog,
+        &Quiet,
+        cancel,
+    )
+    .unwrap();
+    let calls = calls.borrow().clone();
+    (result, interrupted, calls)
+}
+
 /// The deploy of `opts`' scheme on jobs running at their matrices' rates: its result, the
 /// replay's, and the backend's calls.
 fn deploy_and_replay(
@@ -95,24 +129,8 @@ fn deploy_and_replay(
             Semantics::Exact,
         )
     };
-    let clock = JumpClock::default();
-    let mut backend = SimBackend::new(clock.clone(), &rate);
-    backend.fail_at = fail_at.iter().copied().collect();
-    let calls = backend.calls.clone();
-    let slices = carve(&scenario.cluster, &[0, 1, 2, 3, 4, 5], &[]).unwrap();
-    let (deployed, interrupted) = run_rounds(
-        opts,
-        &scenario,
-        &schemes[0],
-        &mut backend,
-        &mut clock.clone(),
-        slices,
-        &catalog,
-        &Quiet,
-        cancel,
-    )
-    .unwrap();
-    let calls = calls.borrow().clone();
+    let (deployed, interrupted, calls) =
+        sim_deploy(opts, &scenario, &catalog, &rate, fail_at, cancel);
     (deployed, interrupted, replayed, calls)
 }
 
@@ -193,7 +211,6 @@ fn an_interrupted_deploy_stops_every_job_and_keeps_the_finished_ones() {
     let cancel = AtomicBool::new(false);
     // Interrupt once three jobs have started: the backend's start sets the flag.
     let scenario = Scenario::load(&opts.replay).unwrap();
-    let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
     let started = std::cell::Cell::new(0);
     let catalog = |s: &JobState| {
         started.set(started.get() + 1);
@@ -208,25 +225,9 @@ fn an_interrupted_deploy_stops_every_job_and_keeps_the_finished_ones() {
         })
     };
     let rate = |_: &DeployJob, _: &Grant| 50.0;
-    let clock = JumpClock::default();
-    let mut backend = SimBackend::new(clock.clone(), &rate);
-    let calls = backend.calls.clone();
-    let slices = carve(&scenario.cluster, &[0, 1, 2, 3, 4, 5], &[]).unwrap();
-    let (result, interrupted) = run_rounds(
-        &opts,
-        &scenario,
-        &schemes[0],
-        &mut backend,
-        &mut clock.clone(),
-        slices,
-        &catalog,
-        &Quiet,
-        &cancel,
-    )
-    .unwrap();
+    let (result, interrupted, calls) = sim_deploy(&opts, &scenario, &catalog, &rate, &[], &cancel);
     let t = interrupted.expect("interrupted");
     assert!(t > 0.0);
-    let calls = calls.borrow().clone();
     assert_eq!(calls.starts, 3);
     assert_eq!(calls.stops, 3, "every started job stopped: {calls:?}");
     assert!(

@@ -71,6 +71,8 @@ pub struct DeployWork<'a> {
     tracked: HashMap<u64, Tracked>,
     reports: Vec<Reported>,
     finished: usize,
+    /// Why each failed job failed, by id (for the jobs table).
+    failures: HashMap<u64, String>,
 }
 
 impl<'a> DeployWork<'a> {
@@ -92,12 +94,18 @@ impl<'a> DeployWork<'a> {
             tracked: HashMap::new(),
             reports: Vec::new(),
             finished: 0,
+            failures: HashMap::new(),
         }
     }
 
     /// The deploy's time now.
     pub fn now(&self) -> f64 {
         self.clock.now()
+    }
+
+    /// Why each job that failed did, by id.
+    pub fn failures(&self) -> &HashMap<u64, String> {
+        &self.failures
     }
 
     /// Stops every job still running or suspended (the deploy ends, or was interrupted).
@@ -225,7 +233,8 @@ impl<'a> DeployWork<'a> {
                 (f - t0).clamp(0.0, r)
             } else if let Some((at, why)) = &t.failure {
                 j.remaining = left.max(0.0);
-                j.failure = Some(why.clone());
+                j.failed = true;
+                self.failures.insert(j.spec.id, why.clone());
                 (at - t0).clamp(0.0, r)
             } else {
                 j.remaining = left.max(0.0);

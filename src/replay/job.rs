@@ -37,9 +37,9 @@ pub struct JobState {
     pub contention_sum: f64,
     pub rounds_active: u32,
     pub rounds_run: u32,
-    /// Why the job stopped before its work ran out (a deployed job that failed); it leaves
-    /// the replay unfinished.
-    pub failure: Option<String>,
+    /// The job stopped before its work ran out (a deployed job that failed; the deploy keeps
+    /// why): it leaves the replay unfinished.
+    pub failed: bool,
     /// The counters Synergy's simulator keeps (used under `--semantics synergy`).
     pub synergy: SynergyCounters,
 }

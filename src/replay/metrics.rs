@@ -24,7 +24,8 @@ pub struct JobRecord {
     pub gpu_s: f64,
     pub cpu_request: Option<f64>,
     pub mem_request_gb: Option<f64>,
-    /// Why the job stopped before its work ran out (a deployed job that failed).
+    /// Why the job stopped before its work ran out (a deployed job that failed; the deploy
+    /// fills it in).
     pub failure: Option<String>,
 }
 
@@ -85,7 +86,7 @@ pub fn job_record(j: &JobState) -> JobRecord {
         gpu_s: j.attained_gpu_s,
         cpu_request: j.spec.cpu_request,
         mem_request_gb: j.spec.mem_request_gb,
-        failure: j.failure.clone(),
+        failure: None,
     }
 }
 

@@ -95,7 +95,7 @@ pub fn bind(
         contention_sum: 0.0,
         rounds_active: 0,
         rounds_run: 0,
-        failure: None,
+        failed: false,
         synergy,
     })
 }

@@ -51,55 +51,62 @@ impl Replay<'_, '_> {
     /// The placed jobs progress for the round at `t`, at their rates or by `work`; returns
     /// the slots of those that finished or failed.
     pub(super) fn progress(&mut self, t: f64) -> Result<Vec<usize>, ReplayError> {
-        let cl = self.cfg.cluster;
         let r = self.cfg.round_s;
         let synergy = self.cfg.semantics == Semantics::Synergy;
+        let mut finished = Vec::new();
+        let Some(work) = self.work.as_deref_mut() else {
+            for i in 0..self.allocs.len() {
+                let a = self.allocs[i];
+                let j = &mut self.active[a.slot];
+                let ran = if synergy {
+                    synergy_progress(j, a.rate, t, r)
+                } else {
+                    exact_progress(j, a.rate, t, r)
+                };
+                self.book(i, t, ran, &mut finished);
+            }
+            return Ok(finished);
+        };
         let mut ran = std::mem::take(&mut self.ran);
         ran.clear();
-        match self.work.as_deref_mut() {
-            None => {
-                for a in &self.allocs {
-                    let j = &mut self.active[a.slot];
-                    ran.push(if synergy {
-                        synergy_progress(j, a.rate, t, r)
-                    } else {
-                        exact_progress(j, a.rate, t, r)
-                    });
-                }
-            }
-            Some(work) => {
-                let round = Round {
-                    t,
-                    round_s: r,
-                    allocs: &self.allocs,
-                    placements: &self.placements,
-                };
-                work.run_round(&round, &mut self.active, &mut ran)?;
-                if ran.len() != self.allocs.len() {
-                    return Err(ReplayError::Internal(format!(
-                        "round at t={t} s: {} jobs placed, progress for {}",
-                        self.allocs.len(),
-                        ran.len()
-                    )));
-                }
-            }
+        let round = Round {
+            t,
+            round_s: r,
+            allocs: &self.allocs,
+            placements: &self.placements,
+        };
+        work.run_round(&round, &mut self.active, &mut ran)?;
+        if ran.len() != self.allocs.len() {
+            return Err(ReplayError::Internal(format!(
+                "round at t={t} s: {} jobs placed, progress for {}",
+                self.allocs.len(),
+                ran.len()
+            )));
         }
-        let mut finished = Vec::new();
-        for (a, &ran_s) in self.allocs.iter().zip(&ran) {
-            self.slots[a.slot].ran_round = self.n_rounds;
-            let j = &mut self.active[a.slot];
-            j.rounds_run += 1;
-            j.first_start.get_or_insert(t);
-            let dom = (a.gpus as f64 / cl.total_gpus as f64)
-                .max(a.cpus / cl.total_cpus)
-                .max(a.mem_gb / cl.total_mem_gb);
-            j.attained_gpu_s += a.gpus as f64 * ran_s;
-            j.attained_dominant_s += dom * ran_s;
-            if j.finish.is_some() || j.failure.is_some() {
-                finished.push(a.slot);
-            }
+        for (i, &ran_s) in ran.iter().enumerate() {
+            self.book(i, t, ran_s, &mut finished);
         }
         self.ran = ran;
         Ok(finished)
+    }
+
+    /// Books allocation `i`'s round for its job, which ran `ran` seconds from `t`: rounds run,
+    /// first start, GPU and dominant-share seconds; its slot joins `finished` if it is over.
+    #[inline]
+    fn book(&mut self, i: usize, t: f64, ran: f64, finished: &mut Vec<usize>) {
+        let cl = self.cfg.cluster;
+        let a = self.allocs[i];
+        self.slots[a.slot].ran_round = self.n_rounds;
+        let j = &mut self.active[a.slot];
+        j.rounds_run += 1;
+        j.first_start.get_or_insert(t);
+        let dom = (a.gpus as f64 / cl.total_gpus as f64)
+            .max(a.cpus / cl.total_cpus)
+            .max(a.mem_gb / cl.total_mem_gb);
+        j.attained_gpu_s += a.gpus as f64 * ran;
+        j.attained_dominant_s += dom * ran;
+        if j.finish.is_some() || j.failed {
+            finished.push(a.slot);
+        }
     }
 }

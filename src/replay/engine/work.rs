@@ -23,7 +23,7 @@ pub struct Round<'r> {
 /// Makes a round's progress.
 pub trait RoundWork {
     /// Runs `round`: for each allocation, in order, advances `jobs[alloc.slot]` (its
-    /// `remaining`; `finish`, the instant its work ran out; or `failure`, why it cannot go on)
+    /// `remaining`; `finish`, the instant its work ran out; or `failed`, when it cannot go on)
     /// and pushes the seconds it ran onto `ran`.
     fn run_round(
         &mut self,
