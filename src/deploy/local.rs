@@ -10,6 +10,7 @@ use crate::harness::dataset::{block_device_of, measure_dataset};
 use crate::harness::job_launch::{cpu_vars, job_launch};
 use crate::harness::launch::{RunningJob, describe_exit};
 use crate::harness::progress::ProgressTail;
+use crate::spec::SweepMode;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +27,20 @@ struct LocalJob {
     cgroup: RunCgroup,
     tail: ProgressTail,
     dataset: Option<PathBuf>,
+    /// Samples its earlier runs did (a job restarted to resize goes on from there), and the
+    /// last count its current run reported.
+    offset: f64,
+    last_samples: f64,
+    /// Runs so far, and the CPUs the current one started on.
+    runs: u32,
+    cpus: usize,
+}
+
+/// Whether `job` sizes itself to its CPUs at start (its spec re-launches it at every level, or
+/// templates the CPU count into its command): re-capped in place, it would keep the size it
+/// started with, so it is started again instead, its count going on, as from a checkpoint.
+fn sizes_itself(job: &DeployJob) -> bool {
+    job.spec.spec.sweep.mode == SweepMode::Relaunch || job.spec.depends_on_cpu_level()
 }
 
 /// Runs jobs on this machine.
@@ -76,35 +91,25 @@ impl LocalBackend {
             .values()
             .any(|j| j.dataset.as_ref() == Some(dataset))
     }
-}
-
-/// Caps `cgroup` at `grant`; a memory limit below what the job holds waits for reclaim.
-fn cap(cgroup: &RunCgroup, grant: &Grant) -> Result<(), CapsError> {
-    cgroup.set_cpu_on(grant.cpus, &grant.cpu_ids)?;
-    let deadline = std::time::Instant::now() + RECLAIM_WAIT;
-    loop {
-        match cgroup.set_memory_limit(Some(grant.mem_bytes)) {
-            Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
-}
-
-impl Backend for LocalBackend {
-    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
+    /// Starts run number `runs` of `job` with `grant`, its count going on from `offset`.
+    fn launch(
+        &mut self,
+        job: &DeployJob,
+        grant: &Grant,
+        runs: u32,
+        offset: f64,
+    ) -> Result<LocalJob, DeployError> {
         let spec = &job.spec;
         let err = |e: &dyn std::fmt::Display| Self::job_error(job, e);
         let cgroup = self
             .root
-            .create_launch(&format!("{}-job{}", job.model, job.id), 0)?;
+            .create_launch(&format!("{}-job{}", job.model, job.id), runs)?;
         cap(&cgroup, grant)?;
         let dataset = spec.dataset_path.clone();
         if let Some(path) = &dataset {
-            // A cold cache, as the sweep that measured the job started with, unless another
-            // running job reads the same files.
-            if !self.shared(path) {
+            // A cold cache at its first start, as the sweep that measured the job started
+            // with, unless another running job reads the same files.
+            if runs == 0 && !self.shared(path) {
                 measure_dataset(path).map_err(|e| err(&e))?.evict();
             }
             if let Some(mb) = spec.spec.sweep.storage_read_mb_s {
@@ -135,22 +140,50 @@ impl Backend for LocalBackend {
             &gpus,
         )
         .map_err(|e| err(&e))?;
-        let run = launch.spawn().map_err(|e| err(&e))?;
-        let tail = ProgressTail::new(&spec.spec, paths);
-        self.jobs.insert(
-            job.id,
-            LocalJob {
-                run,
-                cgroup,
-                tail,
-                dataset,
-            },
-        );
+        Ok(LocalJob {
+            run: launch.spawn().map_err(|e| err(&e))?,
+            cgroup,
+            tail: ProgressTail::new(&spec.spec, paths),
+            dataset,
+            offset,
+            last_samples: 0.0,
+            runs: runs + 1,
+            cpus: grant.cpu_ids.len(),
+        })
+    }
+}
+
+/// Caps `cgroup` at `grant`; a memory limit below what the job holds waits for reclaim.
+fn cap(cgroup: &RunCgroup, grant: &Grant) -> Result<(), CapsError> {
+    cgroup.set_cpu_on(grant.cpus, &grant.cpu_ids)?;
+    let deadline = std::time::Instant::now() + RECLAIM_WAIT;
+    loop {
+        match cgroup.set_memory_limit(Some(grant.mem_bytes)) {
+            Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+impl Backend for LocalBackend {
+    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
+        let run = self.launch(job, grant, 0, 0.0)?;
+        self.jobs.insert(job.id, run);
         Ok(())
     }
 
     fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
         let j = self.running(job)?;
+        if sizes_itself(job) && grant.cpu_ids.len() != j.cpus {
+            let (runs, done) = (j.runs, j.offset + j.last_samples);
+            // Stopped, its cgroup removed, then started again on its new CPUs.
+            self.jobs.remove(&job.id);
+            let run = self.launch(job, grant, runs, done)?;
+            self.jobs.insert(job.id, run);
+            return Ok(());
+        }
         cap(&j.cgroup, grant)?;
         j.cgroup.set_frozen(false)?;
         Ok(())
@@ -164,10 +197,13 @@ impl Backend for LocalBackend {
     fn poll(&mut self, job: &DeployJob, out: &mut Vec<Reported>) -> Result<Exit, DeployError> {
         let epoch = self.epoch_unix_s;
         let j = self.running(job)?;
-        out.extend(j.tail.poll().into_iter().map(|r| Reported {
-            t: r.t - epoch,
-            samples: r.samples,
-        }));
+        for r in j.tail.poll() {
+            j.last_samples = r.samples;
+            out.push(Reported {
+                t: r.t - epoch,
+                samples: j.offset + r.samples,
+            });
+        }
         Ok(match j.run.try_status() {
             None => Exit::Running,
             Some(status) => {

@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 
 /// The input pipeline as a deployed job: fixed workers, a 5 ms emulated accelerator step.
 fn job_spec(dir: &Path, name: &str) -> LoadedSpec {
+    job_spec_with(dir, name, "")
+}
+
+/// [`job_spec`] with more `[sweep]` keys.
+fn job_spec_with(dir: &Path, name: &str, sweep: &str) -> LoadedSpec {
     let text = format!(
         r#"schema_version = 1
 name = "{name}"
@@ -23,6 +28,7 @@ path = "{data}"
 protocol = "progress-file"
 [sweep]
 cpu = [1]
+{sweep}
 "#,
         bin = INPUT_PIPELINE,
         data = dataset().display(),
@@ -165,34 +171,38 @@ fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
     let parent = "profiler-test-deploy-kill";
     // Three long jobs on two slots: two run, the third waits.
     let args = small_deploy(dir.path(), 3, 1_000_000);
+    let first_log = dir.path().join("first.log");
     let mut first = std::process::Command::new(PROFILER)
         .args(&args)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&first_log).unwrap())
         .spawn()
         .unwrap();
+    // Two jobs running in their cgroups, then the deploy killed outright.
+    let pids = || -> Vec<u32> {
+        (job_cgroups(parent).iter())
+            .flat_map(|d| {
+                std::fs::read_to_string(d.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect()
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while job_cgroups(parent).len() < 2 {
+    while pids().len() < 2 {
         assert!(
             Instant::now() < deadline,
-            "the deploy started no jobs in 60 s"
+            "the deploy started no two jobs in 60 s; it said:\n{}",
+            std::fs::read_to_string(&first_log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(2));
     first.kill().unwrap();
     first.wait().unwrap();
-    let left = job_cgroups(parent);
-    let pids: Vec<u32> = left
-        .iter()
-        .flat_map(|d| {
-            std::fs::read_to_string(d.join("cgroup.procs"))
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect();
+    let pids = pids();
     assert!(
         !pids.is_empty(),
         "the killed deploy's jobs run on (else this test shows nothing)"
@@ -222,4 +232,77 @@ fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
     );
     let jobs = std::fs::read_to_string(dir.path().join("out/fifo-proportional.jobs.csv")).unwrap();
     assert_eq!(jobs.lines().count(), 2, "one job's row: {jobs}");
+}
+
+/// A job whose spec says it sizes itself at start (`mode = "relaunch"`) is started again when
+/// its CPU count changes, in a new cgroup, and its count goes on from where it was.
+#[test]
+fn a_job_that_sizes_itself_is_started_again_and_counts_on() {
+    require_caps!("a_job_that_sizes_itself_is_started_again_and_counts_on");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let parent = "profiler-test-deploy-resize";
+    let epoch = profiler::harness::progress::now_unix_s();
+    let mut backend = LocalBackend::open(parent, dir.path().join("logs"), epoch).unwrap();
+    let job = DeployJob {
+        id: 3,
+        model: "sized".into(),
+        work_samples: 1e9,
+        spec: Arc::new(job_spec_with(dir.path(), "sized", "mode = \"relaunch\"")),
+    };
+    let cpus = backend.cpus().to_vec();
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED: a_job_that_sizes_itself...: needs 2 CPUs, the profiler has {cpus:?}");
+        return;
+    }
+    let grant = |n: usize| Grant {
+        server: 0,
+        cpus: n as f64,
+        cpu_ids: cpus[..n].to_vec(),
+        mem_bytes: 1 << 30,
+        gpus: 1,
+        gpu_ids: Vec::new(),
+    };
+    backend.start(&job, &grant(1)).unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while samples(&mut backend, &job, &mut seen) < 500.0 {
+        assert!(Instant::now() < deadline, "no progress in 30 s: {seen:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // One cgroup, in every hierarchy: its name.
+    let names = || {
+        let mut n: Vec<String> = (job_cgroups(parent).iter())
+            .filter_map(|d| Some(d.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        n.sort();
+        n.dedup();
+        n
+    };
+    let first = names();
+    let before = samples(&mut backend, &job, &mut seen);
+    backend.regrant(&job, &grant(2)).unwrap();
+    let second = names();
+    assert_eq!(
+        (first.len(), second.len()),
+        (1, 1),
+        "{first:?} then {second:?}"
+    );
+    assert_ne!(first, second, "started again in a cgroup of its own");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut reports = Vec::new();
+    while reports.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the new run reported nothing in 30 s"
+        );
+        backend.poll(&job, &mut reports).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        reports.iter().all(|r| r.samples > before),
+        "the count goes on from {before}: {reports:?}"
+    );
+    backend.stop(&job);
+    assert!(job_cgroups(parent).is_empty());
 }
