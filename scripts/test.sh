@@ -28,8 +28,9 @@ fi
 # The venv is cached under target/; the tests find it there.
 scripts/python-env.sh >/dev/null
 
-# The Python package's suite compares with the CLI, so the CLI is built first.
-cargo build --bin profiler
+# The Python package's suite compares with the CLI, and its deploy example runs the
+# input-pipeline job, so both binaries are built first.
+cargo build --bins
 python=$(scripts/python-package.sh | tail -1)
 PROFILER_BIN=target/debug/profiler "$python" -m pytest -q python/tests
 
