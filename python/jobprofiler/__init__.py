@@ -96,6 +96,17 @@ def _argv(options: Mapping[str, Any]) -> list[str]:
     return argv
 
 
+def _scheme_argv(options: Mapping[str, Any], policy: Any, mechanism: Any) -> tuple:
+    """Command-line arguments for ``options`` with the built-in policy or mechanism named by a
+    string among them; a plug-in object is handed on instead (``None`` for a name)."""
+    argv_options = dict(options)
+    if isinstance(policy, str):
+        argv_options["policy"], policy = policy, None
+    if isinstance(mechanism, str):
+        argv_options["mechanism"], mechanism = mechanism, None
+    return _argv(argv_options), policy, mechanism
+
+
 def _matrix_files(paths: Iterable[PathLike]) -> list[str]:
     """Matrix files: each path itself, or a folder's ``*.matrix.jsonl`` files, sorted."""
     files: list[str] = []
@@ -250,15 +261,9 @@ def replay(
     A plug-in that raises, returns the wrong type or places jobs that do not fit stops the
     replay with :class:`ProfilerError` naming the round (and the job and server); so does one
     call that takes longer than ``decision_timeout`` seconds. No table is written then."""
-    argv_options = dict(options)
-    if isinstance(policy, str):
-        argv_options["policy"] = policy
-        policy = None
-    if isinstance(mechanism, str):
-        argv_options["mechanism"] = mechanism
-        mechanism = None
+    argv, policy, mechanism = _scheme_argv(options, policy, mechanism)
     runs, summary, (cluster, profiles, workload) = _native.replay_run(
-        _argv(argv_options), policy, mechanism, decision_timeout
+        argv, policy, mechanism, decision_timeout
     )
     return ReplayResult(
         runs={label: Run(label, _frame(jobs), _frame(rounds)) for label, jobs, rounds in runs},
@@ -296,16 +301,8 @@ def deploy(
     ``profiler deploy``: ``jobs`` (the job specs' directory), ``profiles``, ``cluster``,
     ``round_s``, ``compare=["fifo+proportional", "fifo+tune"]``, ``out``. Ctrl-C stops every
     job and keeps the tables of those that finished."""
-    argv_options = {"trace": trace, **options}
-    if isinstance(policy, str):
-        argv_options["policy"] = policy
-        policy = None
-    if isinstance(mechanism, str):
-        argv_options["mechanism"] = mechanism
-        mechanism = None
-    runs, replayed, compare = _native.deploy_run(
-        _argv(argv_options), policy, mechanism, decision_timeout
-    )
+    argv, policy, mechanism = _scheme_argv({"trace": trace, **options}, policy, mechanism)
+    runs, replayed, compare = _native.deploy_run(argv, policy, mechanism, decision_timeout)
 
     def tables(runs):
         return {label: Run(label, _frame(jobs), _frame(rounds)) for label, jobs, rounds in runs}
