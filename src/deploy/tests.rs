@@ -112,7 +112,7 @@ fn deploy_and_replay(
     let catalog = |s: &JobState| {
         profiles_of
             .borrow_mut()
-            .insert(s.spec.id, (s.profile, s.spec.gpus));
+            .insert(s.spec.id, (s.profile as usize, s.spec.gpus));
         Ok::<_, DeployError>(DeployJob {
             id: s.spec.id,
             model: s.spec.model.clone(),

@@ -20,7 +20,9 @@ pub struct JobSpec {
 #[derive(Debug, Clone)]
 pub struct JobState {
     pub spec: JobSpec,
-    pub profile: usize,
+    /// Index of its profile in the replay's profile set (u32: the job state stays small, and
+    /// a replay moves it often).
+    pub profile: u32,
     /// Samples of work left.
     pub remaining: f64,
     /// Samples/s at the proportional share of the reference server.
@@ -85,5 +87,19 @@ impl SynergyCounters {
             self.iter_s / speedup
         };
         (round_s / e).floor() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The replay moves job states between its lists every round: keep them as small as
+    /// they were (272 bytes on 64-bit targets).
+    #[test]
+    fn a_job_state_stays_small() {
+        assert!(
+            std::mem::size_of::<super::JobState>() <= 272,
+            "{}",
+            std::mem::size_of::<super::JobState>()
+        );
     }
 }

@@ -81,7 +81,8 @@ pub fn bind(
         last_run_end: None,
     };
     Ok(JobState {
-        profile: pi,
+        profile: u32::try_from(pi)
+            .map_err(|_| ReplayError::Profile(format!("more than {} profiles", u32::MAX)))?,
         remaining: job.work_samples,
         prop_rate,
         best_rate: g * p.best_tput,

@@ -44,7 +44,7 @@ impl MechCtx<'_> {
     pub fn rate(&self, j: usize, cpus: f64, mem_gb: f64) -> f64 {
         let job = &self.jobs[j];
         self.profiles
-            .get(job.profile)
+            .get(job.profile as usize)
             .rate(job.spec.gpus, cpus, mem_gb, self.semantics)
     }
 
@@ -61,7 +61,7 @@ impl MechCtx<'_> {
         } else {
             self.rate(j, cpus, mem_gb)
         };
-        let penalty = self.profiles.get(job.profile).placement_penalty;
+        let penalty = self.profiles.get(job.profile as usize).placement_penalty;
         if servers > 1 && penalty != 1.0 {
             rate * penalty
         } else {

@@ -62,7 +62,7 @@ impl Mechanism for Opt {
         for &j in &runnable {
             let job = &ctx.jobs[j];
             classes
-                .entry((job.profile, job.spec.gpus))
+                .entry((job.profile as usize, job.spec.gpus))
                 .or_default()
                 .push(j);
         }
