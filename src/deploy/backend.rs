@@ -3,8 +3,13 @@
 //! whole round loop with a simulated one.
 
 use super::error::DeployError;
+use crate::harness::launch::{RunningJob, describe_exit};
+use crate::harness::progress::ProgressTail;
 use crate::spec::LoadedSpec;
 use std::sync::Arc;
+
+/// Error output quoted when a job fails, bytes.
+const STDERR_TAIL: u64 = 600;
 
 /// A job of the trace as a deploy runs it.
 #[derive(Debug, Clone)]
@@ -64,4 +69,56 @@ pub trait Backend {
     fn poll(&mut self, job: &DeployJob, out: &mut Vec<Reported>) -> Result<Exit, DeployError>;
     /// Ends the job (its work ran out, or it failed) and releases what it held.
     fn stop(&mut self, job: &DeployJob);
+}
+
+/// One run of a job and its progress, its count going on from what its earlier runs did (a
+/// job started again to resize): what both backends read a job's progress from.
+pub(super) struct CountedRun {
+    pub(super) run: RunningJob,
+    pub(super) tail: ProgressTail,
+    /// Samples its earlier runs did, and the last count this run reported.
+    pub(super) offset: f64,
+    pub(super) last_samples: f64,
+}
+
+impl CountedRun {
+    pub(super) fn new(run: RunningJob, tail: ProgressTail, offset: f64) -> Self {
+        CountedRun {
+            run,
+            tail,
+            offset,
+            last_samples: 0.0,
+        }
+    }
+
+    /// Samples done by every run so far.
+    pub(super) fn done(&self) -> f64 {
+        self.offset + self.last_samples
+    }
+
+    /// Appends this run's reports since the last poll to `out`, on the deploy's clock (Unix
+    /// time `epoch_unix_s` is its 0) and counted on from `offset`; says whether it still runs,
+    /// and how it ended (`what` names the process: "srun " where srun wraps the job).
+    pub(super) fn poll(&mut self, epoch_unix_s: f64, what: &str, out: &mut Vec<Reported>) -> Exit {
+        for r in self.tail.poll() {
+            self.last_samples = r.samples;
+            out.push(Reported {
+                t: r.t - epoch_unix_s,
+                samples: self.offset + r.samples,
+            });
+        }
+        let Some(status) = self.run.try_status() else {
+            return Exit::Running;
+        };
+        let tail = self.run.stderr_tail(STDERR_TAIL);
+        let ends = if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its error output ends: {}", tail.trim())
+        };
+        Exit::Exited {
+            success: status.success(),
+            why: format!("{what}{}{ends}", describe_exit(status)),
+        }
+    }
 }

@@ -3,12 +3,11 @@
 //! with the cgroup freezer, re-capped in place, its progress read from its own output as a
 //! sweep reads it.
 
-use super::backend::{Backend, DeployJob, Exit, Grant, Reported};
+use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Reported};
 use super::error::DeployError;
 use crate::harness::cgroup::{CapsError, CgroupRoot, RunCgroup};
 use crate::harness::dataset::{block_device_of, measure_dataset};
 use crate::harness::job_launch::{cpu_vars, job_launch};
-use crate::harness::launch::{RunningJob, describe_exit};
 use crate::harness::progress::ProgressTail;
 use crate::spec::SweepMode;
 use std::collections::HashMap;
@@ -18,19 +17,11 @@ use std::time::Duration;
 /// How long a lowered memory limit may wait for the kernel to reclaim down to it.
 const RECLAIM_WAIT: Duration = Duration::from_secs(5);
 
-/// Error output quoted when a job fails, bytes.
-const STDERR_TAIL: u64 = 600;
-
 struct LocalJob {
     // Dropped first: the job is stopped before its cgroup is emptied and removed.
-    run: RunningJob,
+    run: CountedRun,
     cgroup: RunCgroup,
-    tail: ProgressTail,
     dataset: Option<PathBuf>,
-    /// Samples its earlier runs did (a job restarted to resize goes on from there), and the
-    /// last count its current run reported.
-    offset: f64,
-    last_samples: f64,
     /// Runs so far, and the CPUs the current one started on.
     runs: u32,
     cpus: usize,
@@ -141,12 +132,13 @@ impl LocalBackend {
         )
         .map_err(|e| err(&e))?;
         Ok(LocalJob {
-            run: launch.spawn().map_err(|e| err(&e))?,
+            run: CountedRun::new(
+                launch.spawn().map_err(|e| err(&e))?,
+                ProgressTail::new(&spec.spec, paths),
+                offset,
+            ),
             cgroup,
-            tail: ProgressTail::new(&spec.spec, paths),
             dataset,
-            offset,
-            last_samples: 0.0,
             runs: runs + 1,
             cpus: grant.cpu_ids.len(),
         })
@@ -177,7 +169,7 @@ impl Backend for LocalBackend {
     fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
         let j = self.running(job)?;
         if sizes_itself(job) && grant.cpu_ids.len() != j.cpus {
-            let (runs, done) = (j.runs, j.offset + j.last_samples);
+            let (runs, done) = (j.runs, j.run.done());
             // Stopped, its cgroup removed, then started again on its new CPUs.
             self.jobs.remove(&job.id);
             let run = self.launch(job, grant, runs, done)?;
@@ -196,32 +188,7 @@ impl Backend for LocalBackend {
 
     fn poll(&mut self, job: &DeployJob, out: &mut Vec<Reported>) -> Result<Exit, DeployError> {
         let epoch = self.epoch_unix_s;
-        let j = self.running(job)?;
-        for r in j.tail.poll() {
-            j.last_samples = r.samples;
-            out.push(Reported {
-                t: r.t - epoch,
-                samples: j.offset + r.samples,
-            });
-        }
-        Ok(match j.run.try_status() {
-            None => Exit::Running,
-            Some(status) => {
-                let tail = j.run.stderr_tail(STDERR_TAIL);
-                Exit::Exited {
-                    success: status.success(),
-                    why: format!(
-                        "{}{}",
-                        describe_exit(status),
-                        if tail.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; its error output ends: {}", tail.trim())
-                        }
-                    ),
-                }
-            }
-        })
+        Ok(self.running(job)?.run.poll(epoch, "", out))
     }
 
     fn stop(&mut self, job: &DeployJob) {

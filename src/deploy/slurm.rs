@@ -10,10 +10,9 @@
 //! says so at its start. srun is the profiler's child: if the profiler dies, srun's death
 //! ends the Slurm job.
 
-use super::backend::{Backend, DeployJob, Exit, Grant, Reported};
+use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Reported};
 use super::error::DeployError;
 use crate::harness::job_launch::{cpu_vars, job_launch};
-use crate::harness::launch::{RunningJob, describe_exit};
 use crate::harness::progress::ProgressTail;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,9 +21,6 @@ use std::time::{Duration, Instant};
 
 /// How long a started job may take to appear in squeue.
 const APPEAR_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Error output quoted when a job fails, bytes.
-const STDERR_TAIL: u64 = 600;
 
 /// Where and how the deploy's Slurm jobs run.
 #[derive(Debug, Clone, Default)]
@@ -37,14 +33,12 @@ pub struct SlurmTarget {
 }
 
 struct SlurmJob {
-    srun: RunningJob,
-    tail: ProgressTail,
+    /// srun, its count going on from the job's earlier runs (it starts again from zero when
+    /// resized).
+    srun: CountedRun,
     /// Slurm's id, once squeue lists the job.
     id: Option<String>,
     name: String,
-    /// Samples the job's earlier runs did (it starts again from zero when resized).
-    offset: f64,
-    last_samples: f64,
     runs: u32,
     grant: Grant,
     suspended: bool,
@@ -149,12 +143,13 @@ impl SlurmBackend {
         argv.append(&mut launch.argv);
         launch.argv = argv;
         Ok(SlurmJob {
-            srun: launch.spawn().map_err(|e| job_error(job, e))?,
-            tail: ProgressTail::new(&spec.spec, paths),
+            srun: CountedRun::new(
+                launch.spawn().map_err(|e| job_error(job, e))?,
+                ProgressTail::new(&spec.spec, paths),
+                offset,
+            ),
             id: None,
             name,
-            offset,
-            last_samples: 0.0,
             runs: runs + 1,
             grant: grant.clone(),
             suspended: false,
@@ -215,8 +210,8 @@ impl Backend for SlurmBackend {
             return Ok(());
         }
         // Slurm cannot resize it: started again with the new size, its count going on.
-        let (runs, done) = (j.runs, j.offset + j.last_samples);
-        j.srun.stop();
+        let (runs, done) = (j.runs, j.srun.done());
+        j.srun.run.stop();
         let run = self.run(job, grant, runs, done)?;
         self.jobs.insert(job.id, run);
         Ok(())
@@ -230,28 +225,7 @@ impl Backend for SlurmBackend {
 
     fn poll(&mut self, job: &DeployJob, out: &mut Vec<Reported>) -> Result<Exit, DeployError> {
         let epoch = self.epoch_unix_s;
-        let j = self.job(job)?;
-        for r in j.tail.poll() {
-            j.last_samples = r.samples;
-            out.push(Reported {
-                t: r.t - epoch,
-                samples: j.offset + r.samples,
-            });
-        }
-        Ok(match j.srun.try_status() {
-            None => Exit::Running,
-            Some(status) => {
-                let tail = j.srun.stderr_tail(STDERR_TAIL);
-                Exit::Exited {
-                    success: status.success(),
-                    why: format!(
-                        "srun {}; its error output ends: {}",
-                        describe_exit(status),
-                        tail.trim()
-                    ),
-                }
-            }
-        })
+        Ok(self.job(job)?.srun.poll(epoch, "srun ", out))
     }
 
     fn stop(&mut self, job: &DeployJob) {
@@ -260,7 +234,7 @@ impl Backend for SlurmBackend {
             if let (true, Some(id)) = (j.suspended, &j.id) {
                 let _ = slurm("scontrol", &["resume", id]);
             }
-            j.srun.stop();
+            j.srun.run.stop();
         }
     }
 }
