@@ -299,7 +299,8 @@ def deploy(
     ``policy`` and ``mechanism`` are built-in names or objects, as for :func:`replay`: the
     deploy calls them every round, as the replay does. The other options are those of
     ``profiler deploy``: ``jobs`` (the job specs' directory), ``profiles``, ``cluster``,
-    ``round_s``, ``compare=["fifo+proportional", "fifo+tune"]``, ``out``. Ctrl-C stops every
+    ``round_s``, ``compare=["fifo+proportional", "fifo+tune"]``, ``out``, ``resume=True`` (go
+    on from the journal of an interrupted deploy into the same ``out``). Ctrl-C stops every
     job and keeps the tables of those that finished."""
     argv, policy, mechanism = _scheme_argv({"trace": trace, **options}, policy, mechanism)
     runs, replayed, compare = _native.deploy_run(argv, policy, mechanism, decision_timeout)

@@ -22,6 +22,9 @@ deploy starts. Rounds are --round-s long (30 s by default: the jobs of a deploy 
 hours). Jobs left out of a round are frozen in place (cgroup freezer) and thawed when placed
 again; a job placed again with other CPUs or memory is re-capped while it runs.
 
+Ctrl-C, SIGTERM or a crash loses at most the round in progress: every finished round is in
+journal/ under --out, and `--resume` with the same options goes on from there.
+
 Writes to --out: the deploy's tables (<policy>-<mechanism>.jobs/.rounds, summary; CSV and
 Parquet, as `profiler replay` writes them), the replay's under replay/, compare.csv, and each
 job's output under logs/.";
@@ -80,6 +83,11 @@ pub struct DeployArgs {
     /// One more argument for every srun (repeat it: `--slurm-arg=--account=prof`).
     #[arg(long, requires = "slurm", allow_hyphen_values = true)]
     pub slurm_arg: Vec<String>,
+    /// Go on from where an interrupted or crashed deploy into the same --out stopped: the
+    /// rounds it finished are taken from its journal (journal/ in --out), and the jobs it was
+    /// running start again, their count going on where their specs say they resume.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 impl DeployArgs {
@@ -104,6 +112,7 @@ impl DeployArgs {
                 nodes: self.slurm_nodes.clone(),
                 extra_args: self.slurm_arg.clone(),
             }),
+            resume: self.resume,
         })
     }
 }

@@ -22,6 +22,13 @@ pub struct DeployJob {
     pub spec: Arc<LoadedSpec>,
 }
 
+impl DeployJob {
+    /// Whether it goes on from where it was when started again (its spec's `deploy.resumes`).
+    pub fn resumes(&self) -> bool {
+        self.spec.spec.deploy.resumes
+    }
+}
+
 /// What a placed job holds for a round, on the machine that runs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
@@ -59,8 +66,9 @@ pub enum Exit {
 
 /// Runs a deploy's jobs.
 pub trait Backend {
-    /// Starts `job`, which has not run yet, with `grant`.
-    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError>;
+    /// Starts `job` with `grant`, its count going on from `done` samples (0 for a job that has
+    /// not run yet; what it did before a resumed deploy, where it resumes).
+    fn start(&mut self, job: &DeployJob, grant: &Grant, done: f64) -> Result<(), DeployError>;
     /// Gives a started job `grant` (re-capped in place) and lets it run if it was suspended.
     fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError>;
     /// Suspends a running job in place: it keeps its memory and makes no progress.

@@ -40,8 +40,21 @@ pub enum DeployError {
     Machine(String),
     #[error("options: {0}")]
     Options(String),
+    /// A journal whose rounds this deploy does not decide as it did.
+    #[error("{path}: {message}")]
+    JournalMismatch { path: PathBuf, message: String },
+    /// A journal `--resume` cannot go on from.
+    #[error("{path}:{line}: {message}")]
+    Journal {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     /// Ctrl-C or SIGTERM: the jobs were stopped and the tables of those that finished written.
-    #[error("interrupted at t={t:.0} s: {finished} job(s) finished, their rows are in {out}")]
+    #[error(
+        "interrupted at t={t:.0} s: {finished} job(s) finished, their rows are in {out}; \
+         --resume goes on from the last round finished"
+    )]
     Interrupted {
         t: f64,
         finished: usize,

@@ -29,9 +29,11 @@ struct LocalJob {
 
 /// Whether `job` sizes itself to its CPUs at start (its spec re-launches it at every level, or
 /// templates the CPU count into its command): re-capped in place, it would keep the size it
-/// started with, so it is started again instead, its count going on, as from a checkpoint.
-fn sizes_itself(job: &DeployJob) -> bool {
-    job.spec.spec.sweep.mode == SweepMode::Relaunch || job.spec.depends_on_cpu_level()
+/// started with, so it is started again instead, its count going on, as from a checkpoint
+/// (where it resumes; one that starts its work over is re-capped in place).
+fn restarts_to_resize(job: &DeployJob) -> bool {
+    job.resumes()
+        && (job.spec.spec.sweep.mode == SweepMode::Relaunch || job.spec.depends_on_cpu_level())
 }
 
 /// Runs jobs on this machine.
@@ -160,15 +162,15 @@ fn cap(cgroup: &RunCgroup, grant: &Grant) -> Result<(), CapsError> {
 }
 
 impl Backend for LocalBackend {
-    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
-        let run = self.launch(job, grant, 0, 0.0)?;
+    fn start(&mut self, job: &DeployJob, grant: &Grant, done: f64) -> Result<(), DeployError> {
+        let run = self.launch(job, grant, 0, done)?;
         self.jobs.insert(job.id, run);
         Ok(())
     }
 
     fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
         let j = self.running(job)?;
-        if sizes_itself(job) && grant.cpu_ids.len() != j.cpus {
+        if restarts_to_resize(job) && grant.cpu_ids.len() != j.cpus {
             let (runs, done) = (j.runs, j.run.done());
             // Stopped, its cgroup removed, then started again on its new CPUs.
             self.jobs.remove(&job.id);

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod compare;
 pub mod error;
 pub mod grants;
+pub mod journal;
 pub mod local;
 #[cfg(test)]
 mod sim;
@@ -29,6 +30,7 @@ use backend::Backend;
 use catalog::Catalog;
 use clock::{Clock, WallClock};
 use error::RoundFailure;
+use journal::{Journal, JournalHeader};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use work::{DeployObserver, DeployWork};
@@ -48,6 +50,9 @@ pub struct DeployOptions {
     pub gpu_ids: Vec<u32>,
     /// Run the jobs as Slurm jobs there, instead of in cgroups of this machine.
     pub slurm: Option<slurm::SlurmTarget>,
+    /// Go on from the journals of an earlier deploy into the same output directory: its
+    /// finished rounds are taken as they were, and the rest run.
+    pub resume: bool,
 }
 
 /// A deploy's results: per scheme, the deploy's and the replay's, and both summaries.
@@ -61,6 +66,8 @@ pub struct DeploySummary {
 /// left), and after every round what [`DeployObserver`] gets.
 pub trait DeployProgress: DeployObserver {
     fn scheme_started(&self, _label: &str, _jobs: usize, _replay_makespan_s: f64) {}
+    /// A resumed scheme takes its first `rounds` from its journal and goes on at `t`.
+    fn resumed(&self, _rounds: usize, _t: f64) {}
 }
 
 /// Runs every scheme of `opts` on real jobs of this machine, one after the other, after its
@@ -176,7 +183,24 @@ fn deploy_scheme(
         Some(d) => d.join("logs").join(&label),
         None => std::env::temp_dir().join(format!("profiler-deploy-{}", std::process::id())),
     };
-    let mut clock = WallClock::starting_at(opts.replay.first_round_s.unwrap_or(0.0));
+    let journal = match &opts.replay.out_dir {
+        Some(dir) => {
+            let header = JournalHeader::new(
+                &format!("{}+{}", scheme.0.name(), scheme.1.name()),
+                opts.replay.round_s,
+                scenario.trace_jobs().unwrap_or_default(),
+            );
+            let path = dir.join("journal").join(format!("{label}.jsonl"));
+            Some(Journal::open(&path, &header, opts.resume)?)
+        }
+        None => None,
+    };
+    let resumes_at = journal.as_ref().and_then(Journal::resumes_at);
+    if let (Some(j), Some(t)) = (&journal, resumes_at) {
+        progress.resumed(j.pending.len(), t);
+    }
+    let start = resumes_at.or(opts.replay.first_round_s).unwrap_or(0.0);
+    let mut clock = WallClock::starting_at(start);
     let epoch = crate::harness::progress::now_unix_s() - clock.now();
     let (mut backend, cpus): (Box<dyn Backend>, Vec<u32>) = match &opts.slurm {
         None => {
@@ -199,6 +223,7 @@ fn deploy_scheme(
         backend.as_mut(),
         &mut clock,
         slices,
+        journal,
         &|s| catalog.job(s),
         progress,
         cancel,
@@ -215,6 +240,7 @@ pub fn run_rounds(
     backend: &mut dyn Backend,
     clock: &mut dyn Clock,
     slices: Vec<grants::ServerSlice>,
+    journal: Option<Journal>,
     catalog: &dyn Fn(&crate::replay::engine::JobState) -> Result<backend::DeployJob, DeployError>,
     progress: &dyn DeployProgress,
     cancel: &AtomicBool,
@@ -223,6 +249,9 @@ pub fn run_rounds(
     let started = std::time::Instant::now();
     let cfg = engine_config(&opts.replay, scenario, scheme, None);
     let mut work = DeployWork::new(backend, clock, cancel, progress, slices, catalog);
+    if let Some(journal) = journal {
+        work = work.with_journal(journal);
+    }
     let mut arrivals = jobs.iter().cloned();
     let mut failure = None;
     let out = {

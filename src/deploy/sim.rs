@@ -76,13 +76,13 @@ impl<'r> SimBackend<'r> {
 }
 
 impl Backend for SimBackend<'_> {
-    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
+    fn start(&mut self, job: &DeployJob, grant: &Grant, done: f64) -> Result<(), DeployError> {
         self.calls.borrow_mut().starts += 1;
         let now = self.clock.now();
         self.jobs.insert(
             job.id,
             SimJob {
-                samples: 0.0,
+                samples: done,
                 rate: (self.rate)(job, grant),
                 since: now,
                 running: true,

@@ -194,8 +194,8 @@ impl SlurmBackend {
 }
 
 impl Backend for SlurmBackend {
-    fn start(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
-        let run = self.run(job, grant, 0, 0.0)?;
+    fn start(&mut self, job: &DeployJob, grant: &Grant, done: f64) -> Result<(), DeployError> {
+        let run = self.run(job, grant, 0, done)?;
         self.jobs.insert(job.id, run);
         Ok(())
     }
@@ -206,7 +206,8 @@ impl Backend for SlurmBackend {
             self.job(job)?.suspended = false;
         }
         let j = self.job(job)?;
-        if j.grant == *grant {
+        if j.grant == *grant || !job.resumes() {
+            // One that would start its work over keeps the size it has.
             return Ok(());
         }
         // Slurm cannot resize it: started again with the new size, its count going on.

@@ -3,6 +3,7 @@
 use super::DeployError;
 use super::backend::{DeployJob, Grant};
 use super::grants::carve;
+use super::journal::{Journal, JournalHeader};
 use super::sim::{JumpClock, SimBackend};
 use super::work::DeployObserver;
 use super::{DeployOptions, DeployProgress, run_rounds};
@@ -50,6 +51,7 @@ fn options(dir: &std::path::Path, scheme: &str) -> DeployOptions {
         cgroup_parent: "profiler".into(),
         gpu_ids: Vec::new(),
         slurm: None,
+        resume: false,
     }
 }
 
@@ -57,6 +59,44 @@ fn spec() -> Arc<crate::spec::LoadedSpec> {
     let text = "schema_version = 1\nname = \"sim\"\ncommand = [\"true\"]\n\
                 [throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\n";
     Arc::new(parse_spec(text, std::path::Path::new("sim.toml")).unwrap())
+}
+
+/// The trace's jobs run at their matrices' rates on the simulated backend.
+struct SimJobs<'s> {
+    scenario: &'s Scenario,
+    /// Each started job's profile and GPUs, by id.
+    profiles_of: RefCell<HashMap<u64, (usize, u32)>>,
+}
+
+impl<'s> SimJobs<'s> {
+    fn new(scenario: &'s Scenario) -> Self {
+        SimJobs {
+            scenario,
+            profiles_of: RefCell::default(),
+        }
+    }
+
+    fn job(&self, s: &JobState) -> Result<DeployJob, DeployError> {
+        self.profiles_of
+            .borrow_mut()
+            .insert(s.spec.id, (s.profile as usize, s.spec.gpus));
+        Ok(DeployJob {
+            id: s.spec.id,
+            model: s.spec.model.clone(),
+            work_samples: s.spec.work_samples,
+            spec: spec(),
+        })
+    }
+
+    fn rate(&self, job: &DeployJob, g: &Grant) -> f64 {
+        let (profile, gpus) = self.profiles_of.borrow()[&job.id];
+        self.scenario.profiles.get(profile).rate(
+            gpus,
+            g.cpus,
+            g.mem_bytes as f64 / 1e9,
+            Semantics::Exact,
+        )
+    }
 }
 
 type Catalog<'c> = dyn Fn(&JobState) -> Result<DeployJob, DeployError> + 'c;
@@ -70,9 +110,16 @@ fn sim_deploy(
     rate: &dyn Fn(&DeployJob, &Grant) -> f64,
     fail_at: &[(u64, f64)],
     cancel: &AtomicBool,
+    journal: Option<Journal>,
 ) -> (crate::replay::RunResult, Option<f64>, super::sim::Calls) {
     let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
     let clock = JumpClock::default();
+    clock.0.set(
+        journal
+            .as_ref()
+            .and_then(Journal::resumes_at)
+            .unwrap_or(0.0),
+    );
     let mut backend = SimBackend::new(clock.clone(), rate);
     backend.fail_at = fail_at.iter().copied().collect();
     let calls = backend.calls.clone();
@@ -84,6 +131,7 @@ fn sim_deploy(
         &mut backend,
         &mut clock.clone(),
         slices,
+        journal,
         catalog,
         &Quiet,
         cancel,
@@ -108,29 +156,11 @@ fn deploy_and_replay(
     let scenario = Scenario::load(&opts.replay).unwrap();
     let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
     let replayed = run_scheme(&opts.replay, &scenario, 0, &schemes[0], &Unobserved).unwrap();
-    let profiles_of: RefCell<HashMap<u64, (usize, u32)>> = RefCell::default();
-    let catalog = |s: &JobState| {
-        profiles_of
-            .borrow_mut()
-            .insert(s.spec.id, (s.profile as usize, s.spec.gpus));
-        Ok::<_, DeployError>(DeployJob {
-            id: s.spec.id,
-            model: s.spec.model.clone(),
-            work_samples: s.spec.work_samples,
-            spec: spec(),
-        })
-    };
-    let rate = |job: &DeployJob, g: &Grant| {
-        let (profile, gpus) = profiles_of.borrow()[&job.id];
-        scenario.profiles.get(profile).rate(
-            gpus,
-            g.cpus,
-            g.mem_bytes as f64 / 1e9,
-            Semantics::Exact,
-        )
-    };
+    let sim = SimJobs::new(&scenario);
+    let catalog = |s: &JobState| sim.job(s);
+    let rate = |job: &DeployJob, g: &Grant| sim.rate(job, g);
     let (deployed, interrupted, calls) =
-        sim_deploy(opts, &scenario, &catalog, &rate, fail_at, cancel);
+        sim_deploy(opts, &scenario, &catalog, &rate, fail_at, cancel, None);
     (deployed, interrupted, replayed, calls)
 }
 
@@ -225,7 +255,8 @@ fn an_interrupted_deploy_stops_every_job_and_keeps_the_finished_ones() {
         })
     };
     let rate = |_: &DeployJob, _: &Grant| 50.0;
-    let (result, interrupted, calls) = sim_deploy(&opts, &scenario, &catalog, &rate, &[], &cancel);
+    let (result, interrupted, calls) =
+        sim_deploy(&opts, &scenario, &catalog, &rate, &[], &cancel, None);
     let t = interrupted.expect("interrupted");
     assert!(t > 0.0);
     assert_eq!(calls.starts, 3);
@@ -236,4 +267,89 @@ fn an_interrupted_deploy_stops_every_job_and_keeps_the_finished_ones() {
             .iter()
             .all(|j| j.finish_s.is_none_or(|f| f <= t))
     );
+}
+
+#[test]
+fn a_resumed_deploy_takes_its_journal_and_ends_as_one_never_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    for scheme in ["fifo+tune", "srtf+proportional"] {
+        let opts = options(dir.path(), scheme);
+        let scenario = Scenario::load(&opts.replay).unwrap();
+        let header = JournalHeader::new(scheme, 60.0, scenario.trace_jobs().unwrap());
+        let path = dir.path().join(format!("{scheme}.jsonl"));
+        let sim = SimJobs::new(&scenario);
+        let rate = |job: &DeployJob, g: &Grant| sim.rate(job, g);
+        let never = AtomicBool::new(false);
+        let catalog = |s: &JobState| sim.job(s);
+        let (whole, _, _) = sim_deploy(&opts, &scenario, &catalog, &rate, &[], &never, None);
+
+        // Interrupted once four jobs have started: the rounds it finished are in the journal.
+        let cancel = AtomicBool::new(false);
+        let started = std::cell::Cell::new(0);
+        let stopping = |s: &JobState| {
+            started.set(started.get() + 1);
+            if started.get() == 4 {
+                cancel.store(true, Ordering::SeqCst);
+            }
+            sim.job(s)
+        };
+        let journal = Journal::open(&path, &header, false).unwrap();
+        let (first, at, _) = sim_deploy(
+            &opts,
+            &scenario,
+            &stopping,
+            &rate,
+            &[],
+            &cancel,
+            Some(journal),
+        );
+        let at = at.expect("interrupted");
+        assert!(first.jobs.iter().any(|j| j.finish_s.is_none()), "{scheme}");
+
+        let journal = Journal::open(&path, &header, true).unwrap();
+        let rounds = journal.pending.len();
+        assert!(
+            rounds > 0 && journal.resumes_at().unwrap() <= at,
+            "{scheme}"
+        );
+        let (resumed, again, calls) = sim_deploy(
+            &opts,
+            &scenario,
+            &catalog,
+            &rate,
+            &[],
+            &never,
+            Some(journal),
+        );
+        assert_eq!(again, None);
+        assert!(
+            calls.starts < 6 + 4,
+            "{scheme}: jobs finished before the interruption are not run again: {calls:?}"
+        );
+        for (r, w) in resumed.jobs.iter().zip(&whole.jobs) {
+            let (rf, wf) = (r.finish_s.unwrap(), w.finish_s.unwrap());
+            assert!(
+                (rf - wf).abs() < 1e-6 * wf.max(1.0),
+                "{scheme}: job {} finished at {rf} resumed, {wf} uninterrupted",
+                r.id
+            );
+        }
+        // The resumed deploy's journal holds every round, and a resume of it runs nothing.
+        let journal = Journal::open(&path, &header, true).unwrap();
+        assert!(journal.pending.len() > rounds, "{scheme}");
+        let (done, _, calls) = sim_deploy(
+            &opts,
+            &scenario,
+            &catalog,
+            &rate,
+            &[],
+            &never,
+            Some(journal),
+        );
+        assert_eq!(calls.starts, 0, "{scheme}: {calls:?}");
+        assert_eq!(
+            done.summary.makespan_s, whole.summary.makespan_s,
+            "{scheme}"
+        );
+    }
 }

@@ -8,6 +8,7 @@ use super::backend::{Backend, DeployJob, Exit, Grant, Reported};
 use super::clock::Clock;
 use super::error::{DeployError, RoundFailure};
 use super::grants::{ServerSlice, round_grants};
+use super::journal::{JobOutcome, Journal, RoundRecord};
 use crate::replay::ReplayError;
 use crate::replay::engine::{JobState, Round, RoundWork};
 use std::collections::HashMap;
@@ -73,6 +74,8 @@ pub struct DeployWork<'a> {
     finished: usize,
     /// Why each failed job failed, by id (for the jobs table).
     failures: HashMap<u64, String>,
+    /// Where finished rounds go, and the rounds a resume goes over first.
+    journal: Option<Journal>,
 }
 
 impl<'a> DeployWork<'a> {
@@ -95,7 +98,15 @@ impl<'a> DeployWork<'a> {
             reports: Vec::new(),
             finished: 0,
             failures: HashMap::new(),
+            journal: None,
         }
+    }
+
+    /// Keeps a journal of the rounds; its pending rounds (a resume) are gone over first, each
+    /// job's progress taken from it.
+    pub fn with_journal(mut self, journal: Journal) -> Self {
+        self.journal = Some(journal);
+        self
     }
 
     /// The deploy's time now.
@@ -139,7 +150,12 @@ impl<'a> DeployWork<'a> {
             match self.tracked.get_mut(&state.spec.id) {
                 None => {
                     let job = (self.catalog)(state)?;
-                    self.backend.start(&job, &grant)?;
+                    // Started for the first time, or again after a resumed deploy.
+                    let done = match job.resumes() {
+                        true => (state.spec.work_samples - state.remaining).max(0.0),
+                        false => 0.0,
+                    };
+                    self.backend.start(&job, &grant, done)?;
                     self.tracked.insert(
                         job.id,
                         Tracked {
@@ -199,12 +215,68 @@ impl<'a> DeployWork<'a> {
         Ok(())
     }
 
+    /// Hands the engine how far each placed job got in `record`'s round.
+    fn account(
+        &mut self,
+        record: &RoundRecord,
+        round: &Round,
+        jobs: &mut [JobState],
+        ran: &mut Vec<f64>,
+    ) {
+        for (a, o) in round.allocs.iter().zip(&record.jobs) {
+            let j = &mut jobs[a.slot];
+            j.remaining = o.remaining;
+            ran.push(o.ran_s);
+            if let Some(f) = o.finish {
+                j.finish = Some(f);
+            }
+            if let Some(why) = &o.failure {
+                j.failed = true;
+                self.failures.insert(j.spec.id, why.clone());
+            }
+        }
+    }
+
+    /// Goes over a round of a resumed deploy's journal: the engine must have placed the jobs
+    /// the journal's round ran, in that order.
+    fn go_over(
+        &mut self,
+        record: RoundRecord,
+        round: &Round,
+        jobs: &mut [JobState],
+        ran: &mut Vec<f64>,
+    ) -> Result<(), DeployError> {
+        let placed: Vec<u64> = round.allocs.iter().map(|a| jobs[a.slot].spec.id).collect();
+        let ran_then: Vec<u64> = record.jobs.iter().map(|o| o.id).collect();
+        if (record.t - round.t).abs() > 1e-6 * round.t.abs().max(1.0) || placed != ran_then {
+            let message = format!(
+                "its round at t={} s ran jobs {ran_then:?}; this deploy places {placed:?} at \
+                 t={} s",
+                record.t, round.t
+            );
+            return Err(self.journal.as_ref().map_or_else(
+                || DeployError::Options(message.clone()),
+                |j| j.mismatch(message.clone()),
+            ));
+        }
+        self.account(&record, round, jobs, ran);
+        self.finished += record
+            .jobs
+            .iter()
+            .filter(|o| o.finish.is_some() || o.failure.is_some())
+            .count();
+        Ok(())
+    }
+
     fn run(
         &mut self,
         round: &Round,
         jobs: &mut [JobState],
         ran: &mut Vec<f64>,
     ) -> Result<(), RoundFailure> {
+        if let Some(record) = self.journal.as_mut().and_then(|j| j.pending.pop_front()) {
+            return Ok(self.go_over(record, round, jobs, ran)?);
+        }
         let (t0, end) = (round.t, round.t + round.round_s);
         if !self.clock.sleep_until(t0, self.cancel) {
             return Err(RoundFailure::Interrupted);
@@ -223,23 +295,45 @@ impl<'a> DeployWork<'a> {
                 return Err(RoundFailure::Interrupted);
             }
         }
+        let mut outcomes = Vec::with_capacity(round.allocs.len());
         for a in round.allocs {
             let j = &mut jobs[a.slot];
             let t = &self.tracked[&j.spec.id];
             let (left, r) = (j.spec.work_samples - t.samples(), round.round_s);
-            ran.push(if let Some(f) = t.finish {
-                j.remaining = 0.0;
-                j.finish = Some(f.max(t0));
-                (f - t0).clamp(0.0, r)
+            outcomes.push(if let Some(f) = t.finish {
+                JobOutcome {
+                    id: j.spec.id,
+                    remaining: 0.0,
+                    ran_s: (f - t0).clamp(0.0, r),
+                    finish: Some(f.max(t0)),
+                    failure: None,
+                }
             } else if let Some((at, why)) = &t.failure {
-                j.remaining = left.max(0.0);
-                j.failed = true;
-                self.failures.insert(j.spec.id, why.clone());
-                (at - t0).clamp(0.0, r)
+                JobOutcome {
+                    id: j.spec.id,
+                    remaining: left.max(0.0),
+                    ran_s: (at - t0).clamp(0.0, r),
+                    finish: None,
+                    failure: Some(why.clone()),
+                }
             } else {
-                j.remaining = left.max(0.0);
-                r
+                JobOutcome {
+                    id: j.spec.id,
+                    remaining: left.max(0.0),
+                    ran_s: r,
+                    finish: None,
+                    failure: None,
+                }
             });
+        }
+        let record = RoundRecord {
+            t: t0,
+            round_s: round.round_s,
+            jobs: outcomes,
+        };
+        self.account(&record, round, jobs, ran);
+        if let Some(journal) = &mut self.journal {
+            journal.append(&record)?;
         }
         let suspended = self
             .tracked

@@ -45,4 +45,8 @@ impl DeployProgress for DeployLines {
         *self.scheme.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((label.to_string(), jobs, replay_makespan_s));
     }
+
+    fn resumed(&self, rounds: usize, t: f64) {
+        eprintln!("  resumed: {rounds} round(s) taken from the journal; going on at t={t:.0} s");
+    }
 }

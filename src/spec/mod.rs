@@ -58,6 +58,24 @@ pub struct JobSpec {
     #[serde(default)]
     pub measure: MeasureSpec,
     pub sweep: SweepSpec,
+    #[serde(default)]
+    pub deploy: DeploySpec,
+}
+
+/// How `profiler deploy` may start the job again.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeploySpec {
+    /// Started again (to resize it, or after `--resume`), the job goes on from where it was,
+    /// as from a checkpoint: its count continues. `false`: it starts its work over, and is
+    /// re-capped in place rather than restarted to resize.
+    pub resumes: bool,
+}
+
+impl Default for DeploySpec {
+    fn default() -> Self {
+        DeploySpec { resumes: true }
+    }
 }
 
 fn one() -> u32 {

@@ -3,6 +3,7 @@
 
 use crate::{INPUT_PIPELINE, MACHINE, PROFILER, dataset};
 use profiler::deploy::backend::{Backend, DeployJob, Grant, Reported};
+use profiler::deploy::journal::RoundRecord;
 use profiler::deploy::local::LocalBackend;
 use profiler::harness::cgroup::parent_dirs_of;
 use profiler::spec::{LoadedSpec, parse_spec};
@@ -83,7 +84,7 @@ fn a_local_job_is_capped_frozen_thawed_and_removed() {
         gpus: 1,
         gpu_ids: Vec::new(),
     };
-    backend.start(&job, &grant(1.0, 1)).unwrap();
+    backend.start(&job, &grant(1.0, 1), 0.0).unwrap();
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while samples(&mut backend, &job, &mut seen) < 500.0 {
@@ -161,16 +162,20 @@ fn small_deploy(dir: &Path, jobs: usize, iterations: u64) -> Vec<String> {
     .collect()
 }
 
-/// SIGKILL gives the deploy no chance to stop its jobs: they run on, orphaned, until the next
-/// deploy under the same parent starts, which kills them and removes their cgroups first.
+/// SIGKILL gives the deploy no chance to stop its jobs or remove their cgroups: what is left
+/// stays until the next deploy under the same parent starts, which kills it and removes the
+/// cgroups first.
+/// `--resume` then takes the rounds the killed deploy finished from its journal and runs the
+/// rest, the jobs it was running going on from their counts.
 #[test]
-fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
-    require_caps!("a_killed_deploy_leaves_nothing_once_the_next_one_starts");
+fn a_killed_deploy_leaves_nothing_and_resumes_where_it_was() {
+    require_caps!("a_killed_deploy_leaves_nothing_and_resumes_where_it_was");
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let parent = "profiler-test-deploy-kill";
-    // Three long jobs on two slots: two run, the third waits.
-    let args = small_deploy(dir.path(), 3, 1_000_000);
+    // Three jobs of 500 iterations (8,000 samples, ~15 s at 1 CPU) on two slots: two run,
+    // the third waits.
+    let args = small_deploy(dir.path(), 3, 500);
     let first_log = dir.path().join("first.log");
     let mut first = std::process::Command::new(PROFILER)
         .args(&args)
@@ -178,7 +183,6 @@ fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
         .stderr(std::fs::File::create(&first_log).unwrap())
         .spawn()
         .unwrap();
-    // Two jobs running in their cgroups, then the deploy killed outright.
     let pids = || -> Vec<u32> {
         (job_cgroups(parent).iter())
             .flat_map(|d| {
@@ -190,34 +194,46 @@ fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
             })
             .collect()
     };
+    // Two rounds finished, two jobs running in their cgroups, then the deploy killed outright.
+    let journal = dir.path().join("out/journal/fifo-proportional.jsonl");
+    let rounds = || {
+        std::fs::read_to_string(&journal)
+            .map(|t| t.lines().count().saturating_sub(1))
+            .unwrap_or(0)
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while pids().len() < 2 {
+    while pids().len() < 2 || rounds() < 2 {
         assert!(
             Instant::now() < deadline,
-            "the deploy started no two jobs in 60 s; it said:\n{}",
+            "the deploy finished no two rounds with two jobs in 60 s; it said:\n{}",
             std::fs::read_to_string(&first_log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(2));
     first.kill().unwrap();
     first.wait().unwrap();
-    let pids = pids();
+    let (pids, rounds_then) = (pids(), rounds());
+    // Its jobs die with it (they were started with a parent-death signal); what they forked,
+    // and their cgroups, stay.
     assert!(
-        !pids.is_empty(),
-        "the killed deploy's jobs run on (else this test shows nothing)"
+        !job_cgroups(parent).is_empty(),
+        "the killed deploy's cgroups stay (else this test shows nothing); it said:\n{}",
+        std::fs::read_to_string(&first_log).unwrap_or_default()
     );
 
-    // The next deploy: one short job, run to its end.
-    let again = small_deploy(dir.path(), 1, 200);
+    let mut resume = args.clone();
+    resume.push("--resume".into());
     let out = std::process::Command::new(PROFILER)
-        .args(&again)
+        .args(&resume)
         .output()
         .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        said.contains(&format!(
+            "resumed: {rounds_then} round(s) taken from the journal"
+        )),
+        "{said}"
     );
     for pid in &pids {
         assert!(
@@ -231,7 +247,42 @@ fn a_killed_deploy_leaves_nothing_once_the_next_one_starts() {
         job_cgroups(parent)
     );
     let jobs = std::fs::read_to_string(dir.path().join("out/fifo-proportional.jobs.csv")).unwrap();
-    assert_eq!(jobs.lines().count(), 2, "one job's row: {jobs}");
+    assert_eq!(jobs.lines().count(), 4, "every job's row: {jobs}");
+    let header: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for row in jobs.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        assert!(!f[col("finish_s")].is_empty(), "unfinished: {row}");
+        assert!(f[col("failure")].is_empty(), "failed: {row}");
+    }
+    assert!(
+        rounds() > rounds_then,
+        "the resumed deploy's rounds were added to the journal"
+    );
+    // The jobs it was running went on from their counts: after the resume, job 0 finished
+    // sooner than halfway between going on and starting its work over, at the rate it had
+    // before the kill (made to start over, it took 18 s against a bound of 15 s).
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let records: Vec<RoundRecord> = (text.lines().skip(1))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let before = &records[rounds_then - 1];
+    let resumed_at = before.end();
+    let left = before.jobs.iter().find(|o| o.id == 0).unwrap().remaining;
+    let work = 500.0 * 16.0;
+    assert!(left > 0.0 && left < work, "job 0 had made progress: {left}");
+    let rate_before = (work - left) / resumed_at;
+    let finish0: f64 = {
+        let f: Vec<&str> = jobs.lines().nth(1).unwrap().split(',').collect();
+        f[col("finish_s")].parse().unwrap()
+    };
+    let bound = (left + work) / 2.0 / rate_before;
+    assert!(
+        finish0 - resumed_at < bound,
+        "job 0 ran {:.1} s after the resume at {resumed_at} s with {left:.0} of {work} samples \
+         left, over the {bound:.1} s halfway to starting over",
+        finish0 - resumed_at
+    );
 }
 
 /// A job whose spec says it sizes itself at start (`mode = "relaunch"`) is started again when
@@ -263,7 +314,7 @@ fn a_job_that_sizes_itself_is_started_again_and_counts_on() {
         gpus: 1,
         gpu_ids: Vec::new(),
     };
-    backend.start(&job, &grant(1)).unwrap();
+    backend.start(&job, &grant(1), 0.0).unwrap();
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while samples(&mut backend, &job, &mut seen) < 500.0 {
