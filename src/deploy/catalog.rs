@@ -7,10 +7,21 @@ use crate::harness::dataset::ensure_dataset;
 use crate::harness::job_launch::{base_vars, render_argv};
 use crate::replay::engine::JobState;
 use crate::replay::job::JobSpec;
-use crate::spec::{LoadedSpec, load_spec};
+use crate::replay::profile::{ProfileSet, StartCost};
+use crate::spec::{LoadedSpec, SweepMode, load_spec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Whether the job of `spec` sizes itself to its CPUs at start (its spec re-launches it at
+/// every level, or templates the CPU count into its command) and goes on from its count when
+/// started again: re-capped in place, it would keep the size it started with, so a deploy
+/// starts it again instead, as from a checkpoint. One that starts its work over is re-capped
+/// in place.
+pub fn restarts_to_resize(spec: &LoadedSpec) -> bool {
+    spec.spec.deploy.resumes
+        && (spec.spec.sweep.mode == SweepMode::Relaunch || spec.depends_on_cpu_level())
+}
 
 /// The job specs of a deploy, by model.
 #[derive(Debug, Clone)]
@@ -90,6 +101,18 @@ impl Catalog {
             job_id,
             known: self.specs.keys().cloned().collect::<Vec<_>>().join(", "),
         })
+    }
+
+    /// Gives each model's profile what starting its job costs, so the replay beside the
+    /// deploy charges the start-ups the deployed jobs pay.
+    pub fn set_start_costs(&self, profiles: &mut ProfileSet) {
+        for (model, spec) in &self.specs {
+            let cost = StartCost {
+                startup_s: spec.spec.deploy.startup_s,
+                restarts_to_resize: restarts_to_resize(spec),
+            };
+            profiles.set_start_cost(model, cost);
+        }
     }
 
     /// The job a replay's job runs as.

@@ -4,12 +4,12 @@
 //! sweep reads it.
 
 use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Reported};
+use super::catalog::restarts_to_resize;
 use super::error::DeployError;
 use crate::harness::cgroup::{CapsError, CgroupRoot, RunCgroup};
 use crate::harness::dataset::{block_device_of, measure_dataset};
 use crate::harness::job_launch::{cpu_vars, job_launch};
 use crate::harness::progress::ProgressTail;
-use crate::spec::SweepMode;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,15 +25,6 @@ struct LocalJob {
     /// Runs so far, and the CPUs the current one started on.
     runs: u32,
     cpus: usize,
-}
-
-/// Whether `job` sizes itself to its CPUs at start (its spec re-launches it at every level, or
-/// templates the CPU count into its command): re-capped in place, it would keep the size it
-/// started with, so it is started again instead, its count going on, as from a checkpoint
-/// (where it resumes; one that starts its work over is re-capped in place).
-fn restarts_to_resize(job: &DeployJob) -> bool {
-    job.resumes()
-        && (job.spec.spec.sweep.mode == SweepMode::Relaunch || job.spec.depends_on_cpu_level())
 }
 
 /// Runs jobs on this machine.
@@ -170,7 +161,7 @@ impl Backend for LocalBackend {
 
     fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
         let j = self.running(job)?;
-        if restarts_to_resize(job) && grant.cpu_ids.len() != j.cpus {
+        if restarts_to_resize(&job.spec) && grant.cpu_ids.len() != j.cpus {
             let (runs, done) = (j.runs, j.run.done());
             // Stopped, its cgroup removed, then started again on its new CPUs.
             self.jobs.remove(&job.id);

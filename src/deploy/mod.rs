@@ -95,7 +95,9 @@ pub fn deploy_schemes(
             "a deploy finishes jobs when they finish: it replays with --semantics exact".into(),
         ));
     }
-    let scenario = Scenario::load(&opts.replay)?;
+    let mut scenario = Scenario::load(&opts.replay)?;
+    let catalog = Catalog::load(&opts.jobs_dir)?;
+    catalog.set_start_costs(&mut scenario.profiles);
     let Some(jobs) = scenario.trace_jobs() else {
         return Err(DeployError::Options(
             "a deploy runs the jobs of a trace: give --trace (record a synthetic workload \
@@ -103,7 +105,6 @@ pub fn deploy_schemes(
                 .into(),
         ));
     };
-    let catalog = Catalog::load(&opts.jobs_dir)?;
     catalog.prepare(jobs)?;
     let replayed = summary_of(
         &scenario,

@@ -3,6 +3,7 @@
 //! the replay's result, job for job.
 
 use super::backend::{Backend, DeployJob, Exit, Grant, Reported};
+use super::catalog::restarts_to_resize;
 use super::clock::Clock;
 use super::error::DeployError;
 use std::cell::{Cell, RefCell};
@@ -34,6 +35,9 @@ struct SimJob {
     rate: f64,
     since: f64,
     running: bool,
+    /// When its current process is through its start-up, and the CPUs it started on.
+    ready_at: f64,
+    cpus: usize,
 }
 
 /// What the simulated backend was asked to do, for tests to check.
@@ -45,7 +49,9 @@ pub struct Calls {
     pub stops: usize,
 }
 
-/// Jobs that run at `rate(job, grant)` samples/s while placed, and not at all while suspended.
+/// Jobs that run at `rate(job, grant)` samples/s while placed, and not at all while suspended
+/// or for their specs' `deploy.startup_s` after each start; one that sizes itself is started
+/// again when its CPU count changes, as the local backend does.
 pub struct SimBackend<'r> {
     clock: JumpClock,
     rate: &'r dyn Fn(&DeployJob, &Grant) -> f64,
@@ -69,7 +75,7 @@ impl<'r> SimBackend<'r> {
     /// Brings a job's samples up to now.
     fn advance(j: &mut SimJob, now: f64) {
         if j.running {
-            j.samples += j.rate * (now - j.since);
+            j.samples += j.rate * (now - j.since.max(j.ready_at)).max(0.0);
         }
         j.since = now;
     }
@@ -86,6 +92,8 @@ impl Backend for SimBackend<'_> {
                 rate: (self.rate)(job, grant),
                 since: now,
                 running: true,
+                ready_at: now + job.spec.spec.deploy.startup_s,
+                cpus: grant.cpu_ids.len(),
             },
         );
         Ok(())
@@ -96,6 +104,10 @@ impl Backend for SimBackend<'_> {
         let now = self.clock.now();
         let j = self.jobs.get_mut(&job.id).expect("started");
         Self::advance(j, now);
+        if restarts_to_resize(&job.spec) && grant.cpu_ids.len() != j.cpus {
+            j.ready_at = now + job.spec.spec.deploy.startup_s;
+            j.cpus = grant.cpu_ids.len();
+        }
         j.rate = (self.rate)(job, grant);
         j.running = true;
         Ok(())

@@ -56,14 +56,22 @@ fn options(dir: &std::path::Path, scheme: &str) -> DeployOptions {
 }
 
 fn spec() -> Arc<crate::spec::LoadedSpec> {
-    let text = "schema_version = 1\nname = \"sim\"\ncommand = [\"true\"]\n\
-                [throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\n";
-    Arc::new(parse_spec(text, std::path::Path::new("sim.toml")).unwrap())
+    spec_with("")
+}
+
+/// The simulated jobs' spec with more keys at its end.
+fn spec_with(more: &str) -> Arc<crate::spec::LoadedSpec> {
+    let text = format!(
+        "schema_version = 1\nname = \"sim\"\ncommand = [\"true\"]\n\
+         [throughput]\nprotocol = \"progress-file\"\n[sweep]\ncpu = [1]\n{more}"
+    );
+    Arc::new(parse_spec(&text, std::path::Path::new("sim.toml")).unwrap())
 }
 
 /// The trace's jobs run at their matrices' rates on the simulated backend.
 struct SimJobs<'s> {
     scenario: &'s Scenario,
+    spec: Arc<crate::spec::LoadedSpec>,
     /// Each started job's profile and GPUs, by id.
     profiles_of: RefCell<HashMap<u64, (usize, u32)>>,
 }
@@ -72,6 +80,7 @@ impl<'s> SimJobs<'s> {
     fn new(scenario: &'s Scenario) -> Self {
         SimJobs {
             scenario,
+            spec: spec(),
             profiles_of: RefCell::default(),
         }
     }
@@ -84,7 +93,7 @@ impl<'s> SimJobs<'s> {
             id: s.spec.id,
             model: s.spec.model.clone(),
             work_samples: s.spec.work_samples,
-            spec: spec(),
+            spec: Arc::clone(&self.spec),
         })
     }
 
@@ -351,5 +360,51 @@ fn a_resumed_deploy_takes_its_journal_and_ends_as_one_never_interrupted() {
             done.summary.makespan_s, whole.summary.makespan_s,
             "{scheme}"
         );
+    }
+}
+
+/// Jobs that pay a start-up at each start, and again at each restart to resize (they size
+/// themselves to their CPUs), deployed: the replay that charges the same start-ups gives the
+/// deploy's result job for job; one that charges none does not.
+#[test]
+fn the_replay_charges_the_start_ups_a_deploy_pays() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes_itself = "mode = \"relaunch\"\n[deploy]\nstartup_s = 7\n";
+    for scheme in ["fifo+tune", "srtf+tune", "srtf+proportional"] {
+        let opts = options(dir.path(), scheme);
+        let mut scenario = Scenario::load(&opts.replay).unwrap();
+        let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
+        let free = run_scheme(&opts.replay, &scenario, 0, &schemes[0], &Unobserved).unwrap();
+        let cost = crate::replay::profile::StartCost {
+            startup_s: 7.0,
+            restarts_to_resize: true,
+        };
+        let models: Vec<String> = (scenario.profiles.profiles.iter())
+            .map(|p| p.model.clone())
+            .collect();
+        for m in &models {
+            scenario.profiles.set_start_cost(m, cost);
+        }
+        let charged = run_scheme(&opts.replay, &scenario, 0, &schemes[0], &Unobserved).unwrap();
+        let mut sim = SimJobs::new(&scenario);
+        sim.spec = spec_with(sizes_itself);
+        let catalog = |s: &JobState| sim.job(s);
+        let rate = |job: &DeployJob, g: &Grant| sim.rate(job, g);
+        let never = AtomicBool::new(false);
+        let (deployed, _, calls) = sim_deploy(&opts, &scenario, &catalog, &rate, &[], &never, None);
+        let mut differs = false;
+        for ((d, c), f) in deployed.jobs.iter().zip(&charged.jobs).zip(&free.jobs) {
+            let (df, cf) = (d.finish_s.unwrap(), c.finish_s.unwrap());
+            assert!(
+                (df - cf).abs() < 1e-6 * cf.max(1.0),
+                "{scheme}: job {} finished at {df} deployed, {cf} replayed with start-ups",
+                d.id
+            );
+            differs |= (df - f.finish_s.unwrap()).abs() > 1.0;
+        }
+        assert!(differs, "{scheme}: start-ups change the finishes");
+        if scheme.ends_with("tune") {
+            assert!(calls.regrants > 0, "{scheme}: {calls:?}");
+        }
     }
 }

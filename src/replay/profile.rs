@@ -90,6 +90,18 @@ pub struct Profile {
     /// Synergy's zoo lists its ideal demands (20 GB for language models, below its grid's
     /// smallest level, 20.83). `--semantics synergy` uses it.
     pub declared_best: Option<(f64, f64)>,
+    /// What starting the job costs it (nothing, unless a deploy's job specs say).
+    pub start: StartCost,
+}
+
+/// Seconds a job spends starting before it progresses at its rate, charged under exact
+/// semantics each time it starts: at its first start, and where it is started again to be
+/// resized (a job that sizes itself to its CPUs at start, as a deploy restarts it) each time
+/// its whole-CPU count changes. Matrices measure steady rates, without it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StartCost {
+    pub startup_s: f64,
+    pub restarts_to_resize: bool,
 }
 
 impl Profile {
@@ -116,6 +128,7 @@ impl Profile {
             best_tput: best.samples_per_s_per_gpu,
             placement_penalty: 1.0,
             declared_best: None,
+            start: StartCost::default(),
             surface,
         })
     }
@@ -317,5 +330,17 @@ impl ProfileSet {
 
     pub fn get(&self, i: usize) -> &Profile {
         &self.profiles[i]
+    }
+
+    /// Sets what starting a job of `model` costs (a profile it has none of is left alone).
+    pub fn set_start_cost(&mut self, model: &str, cost: StartCost) {
+        if let Some(&i) = self.by_name.get(model) {
+            self.profiles[i].start = cost;
+        }
+    }
+
+    /// Whether starting any job costs something.
+    pub fn any_start_cost(&self) -> bool {
+        self.profiles.iter().any(|p| p.start.startup_s > 0.0)
     }
 }

@@ -70,11 +70,18 @@ pub struct DeploySpec {
     /// as from a checkpoint: its count continues. `false`: it starts its work over, and is
     /// re-capped in place rather than restarted to resize.
     pub resumes: bool,
+    /// Seconds from its launch to its first progress at its rate (imports, model set-up). The
+    /// replay a deploy compares with charges it each time the job starts; the matrix's steady
+    /// rates leave it out.
+    pub startup_s: f64,
 }
 
 impl Default for DeploySpec {
     fn default() -> Self {
-        DeploySpec { resumes: true }
+        DeploySpec {
+            resumes: true,
+            startup_s: 0.0,
+        }
     }
 }
 
@@ -786,6 +793,12 @@ fn validate(spec: &JobSpec) -> Result<(), String> {
         if !(v >= 0.0 && v.is_finite()) {
             return Err(format!("measure.{key} = {v}: expected seconds >= 0"));
         }
+    }
+    let startup = spec.deploy.startup_s;
+    if !(startup >= 0.0 && startup.is_finite()) {
+        return Err(format!(
+            "deploy.startup_s = {startup}: expected seconds >= 0"
+        ));
     }
     if m.rounds == 0 {
         return Err("measure.rounds = 0: expected 1 or more blocks a launch".into());

@@ -156,6 +156,9 @@ struct Slot {
     ran_round: u64,
     /// Its last allocation (cores, GB, servers) and the rate that gave.
     memo: Option<(f64, f64, u32, f64)>,
+    /// The whole CPUs its process was last started on (0: not started), where starting
+    /// costs ([`super::profile::StartCost`]).
+    started_on: u32,
 }
 
 /// The last decision, reused while the jobs it pulled are the first in the order again.
@@ -399,6 +402,7 @@ impl<'c, 'a> Replay<'c, 'a> {
                 since: (self.n_rounds, self.contention_sum),
                 ran_round: 0,
                 memo: None,
+                started_on: 0,
             });
             self.active.push(state);
         }

@@ -55,13 +55,15 @@ impl Replay<'_, '_> {
         let synergy = self.cfg.semantics == Semantics::Synergy;
         let mut finished = Vec::new();
         let Some(work) = self.work.as_deref_mut() else {
+            let start_costs = !synergy && self.cfg.profiles.any_start_cost();
             for i in 0..self.allocs.len() {
                 let a = self.allocs[i];
+                let starting = if start_costs { self.starting(i) } else { 0.0 };
                 let j = &mut self.active[a.slot];
                 let ran = if synergy {
                     synergy_progress(j, a.rate, t, r)
                 } else {
-                    exact_progress(j, a.rate, t, r)
+                    starting + exact_progress(j, a.rate, t + starting, r - starting)
                 };
                 self.book(i, t, ran, &mut finished);
             }
@@ -88,6 +90,28 @@ impl Replay<'_, '_> {
         }
         self.ran = ran;
         Ok(finished)
+    }
+
+    /// Seconds allocation `i`'s job spends starting this round: its start-up where it starts
+    /// for the first time, or again because its whole CPUs changed and it sizes itself.
+    fn starting(&mut self, i: usize) -> f64 {
+        let a = self.allocs[i];
+        let cost = self
+            .cfg
+            .profiles
+            .get(self.active[a.slot].profile as usize)
+            .start;
+        let cpus = (a.cpus.max(0.0).ceil() as u32).max(1);
+        let slot = &mut self.slots[a.slot];
+        let starts = slot.started_on == 0 || (cost.restarts_to_resize && slot.started_on != cpus);
+        if slot.started_on == 0 || cost.restarts_to_resize {
+            slot.started_on = cpus;
+        }
+        if starts {
+            cost.startup_s.min(self.cfg.round_s)
+        } else {
+            0.0
+        }
     }
 
     /// Books allocation `i`'s round for its job, which ran `ran` seconds from `t`: rounds run,
