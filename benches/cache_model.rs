@@ -4,8 +4,9 @@
 //! Run with `cargo bench --bench cache_model`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use profiler::cache_model::{
-    CacheModel, measure_memory_read_bandwidth_per_core, measure_storage_read_bandwidth,
+use profiler::cache_model::CacheModel;
+use profiler::harness::memory::bandwidth::{
+    measure_memory_read_bandwidth_per_core, measure_storage_read_bandwidth,
 };
 use profiler::matrix::CacheModelInputs;
 use std::hint::black_box;

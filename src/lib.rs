@@ -4,6 +4,8 @@
 //!
 //! The binary (`src/main.rs`) only parses arguments; everything else lives here.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod cache_model;
 pub mod cli;
 pub mod deploy;
@@ -15,13 +17,16 @@ pub mod matrix;
 pub mod output;
 pub mod plot;
 pub mod replay;
+pub mod slurm;
 pub mod spec;
 pub mod stats;
+pub mod units;
 
-/// Helpers shared by the library's unit tests.
-#[cfg(test)]
-pub(crate) mod test_support {
-    /// Whether CI is set (to anything but empty, `false` or `0`): there a skipped test fails.
+/// What the library's unit tests and the integration tests share.
+#[doc(hidden)]
+pub mod test_support {
+    /// Whether CI is set (to anything but empty, `false` or `0`): there a test that would skip
+    /// for want of root, a controller or Slurm fails instead.
     pub fn under_ci() -> bool {
         std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
     }

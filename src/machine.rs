@@ -1,6 +1,6 @@
 //! Facts about the machine a matrix is measured on.
 
-use crate::harness::gpu::nvml_device_names;
+use crate::harness::measure::gpu::nvml_device_names;
 use crate::matrix::MachineInfo;
 use sysinfo::{CpuRefreshKind, System};
 

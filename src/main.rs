@@ -1,7 +1,11 @@
+#![warn(clippy::too_many_lines)]
+
 use anyhow::Context;
 use clap::Parser;
 use profiler::cli::{Cli, Command};
-use profiler::harness::{fleet, signals, sweep, validate};
+use profiler::harness::process::signals;
+use profiler::harness::sweep::{self, fleet};
+use profiler::harness::validate;
 use profiler::matrix::{load_matrix, render_cells, render_demands, render_summary};
 use profiler::output::grid_progress::GridProgress;
 use profiler::output::progress::SweepProgress;
@@ -9,12 +13,55 @@ use profiler::output::replay_progress::ReplayProgress;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let outcome = run(Cli::parse());
+    exit_code(outcome)
+}
+
+/// The one place a command's outcome becomes the exit status: 130 where Ctrl-C or SIGTERM
+/// interrupted it (after what it kept is said), 1 on an error.
+fn exit_code(outcome: anyhow::Result<ExitCode>) -> ExitCode {
+    match outcome {
         Ok(code) => code,
+        Err(e) if interrupted(&e) => {
+            eprintln!("{e:#}");
+            ExitCode::from(130)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Whether `e` says Ctrl-C or SIGTERM stopped the command.
+fn interrupted(e: &anyhow::Error) -> bool {
+    use profiler::deploy::DeployError;
+    use profiler::replay::grid::GridError;
+    use sweep::SweepError;
+    use validate::ValidateError;
+    e.downcast_ref::<SweepError>()
+        .is_some_and(|e| matches!(e, SweepError::Interrupted { .. }))
+        || e.downcast_ref::<ValidateError>()
+            .is_some_and(|e| matches!(e, ValidateError::Sweep(SweepError::Interrupted { .. })))
+        || e.downcast_ref::<GridError>()
+            .is_some_and(|e| matches!(e, GridError::Interrupted(_)))
+        || e.downcast_ref::<DeployError>()
+            .is_some_and(|e| matches!(e, DeployError::Interrupted { .. }))
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Sweep(args) if args.slurm || args.slurm_step_cpu.is_some() => slurm_sweep(args),
+        Command::Sweep(args) => local_sweep(args),
+        Command::Validate(args) => run_validate(args),
+        Command::Plot(args) => plot(args),
+        Command::Replay(args) if args.is_elastic() => replay_elastic(&args),
+        Command::Replay(args) if args.grid.grid.is_some() => replay_grid(&args),
+        Command::Replay(args) => replay(&args),
+        Command::Deploy(args) => deploy(args),
+        Command::Export(args) => export(args),
+        Command::Doctor(args) => doctor(args),
+        Command::Show(args) => show(args),
     }
 }
 
@@ -75,198 +122,164 @@ fn slurm_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        Command::Sweep(args) if args.slurm || args.slurm_step_cpu.is_some() => slurm_sweep(args),
-        Command::Sweep(args) => {
-            if fleet::expand_specs(&args.job)?.len() > 1 {
-                anyhow::bail!(
-                    "--job {}: several specs are profiled at once only through Slurm (--slurm)",
-                    args.job.display()
-                );
-            }
-            if let Some(why) = fleet::inside_slurm_job().filter(|_| !args.no_caps) {
-                anyhow::bail!(why);
-            }
-            let spec = profiler::spec::load_spec(&args.job)?;
-            let opts = args.into_options(spec);
-            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
-            let mut progress = SweepProgress::new();
-            let result = sweep::run_sweep(&opts, &mut progress, &cancel);
-            progress.finish();
-            match result {
-                Ok(outcome) => {
-                    print!("{}", render_summary(&outcome.matrix));
-                    if opts.caps {
-                        let path = outcome.path.display();
-                        println!(
-                            "wrote {path} ({} launch{}, {:.1} s)",
-                            outcome.launches,
-                            if outcome.launches == 1 { "" } else { "es" },
-                            outcome.wall_s
-                        );
-                        println!(
-                            "next: profiler show {path} --demand    (best-case CPU and memory)\n      \
-                             profiler plot {path}             (sensitivity curves into plots/)\n      \
-                             profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
-                        );
-                    } else {
-                        match outcome.uncapped_verdict() {
-                            Ok(verdict) => println!("{verdict}"),
-                            Err(reason) => {
-                                eprintln!("{reason}");
-                                return Ok(ExitCode::FAILURE);
-                            }
-                        }
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e @ sweep::SweepError::Interrupted { .. }) => {
-                    eprintln!("{e}");
-                    Ok(ExitCode::from(130))
-                }
-                Err(e) => Err(e.into()),
-            }
-        }
-        Command::Validate(args) => {
-            let spec = profiler::spec::load_spec(&args.job)?;
-            let (opts, record_in) = args.into_options(spec);
-            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
-            let mut progress = SweepProgress::new();
-            let result = validate::run_validate(&opts, &record_in, &mut progress, &cancel);
-            progress.finish();
-            match result {
-                Ok(outcome) => {
-                    let h = &outcome.matrix.header;
-                    let validation = h.validation.as_ref().context("validation recorded")?;
-                    let chosen = h.cache_model.as_ref().map(|c| c.kind);
-                    print!("{}", validate::render(validation, chosen));
-                    println!("recorded in {}", outcome.path.display());
-                    for p in &outcome.also_recorded_in {
-                        println!("recorded in {}", p.display());
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(validate::ValidateError::Sweep(e @ sweep::SweepError::Interrupted { .. })) => {
-                    eprintln!("{e}");
-                    Ok(ExitCode::from(130))
-                }
-                Err(e) => Err(e.into()),
-            }
-        }
-        Command::Plot(args) => {
-            let written =
-                profiler::plot::sensitivity::plot_files(&args.matrices, &args.to_options())?;
-            for p in &written {
-                println!("wrote {}", p.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Replay(args) if args.is_elastic() => {
-            let experiment = profiler::replay::run_elastic(&args.to_elastic()?)?;
-            print!(
-                "{}",
-                profiler::replay::elastic::experiment::render(&experiment)
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Replay(args) if args.grid.grid.is_some() => {
-            let progress = GridProgress::new();
-            let out = profiler::replay::grid::cli::run(
-                &args.grid,
-                args.out.as_deref(),
-                &progress,
-                &mut |line| eprintln!("{line}"),
-            );
-            progress.finish();
-            match out {
-                Err(e @ profiler::replay::grid::GridError::Interrupted(_)) => {
-                    eprintln!("{e}");
-                    Ok(ExitCode::from(130))
-                }
-                out => {
-                    print!("{}", out?);
-                    Ok(ExitCode::SUCCESS)
-                }
-            }
-        }
-        Command::Replay(args) => {
-            let progress = ReplayProgress::new();
-            let summary = profiler::replay::run_observed(&args.to_options()?, &progress);
-            progress.finish();
-            let summary = summary?;
-            print!("{}", profiler::replay::report::render(&summary));
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Deploy(args) => {
-            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
-            let progress = profiler::output::deploy_progress::DeployLines::new();
-            match profiler::deploy::run_deploy(&args.to_options()?, &progress, &cancel) {
-                Err(e @ profiler::deploy::DeployError::Interrupted { .. }) => {
-                    eprintln!("{e}");
-                    Ok(ExitCode::from(130))
-                }
-                out => {
-                    let summary = out?;
-                    print!(
-                        "{}",
-                        profiler::deploy::compare::render(&profiler::deploy::compare::rows(
-                            &summary.deployed,
-                            &summary.replayed
-                        ))
-                    );
-                    Ok(ExitCode::SUCCESS)
-                }
-            }
-        }
-        Command::Export(args) => {
-            let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
-            for note in &report.notes {
-                eprintln!("note: {note}");
-            }
-            for path in &report.written {
-                eprintln!("wrote {}", path.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Doctor(args) => {
-            let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
-            let opts = args.to_options();
-            let mut progress = SweepProgress::new();
-            let report = profiler::doctor::run_doctor(
-                &opts,
-                &profiler::doctor::NvmlInventory,
-                &mut progress,
-                &cancel,
-            );
-            progress.finish();
-            print!("{}", profiler::doctor::render(&report));
-            Ok(if report.failed() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        Command::Show(args) => {
-            let matrix = load_matrix(&args.file)?;
-            if args.json {
-                for cell in &matrix.cells {
-                    println!("{}", serde_json::to_string(cell)?);
-                }
-            } else if args.cells {
-                print!("{}", render_cells(&matrix));
-            } else {
-                print!("{}", render_summary(&matrix));
-            }
-            if args.demand {
-                let d = &args.demand_args;
-                print!(
-                    "{}",
-                    render_demands(&matrix, &d.server, d.eps, d.weights())
-                        .with_context(|| args.file.display().to_string())?
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+fn local_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
+    if fleet::expand_specs(&args.job)?.len() > 1 {
+        anyhow::bail!(
+            "--job {}: several specs are profiled at once only through Slurm (--slurm)",
+            args.job.display()
+        );
     }
+    if let Some(why) = fleet::inside_slurm_job().filter(|_| !args.no_caps) {
+        anyhow::bail!(why);
+    }
+    let spec = profiler::spec::load_spec(&args.job)?;
+    let opts = args.into_options(spec);
+    let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+    let mut progress = SweepProgress::new();
+    let result = sweep::run_sweep(&opts, &mut progress, &cancel);
+    progress.finish();
+    let outcome = result?;
+    print!("{}", render_summary(&outcome.matrix));
+    if !opts.caps {
+        return match outcome.uncapped_verdict() {
+            Ok(verdict) => {
+                println!("{verdict}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(reason) => {
+                eprintln!("{reason}");
+                Ok(ExitCode::FAILURE)
+            }
+        };
+    }
+    let path = outcome.path.display();
+    println!(
+        "wrote {path} ({} launch{}, {:.1} s)",
+        outcome.launches,
+        if outcome.launches == 1 { "" } else { "es" },
+        outcome.wall_s
+    );
+    println!(
+        "next: profiler show {path} --demand    (best-case CPU and memory)\n      \
+         profiler plot {path}             (sensitivity curves into plots/)\n      \
+         profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_validate(args: profiler::cli::ValidateArgs) -> anyhow::Result<ExitCode> {
+    let spec = profiler::spec::load_spec(&args.job)?;
+    let (opts, record_in) = args.into_options(spec);
+    let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+    let mut progress = SweepProgress::new();
+    let result = validate::run_validate(&opts, &record_in, &mut progress, &cancel);
+    progress.finish();
+    let outcome = result?;
+    let h = &outcome.matrix.header;
+    let validation = h.validation.as_ref().context("validation recorded")?;
+    let chosen = h.cache_model.as_ref().map(|c| c.kind);
+    print!("{}", validate::render(validation, chosen));
+    println!("recorded in {}", outcome.path.display());
+    for p in &outcome.also_recorded_in {
+        println!("recorded in {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plot(args: profiler::cli::PlotArgs) -> anyhow::Result<ExitCode> {
+    let written = profiler::plot::sensitivity::plot_files(&args.matrices, &args.to_options())?;
+    for p in &written {
+        println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay_elastic(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<ExitCode> {
+    let experiment = profiler::replay::run_elastic(&args.to_elastic()?)?;
+    print!(
+        "{}",
+        profiler::replay::elastic::experiment::render(&experiment)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay_grid(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<ExitCode> {
+    let progress = GridProgress::new();
+    let out =
+        profiler::replay::grid::cli::run(&args.grid, args.out.as_deref(), &progress, &mut |line| {
+            eprintln!("{line}")
+        });
+    progress.finish();
+    print!("{}", out?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<ExitCode> {
+    let progress = ReplayProgress::new();
+    let summary = profiler::replay::run_observed(&args.to_options()?, &progress);
+    progress.finish();
+    print!("{}", profiler::replay::report::render(&summary?));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn deploy(args: profiler::cli::deploy::DeployArgs) -> anyhow::Result<ExitCode> {
+    use profiler::deploy::compare;
+    let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+    let progress = profiler::output::deploy_progress::DeployLines::new();
+    let summary = profiler::deploy::run_deploy(&args.to_options()?, &progress, &cancel)?;
+    let rows = compare::rows(&summary.deployed, &summary.replayed);
+    print!("{}", compare::render(&rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(args: profiler::export::cli::ExportArgs) -> anyhow::Result<ExitCode> {
+    let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
+    for path in &report.written {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn doctor(args: profiler::cli::DoctorArgs) -> anyhow::Result<ExitCode> {
+    let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+    let opts = args.to_options();
+    let mut progress = SweepProgress::new();
+    let report = profiler::doctor::run_doctor(
+        &opts,
+        &profiler::doctor::NvmlInventory,
+        &mut progress,
+        &cancel,
+    );
+    progress.finish();
+    print!("{}", profiler::doctor::render(&report));
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn show(args: profiler::cli::ShowArgs) -> anyhow::Result<ExitCode> {
+    let matrix = load_matrix(&args.file)?;
+    if args.json {
+        for cell in &matrix.cells {
+            println!("{}", serde_json::to_string(cell)?);
+        }
+    } else if args.cells {
+        print!("{}", render_cells(&matrix));
+    } else {
+        print!("{}", render_summary(&matrix));
+    }
+    if args.demand {
+        let d = &args.demand_args;
+        print!(
+            "{}",
+            render_demands(&matrix, &d.server, d.eps, d.weights())
+                .with_context(|| args.file.display().to_string())?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

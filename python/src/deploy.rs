@@ -24,7 +24,7 @@ fn cancel_flag() -> PyResult<Arc<AtomicBool>> {
         f.store(false, std::sync::atomic::Ordering::SeqCst);
         return Ok(Arc::clone(f));
     }
-    let flag = profiler::harness::signals::install_cancel_flag().map_err(error)?;
+    let flag = profiler::harness::process::signals::install_cancel_flag().map_err(error)?;
     Ok(Arc::clone(FLAG.get_or_init(|| flag)))
 }
 

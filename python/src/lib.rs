@@ -3,6 +3,8 @@
 //! keyword arguments into them) and calls the same library steps; tables cross as Parquet bytes
 //! that polars reads without copying row by row.
 
+#![warn(clippy::too_many_lines)]
+
 mod deadline;
 mod deploy;
 mod elastic;

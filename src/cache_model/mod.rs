@@ -22,7 +22,7 @@
 //!     the job opened its dataset's files (`access_hit_curve`), `h(x)` is an LRU cache replayed
 //!     over that order instead ([`lru_hit_curve`]): 0 below the whole dataset for a job that
 //!     reads its files in the same order every epoch;
-//! * `B_disk`: storage read bandwidth ([`measure_storage_read_bandwidth`]); matrices written
+//! * `B_disk`: storage read bandwidth (`harness::memory::bandwidth`); matrices written
 //!   before `miss_calibration` may give a lower one, what the job read per second on its first
 //!   pass over the dataset (`job_storage_bytes_per_s`);
 //! * a job that waits on its reads: the sweep measures one cell at the lowest memory level
@@ -36,7 +36,7 @@
 //!   where that cell used its CPUs too, and the same cores do that much more work per sample
 //!   ([`CacheModel::cpu_per_read_s`]);
 //! * `B_mem(c)`: memory read bandwidth with `c` cores, `c` times the single-core bandwidth
-//!   ([`measure_memory_read_bandwidth_per_core`]);
+//!   (`harness::memory::bandwidth`);
 //! * `T_cpu(c)`: epoch time measured at `c` CPUs with the whole dataset cached,
 //!   `dataset_samples / measured_samples_per_s`.
 //!
@@ -62,20 +62,13 @@
 //!   it, to be read once more ([`CacheModel::reads_per_miss`]).
 
 mod access_order;
-mod bandwidth;
 mod calibration;
 mod hit_ratio;
-mod random_read;
 
 pub use access_order::{CURVE_POINTS, MIN_REREAD_SHARE, curve_hit_ratio, lru_hit_curve};
 
-pub use bandwidth::{
-    CacheModelError, MEMORY_PROBE_BYTES, measure_memory_read_bandwidth_per_core,
-    measure_storage_read_bandwidth,
-};
 pub use calibration::{CPU_BOUND, HELD_BACK};
 pub use hit_ratio::{block_hit_ratio, page_cache_hit_ratio};
-pub use random_read::{RandomReads, measure_random_read_bandwidth};
 
 use crate::matrix::{CacheKind, CacheModelInputs};
 

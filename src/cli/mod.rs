@@ -240,8 +240,8 @@ pub struct SweepArgs {
 
 impl SweepArgs {
     /// How --slurm submits its jobs.
-    pub fn slurm_options(&self) -> std::io::Result<crate::harness::fleet::SlurmOptions> {
-        Ok(crate::harness::fleet::SlurmOptions {
+    pub fn slurm_options(&self) -> std::io::Result<crate::harness::sweep::fleet::SlurmOptions> {
+        Ok(crate::harness::sweep::fleet::SlurmOptions {
             partition: self.partition.clone(),
             extra_args: self.slurm_arg.clone(),
             mem_mb: self.slurm_mem,
@@ -257,7 +257,7 @@ impl SweepArgs {
             .map(|cpu| crate::harness::sweep::SlurmStep {
                 cpu,
                 memory_levels: self.slurm_memory_levels.clone(),
-                node: crate::harness::fleet::node_name(),
+                node: crate::harness::sweep::fleet::node_name(),
             })
     }
 

@@ -3,8 +3,8 @@
 //! whole round loop with a simulated one.
 
 use super::error::DeployError;
-use crate::harness::launch::{RunningJob, describe_exit};
-use crate::harness::progress::ProgressTail;
+use crate::harness::measure::job_output::ProgressTail;
+use crate::harness::process::launch::{RunningJob, describe_exit};
 use crate::spec::LoadedSpec;
 use std::sync::Arc;
 

@@ -3,8 +3,8 @@
 
 use super::backend::DeployJob;
 use super::error::DeployError;
-use crate::harness::dataset::ensure_dataset;
-use crate::harness::job_launch::{base_vars, render_argv};
+use crate::harness::memory::dataset::ensure_dataset;
+use crate::harness::process::job_launch::{base_vars, render_argv};
 use crate::replay::engine::JobState;
 use crate::replay::job::JobSpec;
 use crate::replay::profile::{ProfileSet, StartCost};

@@ -202,7 +202,7 @@ fn deploy_scheme(
     }
     let start = resumes_at.or(opts.replay.first_round_s).unwrap_or(0.0);
     let mut clock = WallClock::starting_at(start);
-    let epoch = crate::harness::progress::now_unix_s() - clock.now();
+    let epoch = crate::harness::measure::job_output::now_unix_s() - clock.now();
     let (mut backend, cpus): (Box<dyn Backend>, Vec<u32>) = match &opts.slurm {
         None => {
             let local = local::LocalBackend::open(&opts.cgroup_parent, log_dir, epoch)?;

@@ -12,11 +12,11 @@
 
 use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Reported};
 use super::error::DeployError;
-use crate::harness::job_launch::{cpu_vars, job_launch};
-use crate::harness::progress::ProgressTail;
+use crate::harness::measure::job_output::ProgressTail;
+use crate::harness::process::job_launch::{cpu_vars, job_launch};
+use crate::slurm::run as slurm;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How long a started job may take to appear in squeue.
@@ -59,23 +59,6 @@ fn job_error(job: &DeployJob, message: impl std::fmt::Display) -> DeployError {
         job_id: job.id,
         model: job.model.clone(),
         message: message.to_string(),
-    }
-}
-
-/// Runs a Slurm command; its error output is the message when it fails.
-fn slurm(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
     }
 }
 

@@ -2,7 +2,7 @@
 //! later) can be sampled. Behind [`GpuInventory`] so the verdicts are tested without a GPU.
 
 use super::{Check, Verdict};
-use crate::harness::gpu::{GpuProbe, nvml, open_nvml};
+use crate::harness::measure::gpu::{GpuProbe, nvml, open_nvml};
 use std::time::Duration;
 
 /// Driver-wide facts and one entry per GPU.
@@ -89,7 +89,7 @@ impl GpuInventory for NvmlInventory {
     }
 }
 
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::units::GIB;
 
 /// The driver, NVML and every GPU, or why there is none.
 pub fn driver_check(facts: &Result<GpuFacts, String>) -> Check {

@@ -149,7 +149,7 @@ fn judge(cells: &[Cell], levels: &[f64], gpm: bool, output: &std::path::Path) ->
                 ", GPU utilization {:.0}%, SM clock {:.0} MHz, {:.1} GiB, {:.0} W{}",
                 g.utilization_pct,
                 g.sm_clock_mhz,
-                g.memory_used_bytes as f64 / (1u64 << 30) as f64,
+                g.memory_used_bytes as f64 / crate::units::GIB,
                 g.power_w,
                 g.sm_activity_pct
                     .map_or(String::new(), |a| format!(", SM activity {a:.0}% (GPM)"))

@@ -133,15 +133,28 @@ fn axis_coverage(levels: &[f64], values: &[f64], unit: &str) -> (String, usize) 
     (parts.join("; "), off_grid)
 }
 
-/// Renders one model file; the note (for the terminal) says what was snapped or interpolated.
-fn model_file(
+/// A model file's numbers: the per-GPU table normalised to the proportional share, and the
+/// best-case demand snapped onto the tool's grid.
+struct ModelTable {
+    /// Samples/s per GPU at the proportional share, and the batch per GPU.
+    prop: f64,
+    batch: u64,
+    /// Rows of CPUs per GPU, columns of GB per GPU, as written.
+    table: Vec<Vec<String>>,
+    cpus: f64,
+    cpus_clamped: bool,
+    mem: f64,
+    mem_clamped: bool,
+    speedup: f64,
+    iter_time: f64,
+}
+
+fn model_table(
     p: &Prepared,
     opts: &ExportOptions,
     target: &Target,
-) -> Result<(Artifact, Option<String>), ExportError> {
-    let rows = &SYNERGY_CPUS_PER_GPU;
-    let cols = target.mem_columns;
-    let s = &p.surface;
+) -> Result<ModelTable, ExportError> {
+    let (rows, cols, s) = (&SYNERGY_CPUS_PER_GPU, target.mem_columns, &p.surface);
     let server = &opts.server;
     let (share_c, share_m) = (server.share_cpus(), server.share_mem_gb());
     let prop = p.finite(
@@ -175,23 +188,85 @@ fn model_file(
     let d = &p.demand;
     let (cpus, cpus_clamped) = snap_up(rows, d.cpus_per_gpu);
     let (mem, mem_clamped) = snap_up(cols, d.mem_gb_per_gpu);
-    let speedup = norm(cpus, mem)?;
-    let iter_time = p.finite("iter_time", batch as f64 / prop)?;
+    Ok(ModelTable {
+        prop,
+        batch,
+        table,
+        cpus,
+        cpus_clamped,
+        mem,
+        mem_clamped,
+        speedup: norm(cpus, mem)?,
+        iter_time: p.finite("iter_time", batch as f64 / prop)?,
+    })
+}
 
+/// Renders one model file; the note (for the terminal) says what was snapped or interpolated.
+fn model_file(
+    p: &Prepared,
+    opts: &ExportOptions,
+    target: &Target,
+) -> Result<(Artifact, Option<String>), ExportError> {
+    let t = model_table(p, opts, target)?;
     let class = class_name(p.model());
+    let mut lines = describe_table(p, opts, target, &t);
+    lines.extend(describe_demand(p, opts, target, &t, &class));
     let mut text = String::new();
-    let mut line = |l: String| {
+    for l in &lines {
         let _ = writeln!(text, "# {}", l.replace(['\n', '\r'], " "));
-    };
-    line(format!(
+    }
+    text.push_str(&python_class(&class, &t));
+    let (rows, cols, d) = (&SYNERGY_CPUS_PER_GPU, target.mem_columns, &p.demand);
+    let (_, rows_off) = axis_coverage(&p.surface.cpu, rows, "CPUs");
+    let (_, cols_off) = axis_coverage(&p.surface.mem, cols, "GB");
+    let mut note = Vec::new();
+    if rows_off + cols_off > 0 {
+        note.push(format!(
+            "{} of {} rows and {} of {} columns are off the matrix's grid (interpolated or \
+             clamped)",
+            rows_off,
+            rows.len(),
+            cols_off,
+            cols.len()
+        ));
+    }
+    if !same_level(d.cpus_per_gpu, t.cpus) || !same_level(d.mem_gb_per_gpu, t.mem) {
+        note.push(format!(
+            "best-case demand {} CPUs, {} GB per GPU written as cpus {}, mem {} ({}'s grid)",
+            fmt_sig6(d.cpus_per_gpu),
+            fmt_sig6(d.mem_gb_per_gpu),
+            fmt_sig6(t.cpus),
+            fmt_sig6(t.mem),
+            target.tool
+        ));
+    }
+    let file = format!("{class}.py");
+    let note = (!note.is_empty()).then(|| format!("{file}: {}", note.join("; ")));
+    Ok((Artifact::text(file, text), note))
+}
+
+/// The file's first comment lines: where it comes from, and what its table holds.
+fn describe_table(
+    p: &Prepared,
+    opts: &ExportOptions,
+    target: &Target,
+    t: &ModelTable,
+) -> Vec<String> {
+    let (rows, cols, s, server) = (
+        &SYNERGY_CPUS_PER_GPU,
+        target.mem_columns,
+        &p.surface,
+        &opts.server,
+    );
+    let mut lines = vec![format!(
         "{} model file for {:?}, written by `profiler export --format {}` from {}.",
         target.tool,
         p.model(),
         target.format,
         p.path.display()
-    ));
+    )];
     if let Some(prov) = &p.matrix.header.provenance {
-        line(format!("Matrix provenance: {prov}"));
+        lines.push(format!("Matrix provenance: {prov}"));
     }
     let params = if s.params.is_empty() {
         String::new()
@@ -209,14 +284,14 @@ fn model_file(
         0 => "a CPU-only job (taken as one accelerator)".to_owned(),
         g => format!("a {g}-GPU job"),
     };
-    line(format!(
+    lines.push(format!(
         "Per-GPU table of {job}{params}. tput = samples/s per GPU / {} samples/s per GPU at \
          the GPU-proportional share of a {server} server ({} CPUs, {} GB per GPU).",
-        fmt_sig6(prop),
-        fmt_sig6(share_c),
-        fmt_sig6(share_m),
+        fmt_sig6(t.prop),
+        fmt_sig6(server.share_cpus()),
+        fmt_sig6(server.share_mem_gb()),
     ));
-    line(format!(
+    lines.push(format!(
         "Rows: CPUs per GPU {}; columns: GB per GPU {}. Values off the matrix's grid are \
          interpolated bilinearly (clamped above the grid, linear to 0 below it).",
         rows.map(fmt_sig6).join(", "),
@@ -226,15 +301,15 @@ fn model_file(
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let (row_cov, rows_off) = axis_coverage(&s.cpu, rows, "CPUs");
-    let (col_cov, cols_off) = axis_coverage(&s.mem, cols, "GB");
-    line(format!("Rows {row_cov}."));
-    line(format!("Columns {col_cov}."));
+    let (row_cov, _) = axis_coverage(&s.cpu, rows, "CPUs");
+    let (col_cov, _) = axis_coverage(&s.mem, cols, "GB");
+    lines.push(format!("Rows {row_cov}."));
+    lines.push(format!("Columns {col_cov}."));
     let mut sources: BTreeMap<&str, usize> = BTreeMap::new();
     for c in p.matrix.cells.iter().filter(|c| c.params == s.params) {
         *sources.entry(c.source.as_str()).or_default() += 1;
     }
-    line(format!(
+    lines.push(format!(
         "Matrix cells behind it: {}.",
         [
             CellSource::Measured,
@@ -249,6 +324,19 @@ fn model_file(
         .collect::<Vec<_>>()
         .join(", ")
     ));
+    lines
+}
+
+/// The comment lines on the best-case demand, the other fields, the validation and how to
+/// install the file.
+fn describe_demand(
+    p: &Prepared,
+    opts: &ExportOptions,
+    target: &Target,
+    t: &ModelTable,
+    class: &str,
+) -> Vec<String> {
+    let (d, cols) = (&p.demand, target.mem_columns);
     let snapped = |v: f64, g: f64, clamped: bool, what: &str| {
         if clamped {
             format!("{what} {} (above the grid: clamped)", fmt_sig6(g))
@@ -258,7 +346,7 @@ fn model_file(
             format!("{what} {} (snapped up)", fmt_sig6(g))
         }
     };
-    line(format!(
+    let mut lines = vec![format!(
         "Best-case demand (eps {}, cpu weight {}, mem weight {}): {} CPUs and {} GB per GPU, \
          written on {}'s grid as {}, {}. speed = mem, as in {}'s zoo.",
         fmt_sig6(d.eps),
@@ -267,27 +355,28 @@ fn model_file(
         fmt_sig6(d.cpus_per_gpu),
         fmt_sig6(d.mem_gb_per_gpu),
         target.tool,
-        snapped(d.cpus_per_gpu, cpus, cpus_clamped, "cpus"),
-        snapped(d.mem_gb_per_gpu, mem, mem_clamped, "mem"),
+        snapped(d.cpus_per_gpu, t.cpus, t.cpus_clamped, "cpus"),
+        snapped(d.mem_gb_per_gpu, t.mem, t.mem_clamped, "mem"),
         target.tool,
-    ));
-    if cols[0] == SYNERGY_MEM_GB_PER_GPU[0] && same_level(mem, cols[0]) {
-        line(
+    )];
+    if cols[0] == SYNERGY_MEM_GB_PER_GPU[0] && same_level(t.mem, cols[0]) {
+        lines.push(
             "mem 20.83 is Synergy's grid value (mem_val); Synergy's own zoo files write \
              int(62.5/3) = 20 here."
                 .into(),
         );
     }
-    line(format!(
+    lines.push(format!(
         "speedup = tput at (cpus, mem); iter_time = iter_time_base = seconds per iteration \
-         (batch {batch} per GPU) at the proportional share; placement_penalty is not measured (1)."
+         (batch {} per GPU) at the proportional share; placement_penalty is not measured (1).",
+        t.batch
     ));
     if let Some(v) = p.validation_summary() {
-        line(format!(
+        lines.push(format!(
             "Cache models against measured cells (profiler validate): {v}."
         ));
     }
-    line(format!(
+    lines.push(format!(
         "Install: copy to {}{class}.py and register it in {}.",
         target.install_dir,
         if target.tool == "Synergy" {
@@ -296,7 +385,12 @@ fn model_file(
             "the simulator's model list"
         }
     ));
+    lines
+}
 
+/// The Python class the tool's simulator imports.
+fn python_class(class: &str, t: &ModelTable) -> String {
+    let mut text = String::new();
     let _ = write!(
         text,
         "from models.model_stats import ModelStats\n\
@@ -318,41 +412,18 @@ fn model_file(
                  self.iter_time = {iter_time}\n        \
                  self.iter_time_base = {iter_time}\n        \
                  self.tput = np.array([\n",
-        cpus = fmt_sig6(cpus),
-        mem = fmt_sig6(mem),
-        speedup = fmt_sig6(speedup),
-        iter_time = fmt_sig6(iter_time),
+        cpus = fmt_sig6(t.cpus),
+        mem = fmt_sig6(t.mem),
+        batch = t.batch,
+        speedup = fmt_sig6(t.speedup),
+        iter_time = fmt_sig6(t.iter_time),
     );
-    for (i, row) in table.iter().enumerate() {
-        let sep = if i + 1 < table.len() { "," } else { "" };
+    for (i, row) in t.table.iter().enumerate() {
+        let sep = if i + 1 < t.table.len() { "," } else { "" };
         let _ = writeln!(text, "             [{}]{sep}", row.join(", "));
     }
     text.push_str("             ])\n");
-
-    let mut note = Vec::new();
-    if rows_off + cols_off > 0 {
-        note.push(format!(
-            "{} of {} rows and {} of {} columns are off the matrix's grid (interpolated or \
-             clamped)",
-            rows_off,
-            rows.len(),
-            cols_off,
-            cols.len()
-        ));
-    }
-    if !same_level(d.cpus_per_gpu, cpus) || !same_level(d.mem_gb_per_gpu, mem) {
-        note.push(format!(
-            "best-case demand {} CPUs, {} GB per GPU written as cpus {}, mem {} ({}'s grid)",
-            fmt_sig6(d.cpus_per_gpu),
-            fmt_sig6(d.mem_gb_per_gpu),
-            fmt_sig6(cpus),
-            fmt_sig6(mem),
-            target.tool
-        ));
-    }
-    let file = format!("{class}.py");
-    let note = (!note.is_empty()).then(|| format!("{file}: {}", note.join("; ")));
-    Ok((Artifact::text(file, text), note))
+    text
 }
 
 #[cfg(test)]

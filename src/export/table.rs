@@ -46,230 +46,279 @@ fn finite(v: f64) -> Option<f64> {
 ///   `demand_alike` (the allocations, `CPUsxGB` per GPU joined by `;`, whose relative interval
 ///   overlaps the demand's: the blocks cannot tell them apart from it).
 pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFrame, ExportError> {
-    let rows: Vec<(&Prepared, &Cell)> = matrices
-        .iter()
-        .flat_map(|p| p.matrix.cells.iter().map(move |c| (p, c)))
-        .collect();
-    let param_names: BTreeSet<&str> = rows
-        .iter()
-        .flat_map(|(p, c)| {
-            c.params
-                .keys()
-                .chain(p.matrix.header.axes.params.keys())
-                .map(String::as_str)
-        })
-        .collect();
-
-    let s = |get: &dyn Fn(&Prepared, &Cell) -> Option<String>| -> Vec<Option<String>> {
-        rows.iter().map(|(p, c)| get(p, c)).collect()
-    };
-    let f = |get: &dyn Fn(&Prepared, &Cell) -> Option<f64>| -> Vec<Option<f64>> {
-        rows.iter()
-            .map(|(p, c)| get(p, c).and_then(finite))
-            .collect()
-    };
-    let u = |get: &dyn Fn(&Prepared, &Cell) -> Option<u64>| -> Vec<Option<u64>> {
-        rows.iter().map(|(p, c)| get(p, c)).collect()
-    };
-    let w = |get: &dyn Fn(&Prepared, &Cell) -> Option<u32>| -> Vec<Option<u32>> {
-        rows.iter().map(|(p, c)| get(p, c)).collect()
-    };
-    let b = |get: &dyn Fn(&Prepared, &Cell) -> Option<bool>| -> Vec<Option<bool>> {
-        rows.iter().map(|(p, c)| get(p, c)).collect()
-    };
-
-    let mut columns = vec![
-        col("matrix_file", s(&|p, _| Some(p.path.display().to_string()))),
-        col(
-            "job_name",
-            s(&|p, _| Some(p.matrix.header.job.name.clone())),
-        ),
-        col(
-            "job_model",
-            s(&|p, _| Some(p.matrix.header.job.model.clone())),
-        ),
-        col("job_gpus", w(&|p, _| Some(p.matrix.header.job.gpus))),
-        col(
-            "job_batch_size_per_gpu",
-            u(&|p, _| p.matrix.header.job.batch_size_per_gpu),
-        ),
-        col(
-            "job_dataset_bytes",
-            u(&|p, _| p.matrix.header.job.dataset_bytes),
-        ),
-        col(
-            "job_dataset_samples",
-            u(&|p, _| p.matrix.header.job.dataset_samples),
-        ),
-        col(
-            "machine_hostname",
-            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.hostname.clone())),
-        ),
-        col(
-            "machine_cpus",
-            w(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.cpus)),
-        ),
-        col(
-            "machine_memory_bytes",
-            u(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.memory_bytes)),
-        ),
-        col(
-            "machine_kernel",
-            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.kernel.clone())),
-        ),
-        col(
-            "machine_cgroup",
-            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.cgroup.clone())),
-        ),
-        col(
-            "machine_gpus",
-            s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.gpus.join("; "))),
-        ),
-        col("matrix_validation", s(&|p, _| p.validation_summary())),
-        col("cpu", f(&|_, c| Some(c.cpu))),
-        col("memory_bytes", u(&|_, c| Some(c.memory_bytes))),
-    ];
-    for name in &param_names {
-        columns.push(col(
-            &format!("param_{name}"),
-            s(&|_, c| c.params.get(*name).cloned()),
-        ));
-    }
-    let tp = |c: &Cell| c.throughput.clone();
-    let tel = |c: &Cell| c.telemetry.clone();
-    let gpu = |c: &Cell| c.gpu.clone();
-    let itf = |c: &Cell| c.interference.clone();
-    let rel = |c: &Cell| c.relative.clone();
-    columns.extend([
-        col("source", s(&|_, c| Some(c.source.as_str().to_owned()))),
-        col("samples_per_s", f(&|_, c| tp(c).map(|t| t.samples_per_s))),
-        col("ci95_low", f(&|_, c| tp(c).map(|t| t.ci95_low))),
-        col("ci95_high", f(&|_, c| tp(c).map(|t| t.ci95_high))),
-        col("windows", w(&|_, c| tp(c).map(|t| t.windows))),
-        col("measured_s", f(&|_, c| tp(c).map(|t| t.measured_s))),
-        col("relative", f(&|_, c| rel(c).map(|r| r.rate))),
-        col("relative_ci95_low", f(&|_, c| rel(c).map(|r| r.ci95_low))),
-        col("relative_ci95_high", f(&|_, c| rel(c).map(|r| r.ci95_high))),
-        col("relative_blocks", w(&|_, c| rel(c).map(|r| r.blocks))),
-        col(
-            "iteration_p50_s",
-            f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p50)),
-        ),
-        col(
-            "iteration_p95_s",
-            f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p95)),
-        ),
-        col(
-            "cpu_cores_used",
-            f(&|_, c| tel(c).map(|t| t.cpu_cores_used)),
-        ),
-        col(
-            "throttled_s_per_s",
-            f(&|_, c| tel(c).map(|t| t.throttled_s_per_s)),
-        ),
-        col(
-            "rss_peak_bytes",
-            u(&|_, c| tel(c).map(|t| t.rss_peak_bytes)),
-        ),
-        col(
-            "page_cache_bytes",
-            u(&|_, c| tel(c).map(|t| t.page_cache_bytes)),
-        ),
-        col(
-            "storage_read_bytes_per_s",
-            f(&|_, c| tel(c).map(|t| t.storage_read_bytes_per_s)),
-        ),
-        col(
-            "gpu_utilization_pct",
-            f(&|_, c| gpu(c).map(|g| g.utilization_pct)),
-        ),
-        col(
-            "gpu_sm_clock_mhz",
-            f(&|_, c| gpu(c).map(|g| g.sm_clock_mhz)),
-        ),
-        col(
-            "gpu_memory_used_bytes",
-            u(&|_, c| gpu(c).map(|g| g.memory_used_bytes)),
-        ),
-        col("gpu_power_w", f(&|_, c| gpu(c).map(|g| g.power_w))),
-        col(
-            "gpu_sm_activity_pct",
-            f(&|_, c| gpu(c).and_then(|g| g.sm_activity_pct)),
-        ),
-        col(
-            "launches",
-            w(&|_, c| tp(c).map(|t| t.launches.len().max(1) as u32)),
-        ),
-        col("other_cores", f(&|_, c| itf(c).map(|i| i.other_cores))),
-        col(
-            "run_wait_cores",
-            f(&|_, c| itf(c).and_then(|i| i.run_wait_cores)),
-        ),
-        col(
-            "elsewhere_cores",
-            f(&|_, c| itf(c).and_then(|i| i.elsewhere_cores)),
-        ),
-        col("disturbed", b(&|_, c| itf(c).map(|i| i.disturbed))),
-        col(
-            "disturbed_by",
-            s(&|_, c| itf(c).and_then(|i| i.disturbed_by)),
-        ),
-        col("note", s(&|_, c| c.note.clone())),
-        col("wall_s", f(&|_, c| Some(c.wall_s))),
-        col("demand_server", s(&|_, _| Some(opts.server.to_string()))),
-        col("demand_eps", f(&|p, _| Some(p.demand.eps))),
-        col(
-            "demand_params",
-            s(&|p, _| {
-                (!p.surface.params.is_empty()).then(|| {
-                    p.surface
-                        .params
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(";")
-                })
-            }),
-        ),
-        col(
-            "demand_cpus_per_gpu",
-            f(&|p, _| Some(p.demand.cpus_per_gpu)),
-        ),
-        col(
-            "demand_mem_gb_per_gpu",
-            f(&|p, _| Some(p.demand.mem_gb_per_gpu)),
-        ),
-        col(
-            "demand_samples_per_s_per_gpu",
-            f(&|p, _| Some(p.demand.samples_per_s_per_gpu)),
-        ),
-        col(
-            "demand_best_samples_per_s_per_gpu",
-            f(&|p, _| Some(p.demand.best_samples_per_s_per_gpu)),
-        ),
-        col(
-            "demand_proportional_samples_per_s_per_gpu",
-            f(&|p, _| Some(p.demand.proportional_samples_per_s_per_gpu)),
-        ),
-        col(
-            "demand_speedup_over_proportional",
-            f(&|p, _| {
-                (p.demand.proportional_samples_per_s_per_gpu > 0.0)
-                    .then_some(p.demand.speedup_over_proportional)
-            }),
-        ),
-        col(
-            "demand_alike",
-            s(&|p, _| {
-                let alike = p.demand.alike.iter().map(|[c, m]| format!("{c}x{m}"));
-                (!p.demand.alike.is_empty()).then(|| alike.collect::<Vec<_>>().join(";"))
-            }),
-        ),
-    ]);
-    DataFrame::new(rows.len(), columns).map_err(|e| ExportError::Table {
+    let rows = Rows(
+        matrices
+            .iter()
+            .flat_map(|p| p.matrix.cells.iter().map(move |c| (p, c)))
+            .collect(),
+    );
+    let mut columns = rows.matrix_columns();
+    columns.extend(rows.param_columns());
+    columns.extend(rows.cell_columns());
+    columns.extend(rows.demand_columns(opts));
+    DataFrame::new(rows.0.len(), columns).map_err(|e| ExportError::Table {
         path: matrices
             .first()
             .map_or_else(|| Path::new("<no matrix>").to_owned(), |p| p.path.clone()),
         message: format!("building the cell table: {e}"),
     })
+}
+
+/// The cell table's rows: every cell with the matrix it is from.
+struct Rows<'a>(Vec<(&'a Prepared, &'a Cell)>);
+
+impl Rows<'_> {
+    fn s(&self, get: &dyn Fn(&Prepared, &Cell) -> Option<String>) -> Vec<Option<String>> {
+        self.0.iter().map(|(p, c)| get(p, c)).collect()
+    }
+
+    fn f(&self, get: &dyn Fn(&Prepared, &Cell) -> Option<f64>) -> Vec<Option<f64>> {
+        (self.0.iter())
+            .map(|(p, c)| get(p, c).and_then(finite))
+            .collect()
+    }
+
+    fn u(&self, get: &dyn Fn(&Prepared, &Cell) -> Option<u64>) -> Vec<Option<u64>> {
+        self.0.iter().map(|(p, c)| get(p, c)).collect()
+    }
+
+    fn w(&self, get: &dyn Fn(&Prepared, &Cell) -> Option<u32>) -> Vec<Option<u32>> {
+        self.0.iter().map(|(p, c)| get(p, c)).collect()
+    }
+
+    fn b(&self, get: &dyn Fn(&Prepared, &Cell) -> Option<bool>) -> Vec<Option<bool>> {
+        self.0.iter().map(|(p, c)| get(p, c)).collect()
+    }
+
+    /// The matrix's job and machine, and the cell's place on its axes.
+    fn matrix_columns(&self) -> Vec<Column> {
+        vec![
+            col(
+                "matrix_file",
+                self.s(&|p, _| Some(p.path.display().to_string())),
+            ),
+            col(
+                "job_name",
+                self.s(&|p, _| Some(p.matrix.header.job.name.clone())),
+            ),
+            col(
+                "job_model",
+                self.s(&|p, _| Some(p.matrix.header.job.model.clone())),
+            ),
+            col("job_gpus", self.w(&|p, _| Some(p.matrix.header.job.gpus))),
+            col(
+                "job_batch_size_per_gpu",
+                self.u(&|p, _| p.matrix.header.job.batch_size_per_gpu),
+            ),
+            col(
+                "job_dataset_bytes",
+                self.u(&|p, _| p.matrix.header.job.dataset_bytes),
+            ),
+            col(
+                "job_dataset_samples",
+                self.u(&|p, _| p.matrix.header.job.dataset_samples),
+            ),
+            col(
+                "machine_hostname",
+                self.s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.hostname.clone())),
+            ),
+            col(
+                "machine_cpus",
+                self.w(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.cpus)),
+            ),
+            col(
+                "machine_memory_bytes",
+                self.u(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.memory_bytes)),
+            ),
+            col(
+                "machine_kernel",
+                self.s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.kernel.clone())),
+            ),
+            col(
+                "machine_cgroup",
+                self.s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.cgroup.clone())),
+            ),
+            col(
+                "machine_gpus",
+                self.s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.gpus.join("; "))),
+            ),
+            col("matrix_validation", self.s(&|p, _| p.validation_summary())),
+            col("cpu", self.f(&|_, c| Some(c.cpu))),
+            col("memory_bytes", self.u(&|_, c| Some(c.memory_bytes))),
+        ]
+    }
+
+    /// One column per parameter any matrix has (`param_<name>`).
+    fn param_columns(&self) -> Vec<Column> {
+        let names: BTreeSet<&str> = (self.0.iter())
+            .flat_map(|(p, c)| {
+                c.params
+                    .keys()
+                    .chain(p.matrix.header.axes.params.keys())
+                    .map(String::as_str)
+            })
+            .collect();
+        (names.iter())
+            .map(|name| {
+                col(
+                    &format!("param_{name}"),
+                    self.s(&|_, c| c.params.get(*name).cloned()),
+                )
+            })
+            .collect()
+    }
+
+    /// What the cell measured: rate and its intervals, iteration times, telemetry, GPU,
+    /// interference, note.
+    fn cell_columns(&self) -> Vec<Column> {
+        let tp = |c: &Cell| c.throughput.clone();
+        let tel = |c: &Cell| c.telemetry.clone();
+        let gpu = |c: &Cell| c.gpu.clone();
+        let itf = |c: &Cell| c.interference.clone();
+        let rel = |c: &Cell| c.relative.clone();
+        vec![
+            col("source", self.s(&|_, c| Some(c.source.as_str().to_owned()))),
+            col(
+                "samples_per_s",
+                self.f(&|_, c| tp(c).map(|t| t.samples_per_s)),
+            ),
+            col("ci95_low", self.f(&|_, c| tp(c).map(|t| t.ci95_low))),
+            col("ci95_high", self.f(&|_, c| tp(c).map(|t| t.ci95_high))),
+            col("windows", self.w(&|_, c| tp(c).map(|t| t.windows))),
+            col("measured_s", self.f(&|_, c| tp(c).map(|t| t.measured_s))),
+            col("relative", self.f(&|_, c| rel(c).map(|r| r.rate))),
+            col(
+                "relative_ci95_low",
+                self.f(&|_, c| rel(c).map(|r| r.ci95_low)),
+            ),
+            col(
+                "relative_ci95_high",
+                self.f(&|_, c| rel(c).map(|r| r.ci95_high)),
+            ),
+            col("relative_blocks", self.w(&|_, c| rel(c).map(|r| r.blocks))),
+            col(
+                "iteration_p50_s",
+                self.f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p50)),
+            ),
+            col(
+                "iteration_p95_s",
+                self.f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p95)),
+            ),
+            col(
+                "cpu_cores_used",
+                self.f(&|_, c| tel(c).map(|t| t.cpu_cores_used)),
+            ),
+            col(
+                "throttled_s_per_s",
+                self.f(&|_, c| tel(c).map(|t| t.throttled_s_per_s)),
+            ),
+            col(
+                "rss_peak_bytes",
+                self.u(&|_, c| tel(c).map(|t| t.rss_peak_bytes)),
+            ),
+            col(
+                "page_cache_bytes",
+                self.u(&|_, c| tel(c).map(|t| t.page_cache_bytes)),
+            ),
+            col(
+                "storage_read_bytes_per_s",
+                self.f(&|_, c| tel(c).map(|t| t.storage_read_bytes_per_s)),
+            ),
+            col(
+                "gpu_utilization_pct",
+                self.f(&|_, c| gpu(c).map(|g| g.utilization_pct)),
+            ),
+            col(
+                "gpu_sm_clock_mhz",
+                self.f(&|_, c| gpu(c).map(|g| g.sm_clock_mhz)),
+            ),
+            col(
+                "gpu_memory_used_bytes",
+                self.u(&|_, c| gpu(c).map(|g| g.memory_used_bytes)),
+            ),
+            col("gpu_power_w", self.f(&|_, c| gpu(c).map(|g| g.power_w))),
+            col(
+                "gpu_sm_activity_pct",
+                self.f(&|_, c| gpu(c).and_then(|g| g.sm_activity_pct)),
+            ),
+            col(
+                "launches",
+                self.w(&|_, c| tp(c).map(|t| t.launches.len().max(1) as u32)),
+            ),
+            col("other_cores", self.f(&|_, c| itf(c).map(|i| i.other_cores))),
+            col(
+                "run_wait_cores",
+                self.f(&|_, c| itf(c).and_then(|i| i.run_wait_cores)),
+            ),
+            col(
+                "elsewhere_cores",
+                self.f(&|_, c| itf(c).and_then(|i| i.elsewhere_cores)),
+            ),
+            col("disturbed", self.b(&|_, c| itf(c).map(|i| i.disturbed))),
+            col(
+                "disturbed_by",
+                self.s(&|_, c| itf(c).and_then(|i| i.disturbed_by)),
+            ),
+            col("note", self.s(&|_, c| c.note.clone())),
+            col("wall_s", self.f(&|_, c| Some(c.wall_s))),
+        ]
+    }
+
+    /// The matrix's best-case demand.
+    fn demand_columns(&self, opts: &ExportOptions) -> Vec<Column> {
+        vec![
+            col(
+                "demand_server",
+                self.s(&|_, _| Some(opts.server.to_string())),
+            ),
+            col("demand_eps", self.f(&|p, _| Some(p.demand.eps))),
+            col(
+                "demand_params",
+                self.s(&|p, _| {
+                    (!p.surface.params.is_empty()).then(|| {
+                        p.surface
+                            .params
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(";")
+                    })
+                }),
+            ),
+            col(
+                "demand_cpus_per_gpu",
+                self.f(&|p, _| Some(p.demand.cpus_per_gpu)),
+            ),
+            col(
+                "demand_mem_gb_per_gpu",
+                self.f(&|p, _| Some(p.demand.mem_gb_per_gpu)),
+            ),
+            col(
+                "demand_samples_per_s_per_gpu",
+                self.f(&|p, _| Some(p.demand.samples_per_s_per_gpu)),
+            ),
+            col(
+                "demand_best_samples_per_s_per_gpu",
+                self.f(&|p, _| Some(p.demand.best_samples_per_s_per_gpu)),
+            ),
+            col(
+                "demand_proportional_samples_per_s_per_gpu",
+                self.f(&|p, _| Some(p.demand.proportional_samples_per_s_per_gpu)),
+            ),
+            col(
+                "demand_speedup_over_proportional",
+                self.f(&|p, _| {
+                    (p.demand.proportional_samples_per_s_per_gpu > 0.0)
+                        .then_some(p.demand.speedup_over_proportional)
+                }),
+            ),
+            col(
+                "demand_alike",
+                self.s(&|p, _| {
+                    let alike = p.demand.alike.iter().map(|[c, m]| format!("{c}x{m}"));
+                    (!p.demand.alike.is_empty()).then(|| alike.collect::<Vec<_>>().join(";"))
+                }),
+            ),
+        ]
+    }
 }

@@ -14,7 +14,7 @@ use std::fmt;
 /// count as falling.
 pub const FALL_SLACK: f64 = 0.05;
 
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::units::GIB;
 
 /// One measured point of a curve.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@ use super::{Cell, CellKey, CellSource, LiveCheck, Matrix};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::units::GIB;
 
 /// Renders the matrix as tables of samples/s. Modelled values are marked `~`, values measured
 /// while other processes took the job's CPUs `!`, failed cells `failed`, infeasible cells `OOM`,

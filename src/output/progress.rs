@@ -78,7 +78,7 @@ impl SweepObserver for SweepProgress {
         let line = format!(
             "cell cpu={} mem={:.2}GiB {}{}",
             cell.cpu,
-            cell.memory_bytes as f64 / (1u64 << 30) as f64,
+            cell.memory_bytes as f64 / crate::units::GIB,
             cell.source.as_str(),
             rate
         );

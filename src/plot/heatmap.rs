@@ -163,17 +163,60 @@ impl Heatmap {
     }
 }
 
-impl Figure for Heatmap {
-    fn size(&self) -> (u32, u32) {
-        self.size
+/// Where a heatmap's parts go, in pixels.
+struct Layout {
+    /// The grid of cells.
+    left: i32,
+    right: i32,
+    top: i32,
+    bottom: i32,
+    ncol: usize,
+    nrow: usize,
+    cw: f64,
+    ch: f64,
+    /// The whole drawing, a line of text, and where the legend column starts.
+    h: i32,
+    text_h: i32,
+    legend_x: i32,
+}
+
+impl Layout {
+    fn col_x(&self, c: f64) -> i32 {
+        self.left + (c * self.cw).round() as i32
     }
 
-    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn row_y(&self, r: f64) -> i32 {
+        self.bottom - (r * self.ch).round() as i32
+    }
+
+    /// The corners of cell (`c`, `r`), top left then bottom right.
+    fn cell_rect(&self, c: usize, r: usize) -> ((i32, i32), (i32, i32)) {
+        (
+            (self.col_x(c as f64), self.row_y(r as f64 + 1.0)),
+            (self.col_x(c as f64 + 1.0), self.row_y(r as f64)),
+        )
+    }
+}
+
+fn text_style() -> TextStyle<'static> {
+    TextStyle::from((FONT_FAMILY, TEXT_SIZE).into_font())
+}
+
+fn small_style() -> TextStyle<'static> {
+    TextStyle::from((FONT_FAMILY, TEXT_SIZE - 1).into_font())
+}
+
+impl Heatmap {
+    /// The layout on `root`: the legend column on the right sized for the colour bar's ticks
+    /// and the keys, the grid left of it with room for the axes; `None` with nothing to draw.
+    fn layout<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        bar_ticks: &[f64],
+        keys: &[LegendKey],
+    ) -> Result<Option<Layout>, String> {
         let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-        root.fill(&WHITE).map_err(e)?;
-        let root = titled(root, &self.title, self.subtitle.as_deref())?;
-        let text = TextStyle::from((FONT_FAMILY, TEXT_SIZE).into_font());
-        let small = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 1).into_font());
+        let (text, small) = (text_style(), small_style());
         let size_of = |s: &str, style: &TextStyle| -> Result<(i32, i32), String> {
             let (w, h) = root.estimate_text_size(s, style).map_err(e)?;
             Ok((w as i32, h as i32))
@@ -182,15 +225,8 @@ impl Figure for Heatmap {
             let (w, h) = root.dim_in_pixel();
             (w as i32, h as i32)
         };
-        let ncol = self.columns.len();
-        let nrow = self.rows.len();
-        let keys = self.keys();
-
-        // Legend column on the right: the colour bar, then the keys.
-        let (lo, hi) = self.value_range();
-        let bar_ticks = super::nice_ticks(lo, hi, 5);
         let mut legend_w = 0;
-        for t in &bar_ticks {
+        for t in bar_ticks {
             legend_w = legend_w.max(22 + 8 + size_of(&tick(*t), &small)?.0);
         }
         legend_w = legend_w.max(size_of(&self.value_label, &small)?.0);
@@ -198,168 +234,142 @@ impl Figure for Heatmap {
             legend_w = legend_w.max(LEGEND_SWATCH + 10 + size_of(line, &text)?.0);
         }
         let legend_x = w - legend_w - 15;
-
-        // Plot rectangle: room for the axis descriptions and tick labels.
         let mut ytick_w = 0;
         for r in &self.rows {
             ytick_w = ytick_w.max(size_of(r, &small)?.0);
         }
         let (_, text_h) = size_of("0.9Ay", &text)?;
+        let (ncol, nrow) = (self.columns.len(), self.rows.len());
         let left = 10 + text_h + 10 + ytick_w + 16;
         let right = legend_x - 25;
         let top = 10;
         let bottom = h - (10 + text_h + 10 + text_h + 8);
         if ncol == 0 || nrow == 0 || right <= left || bottom <= top {
-            return Ok(());
+            return Ok(None);
         }
-        let cw = f64::from(right - left) / ncol as f64;
-        let ch = f64::from(bottom - top) / nrow as f64;
-        let col_x = |c: f64| left + (c * cw).round() as i32;
-        let row_y = |r: f64| bottom - (r * ch).round() as i32;
-        let cell_rect = |c: usize, r: usize| {
-            (
-                (col_x(c as f64), row_y(r as f64 + 1.0)),
-                (col_x(c as f64 + 1.0), row_y(r as f64)),
-            )
-        };
+        Ok(Some(Layout {
+            left,
+            right,
+            top,
+            bottom,
+            ncol,
+            nrow,
+            cw: f64::from(right - left) / ncol as f64,
+            ch: f64::from(bottom - top) / nrow as f64,
+            h,
+            text_h,
+            legend_x,
+        }))
+    }
 
-        let value_style = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 2).into_font())
-            .pos(Pos::new(HPos::Center, VPos::Center));
-        for r in 0..nrow {
-            for c in 0..ncol {
-                let Some(cell) = self.cells.get(r * ncol + c) else {
-                    continue;
-                };
-                let (p0, p1) = cell_rect(c, r);
-                let centre = ((p0.0 + p1.0) / 2, (p0.1 + p1.1) / 2);
-                let fill = match (cell.kind, cell.value) {
-                    (HeatCellKind::Failed, _) => FAILED_FILL,
-                    (HeatCellKind::Missing, _) | (_, None) => WHITE,
-                    (_, Some(v)) => viridis((v - lo) / (hi - lo)),
-                };
-                root.draw(&Rectangle::new([p0, p1], fill.filled()))
-                    .map_err(e)?;
-                if cell.kind == HeatCellKind::Failed {
-                    hatch(&root, p0, p1)?;
-                    let r = ((p1.0 - p0.0).min(p1.1 - p0.1) / 5).clamp(4, 12);
-                    let at = (centre.0, centre.1 - r - 2);
-                    root.draw(&MarkerElement::new(
-                        at,
-                        MarkerShape::Cross,
-                        r,
-                        FAILED_RED,
-                        false,
-                    ))
-                    .map_err(e)?;
+    /// Every cell: its colour, its marks (failed, estimated, disturbed) and its value.
+    fn draw_cells<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        l: &Layout,
+        (lo, hi): (f64, f64),
+    ) -> Result<(), String> {
+        for r in 0..l.nrow {
+            for c in 0..l.ncol {
+                if let Some(cell) = self.cells.get(r * l.ncol + c) {
+                    let (p0, p1) = l.cell_rect(c, r);
+                    draw_cell(root, cell, p0, p1, (lo, hi))?;
                 }
-                let ink = if luminance(fill) > 0.45 { BLACK } else { WHITE };
-                if cell.kind == HeatCellKind::Estimated {
-                    // Corner notch: estimated, not measured.
-                    let n = ((p1.0 - p0.0).min(p1.1 - p0.1) / 8).clamp(4, 8);
-                    root.draw(&Polygon::new(
-                        vec![
-                            (p1.0 - 1, p1.1 - 1),
-                            (p1.0 - 1 - n, p1.1 - 1),
-                            (p1.0 - 1, p1.1 - 1 - n),
-                        ],
-                        ink.filled(),
-                    ))
-                    .map_err(e)?;
-                }
-                if cell.kind == HeatCellKind::Disturbed {
-                    // Top right (the best case's star takes the top left corner), white
-                    // inside so it shows on dark cells too.
-                    let r = ((p1.0 - p0.0).min(p1.1 - p0.1) / 6).clamp(5, 10);
-                    let at = (p1.0 - r - 5, p0.1 + r + 5);
-                    root.draw(&MarkerElement::new(
-                        at,
-                        MarkerShape::Circle,
-                        r,
-                        FAILED_RED,
-                        false,
-                    ))
-                    .map_err(e)?;
-                }
-                let text_at = if cell.kind == HeatCellKind::Failed {
-                    (centre.0, centre.1 + 10)
-                } else {
-                    centre
-                };
-                root.draw(&Text::new(
-                    cell.text.as_str(),
-                    text_at,
-                    value_style.color(&ink),
-                ))
-                .map_err(e)?;
             }
         }
-        // Thin white grid between cells.
-        for c in 1..ncol {
-            let x = col_x(c as f64);
-            root.draw(&PathElement::new(
-                vec![(x, top), (x, bottom)],
-                WHITE.stroke_width(1),
-            ))
-            .map_err(e)?;
-        }
-        for r in 1..nrow {
-            let y = row_y(r as f64);
-            root.draw(&PathElement::new(
-                vec![(left, y), (right, y)],
-                WHITE.stroke_width(1),
-            ))
-            .map_err(e)?;
-        }
-        if let Some(Reference {
+        Ok(())
+    }
+
+    /// The reference: a dashed frame on its cell where it is a grid point, and pointers on
+    /// the axes.
+    fn draw_reference<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        l: &Layout,
+    ) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        let Some(Reference {
             column: fc,
             row: fr,
             ..
         }) = &self.reference
-        {
-            // The cell under the reference, when it is a grid point.
-            let on_centre = |f: f64, n: usize| {
-                let i = (f - 0.5).round();
-                ((f - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n).then_some(i as usize)
-            };
-            if let (Some(c), Some(r)) = (
-                fc.and_then(|f| on_centre(f, ncol)),
-                fr.and_then(|f| on_centre(f, nrow)),
-            ) {
-                let (p0, p1) = cell_rect(c, r);
-                let pts = vec![
-                    (p0.0 + 2, p0.1 + 2),
-                    (p1.0 - 2, p0.1 + 2),
-                    (p1.0 - 2, p1.1 - 2),
-                    (p0.0 + 2, p1.1 - 2),
-                    (p0.0 + 2, p0.1 + 2),
-                ];
-                root.draw(&DashedPathElement::new(
-                    pts,
-                    6,
-                    4,
-                    REFERENCE_COLOR.stroke_width(3),
-                ))
-                .map_err(e)?;
-            }
-            // Pointers on the axes, just outside the grid.
-            if let Some(f) = fc.filter(|f| (0.0..=ncol as f64).contains(f)) {
-                let x = left + (f * cw).round() as i32;
-                let tip = [(x, bottom + 1), (x - 6, bottom + 11), (x + 6, bottom + 11)];
-                root.draw(&Polygon::new(tip.to_vec(), REFERENCE_COLOR.filled()))
-                    .map_err(e)?;
-            }
-            if let Some(f) = fr.filter(|f| (0.0..=nrow as f64).contains(f)) {
-                let y = bottom - (f * ch).round() as i32;
-                let tip = [(left - 1, y), (left - 11, y - 6), (left - 11, y + 6)];
-                root.draw(&Polygon::new(tip.to_vec(), REFERENCE_COLOR.filled()))
-                    .map_err(e)?;
-            }
+        else {
+            return Ok(());
+        };
+        // The cell under the reference, when it is a grid point.
+        let on_centre = |f: f64, n: usize| {
+            let i = (f - 0.5).round();
+            ((f - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n).then_some(i as usize)
+        };
+        if let (Some(c), Some(r)) = (
+            fc.and_then(|f| on_centre(f, l.ncol)),
+            fr.and_then(|f| on_centre(f, l.nrow)),
+        ) {
+            let (p0, p1) = l.cell_rect(c, r);
+            let pts = vec![
+                (p0.0 + 2, p0.1 + 2),
+                (p1.0 - 2, p0.1 + 2),
+                (p1.0 - 2, p1.1 - 2),
+                (p0.0 + 2, p1.1 - 2),
+                (p0.0 + 2, p0.1 + 2),
+            ];
+            root.draw(&DashedPathElement::new(
+                pts,
+                6,
+                4,
+                REFERENCE_COLOR.stroke_width(3),
+            ))
+            .map_err(e)?;
         }
+        // Pointers on the axes, just outside the grid.
+        if let Some(f) = fc.filter(|f| (0.0..=l.ncol as f64).contains(f)) {
+            let x = l.left + (f * l.cw).round() as i32;
+            let tip = [
+                (x, l.bottom + 1),
+                (x - 6, l.bottom + 11),
+                (x + 6, l.bottom + 11),
+            ];
+            root.draw(&Polygon::new(tip.to_vec(), REFERENCE_COLOR.filled()))
+                .map_err(e)?;
+        }
+        if let Some(f) = fr.filter(|f| (0.0..=l.nrow as f64).contains(f)) {
+            let y = l.bottom - (f * l.ch).round() as i32;
+            let tip = [(l.left - 1, y), (l.left - 11, y - 6), (l.left - 11, y + 6)];
+            root.draw(&Polygon::new(tip.to_vec(), REFERENCE_COLOR.filled()))
+                .map_err(e)?;
+        }
+        Ok(())
+    }
+
+    /// The white lines between cells, the best case's frame and star, and the grid's border.
+    fn draw_frames<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        l: &Layout,
+    ) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        for c in 1..l.ncol {
+            let x = l.col_x(c as f64);
+            root.draw(&PathElement::new(
+                vec![(x, l.top), (x, l.bottom)],
+                WHITE.stroke_width(1),
+            ))
+            .map_err(e)?;
+        }
+        for r in 1..l.nrow {
+            let y = l.row_y(r as f64);
+            root.draw(&PathElement::new(
+                vec![(l.left, y), (l.right, y)],
+                WHITE.stroke_width(1),
+            ))
+            .map_err(e)?;
+        }
+        self.draw_reference(root, l)?;
         if let Some(((c, r), _)) = &self.best
-            && *c < ncol
-            && *r < nrow
+            && *c < l.ncol
+            && *r < l.nrow
         {
-            let (p0, p1) = cell_rect(*c, *r);
+            let (p0, p1) = l.cell_rect(*c, *r);
             root.draw(&Rectangle::new([p0, p1], BLACK.stroke_width(3)))
                 .map_err(e)?;
             root.draw(&MarkerElement::new(
@@ -372,43 +382,72 @@ impl Figure for Heatmap {
             .map_err(e)?;
         }
         root.draw(&Rectangle::new(
-            [(left, top), (right, bottom)],
+            [(l.left, l.top), (l.right, l.bottom)],
             BLACK.stroke_width(1),
         ))
         .map_err(e)?;
+        Ok(())
+    }
 
-        // Axes: category labels centred on their cells, descriptions outside them.
+    /// Category labels centred on their cells, and the axes' descriptions outside them.
+    fn draw_axes<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        l: &Layout,
+    ) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        let (text, small) = (text_style(), small_style());
         let below = small.pos(Pos::new(HPos::Center, VPos::Top));
         for (c, label) in self.columns.iter().enumerate() {
-            let x = col_x(c as f64 + 0.5);
-            root.draw(&Text::new(label.as_str(), (x, bottom + 13), below.clone()))
-                .map_err(e)?;
+            let x = l.col_x(c as f64 + 0.5);
+            root.draw(&Text::new(
+                label.as_str(),
+                (x, l.bottom + 13),
+                below.clone(),
+            ))
+            .map_err(e)?;
         }
         let beside = small.pos(Pos::new(HPos::Right, VPos::Center));
         for (r, label) in self.rows.iter().enumerate() {
-            let y = row_y(r as f64 + 0.5);
-            root.draw(&Text::new(label.as_str(), (left - 16, y), beside.clone()))
+            let y = l.row_y(r as f64 + 0.5);
+            root.draw(&Text::new(label.as_str(), (l.left - 16, y), beside.clone()))
                 .map_err(e)?;
         }
         root.draw(&Text::new(
             self.x_label.as_str(),
-            ((left + right) / 2, h - 10 - text_h),
+            ((l.left + l.right) / 2, l.h - 10 - l.text_h),
             text.pos(Pos::new(HPos::Center, VPos::Top)),
         ))
         .map_err(e)?;
         root.draw(&Text::new(
             self.y_label.as_str(),
-            (10, (top + bottom) / 2),
+            (10, (l.top + l.bottom) / 2),
             text.transform(FontTransform::Rotate270)
                 .pos(Pos::new(HPos::Center, VPos::Top)),
         ))
         .map_err(e)?;
+        Ok(())
+    }
 
-        // Colour bar with its caption and ticks.
-        let (bar_top, bar_bottom) = (top + text_h + 8, top + text_h + 8 + (h / 3).max(60));
+    /// The legend column: the colour bar with its caption and ticks, then the keys.
+    fn draw_legend<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        l: &Layout,
+        (lo, hi): (f64, f64),
+        bar_ticks: &[f64],
+        keys: &[LegendKey],
+    ) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        let small = small_style();
+        let x = l.legend_x;
+        let (bar_top, bar_bottom) = (
+            l.top + l.text_h + 8,
+            l.top + l.text_h + 8 + (l.h / 3).max(60),
+        );
         root.draw(&Text::new(
             self.value_label.as_str(),
-            (legend_x, top),
+            (x, l.top),
             small.color(&GREY_TEXT),
         ))
         .map_err(e)?;
@@ -417,35 +456,133 @@ impl Figure for Heatmap {
             let t = 1.0 - f64::from(k) / f64::from(steps - 1).max(1.0);
             let y = bar_top + k;
             root.draw(&Rectangle::new(
-                [(legend_x, y), (legend_x + 22, y + 1)],
+                [(x, y), (x + 22, y + 1)],
                 viridis(t).filled(),
             ))
             .map_err(e)?;
         }
         root.draw(&Rectangle::new(
-            [(legend_x, bar_top), (legend_x + 22, bar_bottom)],
+            [(x, bar_top), (x + 22, bar_bottom)],
             BLACK.stroke_width(1),
         ))
         .map_err(e)?;
         let tick_style = small.pos(Pos::new(HPos::Left, VPos::Center));
-        for t in &bar_ticks {
+        for t in bar_ticks {
             let f = (t - lo) / (hi - lo);
             let y = bar_bottom - (f * f64::from(bar_bottom - bar_top)).round() as i32;
             root.draw(&PathElement::new(
-                vec![(legend_x + 22, y), (legend_x + 27, y)],
+                vec![(x + 22, y), (x + 27, y)],
                 BLACK.stroke_width(1),
             ))
             .map_err(e)?;
-            root.draw(&Text::new(tick(*t), (legend_x + 30, y), tick_style.clone()))
+            root.draw(&Text::new(tick(*t), (x + 30, y), tick_style.clone()))
                 .map_err(e)?;
         }
-        let keys_area = root.margin(bar_bottom + 20, 0, legend_x - 4, 0);
+        let keys_area = root.margin(bar_bottom + 20, 0, x - 4, 0);
         let mut y = 10;
-        for key in &keys {
+        for key in keys {
             draw_key(&keys_area, y, key, 2)?;
             y += key_rows(&key.label) as i32 * LEGEND_ROW + 2;
         }
         Ok(())
+    }
+}
+
+/// One cell at `p0`-`p1`: its colour on the value scale `lo`-`hi`, hatched with a cross where
+/// it failed, a corner notch where it is estimated, a red ring where it was disturbed, and its
+/// value.
+fn draw_cell<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    cell: &HeatCell,
+    p0: (i32, i32),
+    p1: (i32, i32),
+    (lo, hi): (f64, f64),
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let centre = ((p0.0 + p1.0) / 2, (p0.1 + p1.1) / 2);
+    let fill = match (cell.kind, cell.value) {
+        (HeatCellKind::Failed, _) => FAILED_FILL,
+        (HeatCellKind::Missing, _) | (_, None) => WHITE,
+        (_, Some(v)) => viridis((v - lo) / (hi - lo)),
+    };
+    root.draw(&Rectangle::new([p0, p1], fill.filled()))
+        .map_err(e)?;
+    if cell.kind == HeatCellKind::Failed {
+        hatch(root, p0, p1)?;
+        let r = ((p1.0 - p0.0).min(p1.1 - p0.1) / 5).clamp(4, 12);
+        let at = (centre.0, centre.1 - r - 2);
+        root.draw(&MarkerElement::new(
+            at,
+            MarkerShape::Cross,
+            r,
+            FAILED_RED,
+            false,
+        ))
+        .map_err(e)?;
+    }
+    let ink = if luminance(fill) > 0.45 { BLACK } else { WHITE };
+    if cell.kind == HeatCellKind::Estimated {
+        // Corner notch: estimated, not measured.
+        let n = ((p1.0 - p0.0).min(p1.1 - p0.1) / 8).clamp(4, 8);
+        root.draw(&Polygon::new(
+            vec![
+                (p1.0 - 1, p1.1 - 1),
+                (p1.0 - 1 - n, p1.1 - 1),
+                (p1.0 - 1, p1.1 - 1 - n),
+            ],
+            ink.filled(),
+        ))
+        .map_err(e)?;
+    }
+    if cell.kind == HeatCellKind::Disturbed {
+        // Top right (the best case's star takes the top left corner), white inside so it
+        // shows on dark cells too.
+        let r = ((p1.0 - p0.0).min(p1.1 - p0.1) / 6).clamp(5, 10);
+        let at = (p1.0 - r - 5, p0.1 + r + 5);
+        root.draw(&MarkerElement::new(
+            at,
+            MarkerShape::Circle,
+            r,
+            FAILED_RED,
+            false,
+        ))
+        .map_err(e)?;
+    }
+    let text_at = if cell.kind == HeatCellKind::Failed {
+        (centre.0, centre.1 + 10)
+    } else {
+        centre
+    };
+    let value_style = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 2).into_font())
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    root.draw(&Text::new(
+        cell.text.as_str(),
+        text_at,
+        value_style.color(&ink),
+    ))
+    .map_err(e)?;
+    Ok(())
+}
+
+impl Figure for Heatmap {
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let root = titled(root, &self.title, self.subtitle.as_deref())?;
+        let keys = self.keys();
+        let range = self.value_range();
+        let bar_ticks = super::nice_ticks(range.0, range.1, 5);
+        let Some(layout) = self.layout(&root, &bar_ticks, &keys)? else {
+            return Ok(());
+        };
+        self.draw_cells(&root, &layout, range)?;
+        self.draw_frames(&root, &layout)?;
+        self.draw_axes(&root, &layout)?;
+        self.draw_legend(&root, &layout, range, &bar_ticks, &keys)
     }
 }
 

@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use units::{amount, file_stem, level, spread, trim, with_scale};
 
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::units::GIB;
 const MIB: f64 = (1u64 << 20) as f64;
 /// A CPU or memory axis is logarithmic when its largest level is at least this many times its
 /// smallest (Synergy's 1..24 cores): the low levels, where throughput changes most, get room.

@@ -1,6 +1,7 @@
 //! Job specs: what to run, how it reports progress, how to measure and what to sweep.
 //! Format documented in `docs/JOB_SPEC.md`; example specs live in `workloads/`.
 
+pub mod log_format;
 mod template;
 
 pub use template::{TemplateError, Vars, render};
@@ -85,6 +86,17 @@ impl Default for DeploySpec {
     }
 }
 
+impl JobSpec {
+    /// Samples per iteration: `given` (the spec's `samples_per_iteration`), or its batch size
+    /// times its GPUs.
+    pub fn samples_per_iteration(&self, given: Option<f64>) -> Option<f64> {
+        given.or_else(|| {
+            self.batch_size_per_gpu
+                .map(|b| b as f64 * self.gpus.max(1) as f64)
+        })
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -156,7 +168,7 @@ impl ThroughputSpec {
             ThroughputSpec::Log(log) => log.terminal.unwrap_or_else(|| {
                 log.format
                     .as_deref()
-                    .and_then(crate::harness::progress::Preset::from_name)
+                    .and_then(log_format::Preset::from_name)
                     .is_some_and(|p| p.draws_only_on_a_terminal())
             }),
             _ => false,
@@ -295,7 +307,7 @@ pub enum CpuAxis {
     Search(CpuSearchSpec),
 }
 
-/// A CPU search as written in the spec (see `harness::cpu_search` for the rules).
+/// A CPU search as written in the spec (see `harness::sweep::cpu_search` for the rules).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CpuSearchSpec {
@@ -477,7 +489,7 @@ fn check_templates(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecEr
 /// Checks the `[throughput]` section: a known `format`, a regex that compiles with known
 /// captures, and the batch size wherever the output counts iterations. Errors carry the line.
 fn check_throughput(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecError> {
-    use crate::harness::progress::{CAPTURE_NAMES, Preset, samples_per_iteration};
+    use log_format::{CAPTURE_NAMES, Preset};
     // The line that sets `key` (`key = ...`), else the first mention of it.
     let at = |key: &str, message: String| {
         let found = assignment_offset(text, key).or_else(|| text.find(key));
@@ -516,7 +528,7 @@ fn check_throughput(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecE
             ));
         }
     }
-    let spi = samples_per_iteration(spec, spi);
+    let spi = spec.samples_per_iteration(spi);
     let needs_spi = "counts iterations: set throughput.samples_per_iteration or batch_size_per_gpu";
     match (format, regex) {
         (Some(_), Some(_)) => Err(at(

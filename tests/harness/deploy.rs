@@ -67,7 +67,7 @@ fn a_local_job_is_capped_frozen_thawed_and_removed() {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let parent = "profiler-test-deploy";
-    let epoch = profiler::harness::progress::now_unix_s();
+    let epoch = profiler::harness::measure::job_output::now_unix_s();
     let mut backend = LocalBackend::open(parent, dir.path().join("logs"), epoch).unwrap();
     let job = DeployJob {
         id: 7,
@@ -293,7 +293,7 @@ fn a_job_that_sizes_itself_is_started_again_and_counts_on() {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let parent = "profiler-test-deploy-resize";
-    let epoch = profiler::harness::progress::now_unix_s();
+    let epoch = profiler::harness::measure::job_output::now_unix_s();
     let mut backend = LocalBackend::open(parent, dir.path().join("logs"), epoch).unwrap();
     let job = DeployJob {
         id: 3,

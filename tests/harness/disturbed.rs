@@ -114,7 +114,7 @@ impl SweepObserver for HogFromSecondPass {
     fn status(&mut self, message: &str) {
         if message.starts_with("measuring") && message.contains("(pass 2 of") && self.hog.is_none()
         {
-            self.started_unix_s = profiler::harness::progress::now_unix_s();
+            self.started_unix_s = profiler::harness::measure::job_output::now_unix_s();
             self.hog = Some(Hogs(vec![hog(300.0)]));
         }
     }

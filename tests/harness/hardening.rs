@@ -128,7 +128,7 @@ fn a_job_that_maps_its_dataset_without_madv_random_gets_read_around_misses() {
     std::io::Write::write_all(&mut part, &vec![7u8; 8 << 20]).unwrap();
     part.sync_all().unwrap();
     std::fs::write(dir.path().join("maps.py"), MAPPING_JOB).unwrap();
-    let Some(read_ahead) = profiler::harness::dataset::read_ahead_bytes(&data) else {
+    let Some(read_ahead) = profiler::harness::memory::dataset::read_ahead_bytes(&data) else {
         let _ = std::io::Write::write_fmt(
             &mut std::io::stderr(),
             format_args!("SKIPPED: the build tree's disk has no read-ahead to find\n"),

@@ -46,9 +46,7 @@ macro_rules! require_caps {
     };
 }
 
-fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
+use profiler::test_support::under_ci;
 
 /// A small dataset shared by the tests (generated once).
 fn dataset() -> PathBuf {
@@ -733,5 +731,5 @@ mod held_out;
 mod live;
 mod page_cache;
 mod presets;
-mod read_replay;
+mod reread;
 mod rhythm;

@@ -10,8 +10,8 @@
 //! test runs under CI and where `PROFILER_MANY_FILES` is set; elsewhere it says how to run it
 //! and skips.
 
-use profiler::harness::dataset::measure_dataset;
-use profiler::harness::page_cache;
+use profiler::harness::memory::dataset::measure_dataset;
+use profiler::harness::memory::page_cache;
 use std::path::Path;
 use std::time::Instant;
 

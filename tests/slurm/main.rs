@@ -15,9 +15,7 @@ mod steps;
 
 use cluster::Cluster;
 
-fn under_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
+use profiler::test_support::under_ci;
 
 /// Skips (or under CI fails) a test where a local Slurm cannot run.
 macro_rules! require_slurm {

@@ -2,8 +2,8 @@
 //! cpuset, CFS quota and memory limit, each the tightest along the path to the root; and the
 //! counters of a job that runs in it beside this process.
 
-use super::{CgroupCounters, CgroupVersion, ControllerDirs, controls, parse_cpu_list, v1, v2};
-use crate::harness::process_tree::TreeUsage;
+use super::{CgroupCounters, CgroupVersion, ControllerDirs, controls, parse_cpu_list};
+use crate::harness::process::tree::TreeUsage;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +44,6 @@ struct Counted {
     cpu: Option<PathBuf>,
 }
 
-/// Limits at or above this are the kernel's "unlimited" (v1 writes 2^63 rounded to a page).
-const V1_UNLIMITED: u64 = 1 << 62;
-
 impl EffectiveCaps {
     /// This process's caps, from /proc/self/cgroup and the hierarchies under /sys/fs/cgroup.
     pub fn of_self() -> Result<EffectiveCaps, EffectiveCapsError> {
@@ -61,80 +58,34 @@ impl EffectiveCaps {
     /// The caps of the cgroups `proc_cgroup` (the text of /proc/<pid>/cgroup) names, with the
     /// hierarchies mounted under `root`: v1 where a cpuset line names a controller, else v2.
     pub fn read(proc_cgroup: &str, root: &Path) -> Result<EffectiveCaps, EffectiveCapsError> {
-        let path_of = |controller: &str| {
-            proc_cgroup.lines().find_map(|l| {
-                let mut f = l.splitn(3, ':');
-                let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
-                ctrls
-                    .split(',')
-                    .any(|c| c == controller)
-                    .then(|| path.to_string())
-            })
-        };
-        let rel = |p: &str| p.trim_start_matches('/').to_string();
-        if let Some(cpuset) = path_of("cpuset") {
-            let memory = path_of("memory").ok_or(EffectiveCapsError::NoCgroup("memory"))?;
-            let cpu = path_of("cpu").ok_or(EffectiveCapsError::NoCgroup("cpu"))?;
-            let cpu_root = ["cpu", "cpu,cpuacct", "cpuacct,cpu"]
-                .iter()
-                .map(|d| root.join(d))
-                .find(|d| d.is_dir())
-                .unwrap_or_else(|| root.join("cpu"));
-            let cpus_file = root.join("cpuset").join(rel(&cpuset)).join(v1::CPUSET_CPUS);
-            let cpus = parse_cpu_list(&read(&cpus_file)?);
-            let memory_limit = tightest(&root.join("memory"), &rel(&memory), |dir| {
-                let v: u64 = read_opt(&dir.join(v1::MEMORY_LIMIT))?.parse().ok()?;
-                (v < V1_UNLIMITED).then_some(v)
-            });
-            let quota_cores = tightest(&cpu_root, &rel(&cpu), |dir| {
-                let quota: i64 = read_opt(&dir.join(v1::CFS_QUOTA))?.parse().ok()?;
-                let period: i64 = read_opt(&dir.join(v1::CFS_PERIOD))?.parse().ok()?;
-                (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
-            });
-            let memory_dir = root.join("memory").join(rel(&memory));
-            Ok(EffectiveCaps {
-                cpus,
-                quota_cores,
-                memory_limit,
-                oom_events: memory_dir.join(v1::OOM_CONTROL),
-                counted: Counted {
-                    version: CgroupVersion::V1,
-                    memory: memory_dir,
-                    cpu: (!rel(&cpu).is_empty()).then(|| cpu_root.join(rel(&cpu))),
-                },
-                cgroup: memory,
-            })
-        } else {
-            let path = proc_cgroup
-                .lines()
-                .find_map(|l| l.strip_prefix("0::"))
-                .ok_or(EffectiveCapsError::NoCgroup("unified (v2)"))?;
-            let dir = root.join(rel(path));
-            let cpus_file = dir.join(format!("{}.effective", v2::CPUSET_CPUS));
-            let cpus = parse_cpu_list(&read(&cpus_file)?);
-            let memory_limit = tightest(root, &rel(path), |d| {
-                read_opt(&d.join(v2::MEMORY_MAX))?.parse().ok()
-            });
-            let quota_cores = tightest(root, &rel(path), |d| {
-                let text = read_opt(&d.join(v2::CPU_MAX))?;
-                let mut f = text.split_whitespace();
-                let quota: f64 = f.next()?.parse().ok()?;
-                let period: f64 = f.next()?.parse().ok()?;
-                (period > 0.0).then(|| quota / period)
-            });
-            Ok(EffectiveCaps {
-                cpus,
-                quota_cores,
-                memory_limit,
-                oom_events: dir.join(v2::MEMORY_EVENTS),
-                counted: Counted {
-                    version: CgroupVersion::V2,
-                    memory: dir.clone(),
-                    cpu: (!rel(path).is_empty()).then(|| dir.clone()),
-                },
-                cgroup: path.to_string(),
-            })
+        let mut found = None;
+        for version in [CgroupVersion::V1, CgroupVersion::V2] {
+            match controls(version).locate(proc_cgroup, root) {
+                Ok(Some(at)) => {
+                    found = Some((version, at));
+                    break;
+                }
+                Ok(None) => {}
+                Err(controller) => return Err(EffectiveCapsError::NoCgroup(controller)),
+            }
         }
+        let (version, at) = found.ok_or(EffectiveCapsError::NoCgroup("unified (v2)"))?;
+        let c = controls(version);
+        let cpus = parse_cpu_list(&read(&c.cpus_file(&at.cpuset))?);
+        let memory_limit = tightest(&at.memory_root, &at.memory, |d| c.memory_limit_at(d));
+        let quota_cores = tightest(&at.cpu_root, &at.cpu, |d| c.quota_cores_at(d));
+        Ok(EffectiveCaps {
+            cpus,
+            quota_cores,
+            memory_limit,
+            oom_events: c.oom_events_file(&at.memory),
+            counted: Counted {
+                version,
+                memory: at.memory,
+                cpu: at.cpu_own.then_some(at.cpu),
+            },
+            cgroup: at.name,
+        })
     }
 
     /// Processes the OOM killer took in this process's memory cgroup so far; `None` where the
@@ -223,13 +174,13 @@ fn own_anon_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// The smallest value `limit` finds in `rel` and its ancestors under `root`.
+/// The smallest value `limit` finds in `dir` and its ancestors up to `root`.
 fn tightest<T: PartialOrd + Copy>(
     root: &Path,
-    rel: &str,
+    dir: &Path,
     limit: impl Fn(&Path) -> Option<T>,
 ) -> Option<T> {
-    let mut dir = root.join(rel);
+    let mut dir = dir.to_path_buf();
     let mut best: Option<T> = None;
     loop {
         if let Some(v) = limit(&dir) {
@@ -262,6 +213,7 @@ fn read_opt(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::cgroup::{v1, v2};
 
     fn write(root: &Path, rel: &str, file: &str, content: &str) {
         let d = root.join(rel);

@@ -88,6 +88,55 @@ trait Controls: Sync {
     /// Freezes every task of the cgroup (they keep their memory and make no progress) or
     /// thaws them; returns once the kernel says they are frozen (or thawed).
     fn set_frozen(&self, dirs: &ControllerDirs, frozen: bool) -> Result<(), CapsError>;
+
+    /// Where the cgroups of a process are, from the text of its `/proc/<pid>/cgroup`, with
+    /// the hierarchies mounted under `root`. `Ok(None)`: the text names none of this
+    /// version's; `Err(controller)`: it names some, but not `controller`'s.
+    fn locate(&self, proc_cgroup: &str, root: &Path) -> Result<Option<Located>, &'static str>;
+    /// The file listing the CPUs the cgroup at `dir` may use.
+    fn cpus_file(&self, dir: &Path) -> PathBuf;
+    /// The memory limit set at `dir` itself, bytes (`None`: none there).
+    fn memory_limit_at(&self, dir: &Path) -> Option<u64>;
+    /// The CFS quota set at `dir` itself, cores (`None`: none there).
+    fn quota_cores_at(&self, dir: &Path) -> Option<f64>;
+    /// The file whose `oom_kill` line counts the OOM killer's kills in the memory cgroup at
+    /// `dir`.
+    fn oom_events_file(&self, dir: &Path) -> PathBuf;
+}
+
+/// Where a process's cgroups are ([`Controls::locate`]).
+struct Located {
+    /// Its cgroup's path as `/proc` names it (its memory cgroup's, on v1), for messages.
+    pub name: String,
+    pub cpuset: PathBuf,
+    /// Its memory cgroup, and the root of that hierarchy (limits are the tightest up to it).
+    pub memory: PathBuf,
+    pub memory_root: PathBuf,
+    /// Its cpu cgroup, and the root of that hierarchy.
+    pub cpu: PathBuf,
+    pub cpu_root: PathBuf,
+    /// Whether the cpu cgroup is one of its own, not the hierarchy's root.
+    pub cpu_own: bool,
+}
+
+/// The path `proc_cgroup` (a `/proc/<pid>/cgroup` text) gives for a v1 `controller`,
+/// relative to its hierarchy's root.
+fn controller_path(proc_cgroup: &str, controller: &str) -> Option<String> {
+    proc_cgroup.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        ctrls
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.trim_start_matches('/').to_string())
+    })
+}
+
+/// The trimmed text of `dir/file`, `None` where it cannot be read.
+fn read_text(dir: &Path, file: &str) -> Option<String> {
+    std::fs::read_to_string(dir.join(file))
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// How long freezing may take (a task in uninterruptible sleep is frozen when it wakes).

@@ -1,7 +1,10 @@
 //! cgroup v1: one hierarchy per controller (cpu, cpuacct, cpuset, memory, blkio).
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{cpuset_list, quota_us, read_u64, wait_frozen, write_file};
+use super::{
+    Located, controller_path, cpuset_list, quota_us, read_text, read_u64, wait_frozen, write_file,
+};
+use std::path::{Path, PathBuf};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -24,6 +27,8 @@ pub const THAWED: &str = "THAWED";
 
 /// "No limit" for the memory files.
 const UNLIMITED: &str = "-1";
+/// Limits at or above this read as the kernel's "unlimited" (it writes 2^63 rounded to a page).
+const UNLIMITED_BYTES: u64 = 1 << 62;
 
 pub struct V1;
 
@@ -100,6 +105,48 @@ impl Controls for V1 {
         };
         // FREEZING until every task has stopped.
         wait_frozen(dir, "freeze", || state() == want, state)
+    }
+
+    fn locate(&self, proc_cgroup: &str, root: &Path) -> Result<Option<Located>, &'static str> {
+        let Some(cpuset) = controller_path(proc_cgroup, "cpuset") else {
+            return Ok(None);
+        };
+        let memory = controller_path(proc_cgroup, "memory").ok_or("memory")?;
+        let cpu = controller_path(proc_cgroup, "cpu").ok_or("cpu")?;
+        let cpu_root = ["cpu", "cpu,cpuacct", "cpuacct,cpu"]
+            .iter()
+            .map(|d| root.join(d))
+            .find(|d| d.is_dir())
+            .unwrap_or_else(|| root.join("cpu"));
+        let memory_root = root.join("memory");
+        Ok(Some(Located {
+            name: format!("/{memory}"),
+            cpuset: root.join("cpuset").join(cpuset),
+            memory: memory_root.join(&memory),
+            memory_root,
+            cpu: cpu_root.join(&cpu),
+            cpu_root,
+            cpu_own: !cpu.is_empty(),
+        }))
+    }
+
+    fn cpus_file(&self, dir: &Path) -> PathBuf {
+        dir.join(CPUSET_CPUS)
+    }
+
+    fn memory_limit_at(&self, dir: &Path) -> Option<u64> {
+        let v: u64 = read_text(dir, MEMORY_LIMIT)?.parse().ok()?;
+        (v < UNLIMITED_BYTES).then_some(v)
+    }
+
+    fn quota_cores_at(&self, dir: &Path) -> Option<f64> {
+        let quota: i64 = read_text(dir, CFS_QUOTA)?.parse().ok()?;
+        let period: i64 = read_text(dir, CFS_PERIOD)?.parse().ok()?;
+        (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
+    }
+
+    fn oom_events_file(&self, dir: &Path) -> PathBuf {
+        dir.join(OOM_CONTROL)
     }
 }
 

@@ -1,7 +1,8 @@
 //! cgroup v2: one unified directory per cgroup.
 
 use super::{CFS_PERIOD_US, CapsError, CgroupCounters, ControllerDirs, Controls, read_keyed};
-use super::{cpuset_list, quota_us, read_u64, wait_frozen, write_file};
+use super::{Located, cpuset_list, quota_us, read_text, read_u64, wait_frozen, write_file};
+use std::path::{Path, PathBuf};
 
 pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
@@ -87,6 +88,43 @@ impl Controls for V2 {
             || shown() == Some(want),
             || format!("frozen {:?} in {CGROUP_EVENTS}", shown()),
         )
+    }
+
+    fn locate(&self, proc_cgroup: &str, root: &Path) -> Result<Option<Located>, &'static str> {
+        let Some(path) = proc_cgroup.lines().find_map(|l| l.strip_prefix("0::")) else {
+            return Ok(None);
+        };
+        let rel = path.trim_start_matches('/');
+        let dir = root.join(rel);
+        Ok(Some(Located {
+            name: path.to_string(),
+            cpuset: dir.clone(),
+            memory: dir.clone(),
+            memory_root: root.to_path_buf(),
+            cpu: dir,
+            cpu_root: root.to_path_buf(),
+            cpu_own: !rel.is_empty(),
+        }))
+    }
+
+    fn cpus_file(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{CPUSET_CPUS}.effective"))
+    }
+
+    fn memory_limit_at(&self, dir: &Path) -> Option<u64> {
+        read_text(dir, MEMORY_MAX)?.parse().ok()
+    }
+
+    fn quota_cores_at(&self, dir: &Path) -> Option<f64> {
+        let text = read_text(dir, CPU_MAX)?;
+        let mut f = text.split_whitespace();
+        let quota: f64 = f.next()?.parse().ok()?;
+        let period: f64 = f.next()?.parse().ok()?;
+        (period > 0.0).then(|| quota / period)
+    }
+
+    fn oom_events_file(&self, dir: &Path) -> PathBuf {
+        dir.join(MEMORY_EVENTS)
     }
 }
 

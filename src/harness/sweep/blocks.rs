@@ -12,8 +12,8 @@
 
 use super::measure::Outcome;
 use super::{Run, Sweep, SweepError};
-use crate::harness::plan::{Point, Walk, joins_launch, label};
-use crate::harness::progress::now_unix_s;
+use crate::harness::measure::job_output::now_unix_s;
+use crate::harness::sweep::plan::{Point, Walk, joins_launch, label};
 use crate::matrix::{BlockReference, Cell, SweepBlock, describe_relative, relative_rates};
 use crate::spec::SweepMode;
 use rand_chacha::ChaCha8Rng;

@@ -5,11 +5,11 @@ use super::run::Run;
 use super::{Sweep, SweepError};
 use crate::cache_model::CacheModel;
 use crate::cache_model::{self, curve_hit_ratio, lru_hit_curve, page_cache_hit_ratio};
-use crate::harness::dataset::{DatasetSize, read_ahead_bytes};
-use crate::harness::model_fill::modelled_cells;
-use crate::harness::open_trace::OpenTrace;
-use crate::harness::plan::Point;
-use crate::harness::resident::dataset_maps;
+use crate::harness::memory::dataset::{DatasetSize, read_ahead_bytes};
+use crate::harness::memory::modelled_cells::modelled_cells;
+use crate::harness::memory::open_trace::OpenTrace;
+use crate::harness::memory::resident::dataset_maps;
+use crate::harness::sweep::plan::Point;
 use crate::matrix::{CacheKind, CacheModelInputs, Cell, CellKey, CellSource, MissCalibration};
 use std::collections::BTreeMap;
 
@@ -49,7 +49,10 @@ impl Sweep<'_> {
         let Some(ds) = &self.dataset else { return };
         self.observer
             .status("measuring storage and memory bandwidth for the cache model");
-        let storage = match cache_model::measure_storage_read_bandwidth(&ds.paths, 512 << 20) {
+        let storage = match crate::harness::memory::bandwidth::measure_storage_read_bandwidth(
+            &ds.paths,
+            512 << 20,
+        ) {
             Ok(b) => b,
             Err(e) => {
                 self.observer.warn(&format!(
@@ -75,7 +78,8 @@ impl Sweep<'_> {
             kind,
             dataset_bytes: ds.page_cache_bytes,
             storage_bytes_per_s: storage,
-            memory_bytes_per_s_per_core: cache_model::measure_memory_read_bandwidth_per_core(),
+            memory_bytes_per_s_per_core:
+                crate::harness::memory::bandwidth::measure_memory_read_bandwidth_per_core(),
             read_unit_bytes: None,
             sequential_map_bytes: None,
             access_hit_curve: None,
@@ -99,7 +103,7 @@ impl Sweep<'_> {
         let Some(sample_bytes) = ds.page_cache_bytes.checked_div(samples) else {
             return;
         };
-        let reads = match cache_model::measure_random_read_bandwidth(
+        let reads = match crate::harness::memory::random_read::measure_random_read_bandwidth(
             &ds.paths,
             sample_bytes,
             RANDOM_READERS,
@@ -387,7 +391,7 @@ impl Sweep<'_> {
         let at = format!(
             "the calibration cell (cpu {}, the lowest memory level) ran at {:.0} samples/s \
              against {:.0} at the top level",
-            crate::harness::plan::cpu_text(cpu),
+            crate::harness::sweep::plan::cpu_text(cpu),
             calibration.samples_per_s,
             calibration.cached_samples_per_s,
         );

@@ -3,13 +3,13 @@
 //! measured in its place (a bounded number of times). While it measures, the profiler keeps its
 //! own threads off the job's CPUs where the job does not have them all.
 
-use crate::harness::affinity::OffJobCpus;
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
-use crate::harness::interference::run_wait::RunWait;
-use crate::harness::interference::{
+use crate::harness::measure::interference::run_wait::RunWait;
+use crate::harness::measure::interference::{
     HostCpu, HostSnapshot, InterferenceTracker, JobWindow, PROC_ROOT, judge, pinned_cpus,
     profiler_cpu_ns,
 };
+use crate::harness::process::affinity::OffJobCpus;
 use crate::matrix::Interference;
 use std::path::Path;
 

@@ -8,14 +8,14 @@
 
 use super::run::Run;
 use super::{Sweep, SweepError};
-use crate::harness::plan::{MemoryLevels, Point, cpu_text};
+use crate::harness::sweep::plan::{MemoryLevels, Point, cpu_text};
 use crate::matrix::{Cell, CellSource};
 
 /// How many times the levels are sized again before an OOM kill is taken at its word.
 const MAX_RESIZES: u32 = 2;
 /// Each new estimate is at least this many times the last.
 const GROWTH: f64 = 1.5;
-const GIB: f64 = (1u64 << 30) as f64;
+use crate::units::GIB;
 
 /// How the memory levels relative to the dataset were sized.
 pub(super) struct Sizing {

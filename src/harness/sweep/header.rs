@@ -4,8 +4,8 @@
 use super::launches::{add_visits, visit_of};
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError, search};
-use crate::harness::plan::MemoryLevels;
-use crate::harness::progress::now_unix_s;
+use crate::harness::measure::job_output::now_unix_s;
+use crate::harness::sweep::plan::MemoryLevels;
 use crate::matrix::{
     Axes, Cell, CellSource, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter, SCHEMA_VERSION,
 };

@@ -390,22 +390,11 @@ mod tests {
     fn cell(launches: &[f64]) -> Cell {
         let rates: Vec<Throughput> = launches.iter().map(|&r| tp(r, 1.0)).collect();
         Cell {
-            cpu: 1.0,
             memory_bytes: 1,
-            params: Default::default(),
             source: crate::matrix::CellSource::Measured,
             throughput: combine_throughputs(&rates),
-            iteration_time_s: None,
-            telemetry: None,
-            gpu: None,
             note: None,
-            wall_s: 1.0,
-            node: None,
-            interference: None,
-            relative: None,
-            visits: Vec::new(),
-            measured_unix_s: None,
-            left_out_unix_s: Vec::new(),
+            ..crate::matrix::fixtures::cell(1.0)
         }
     }
 

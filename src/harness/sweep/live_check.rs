@@ -23,7 +23,7 @@
 //! The header records the rates, the tolerance, the decision and its reason.
 
 use super::{Sweep, SweepError};
-use crate::harness::plan::Point;
+use crate::harness::sweep::plan::Point;
 use crate::matrix::relative::{OWN_SPREAD_DF, block_spread, left_out_launches, ratios_by_launch};
 use crate::matrix::{CellKey, LiveCheck};
 use crate::spec::SweepMode;

@@ -4,7 +4,7 @@
 
 use super::measure::Outcome;
 use super::{POLL, Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
-use crate::harness::plan::{
+use crate::harness::sweep::plan::{
     MemoryLevels, Point, PointSource, joins_launch, label, param_combinations,
 };
 use crate::matrix::{Cell, CellSource, Matrix};

@@ -4,12 +4,12 @@
 use super::{Sweep, SweepError};
 use crate::harness::cgroup::effective::EffectiveCaps;
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
-use crate::harness::job_launch::{cpu_vars, job_launch};
-use crate::harness::launch::RunningJob;
-use crate::harness::plan::{Point, label};
-use crate::harness::process_tree::{TreeUsage, descendants, tree_usage};
-use crate::harness::progress::{ProgressTail, Report};
-use crate::harness::resident::tree_resident_bytes;
+use crate::harness::measure::job_output::{ProgressTail, Report};
+use crate::harness::memory::resident::tree_resident_bytes;
+use crate::harness::process::job_launch::{cpu_vars, job_launch};
+use crate::harness::process::launch::RunningJob;
+use crate::harness::process::tree::{TreeUsage, descendants, tree_usage};
+use crate::harness::sweep::plan::{Point, label};
 use crate::spec::Vars;
 
 /// A launched job and what it has reported so far.

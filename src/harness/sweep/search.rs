@@ -4,10 +4,10 @@
 //! memory level, so that in live mode one launch does it all.
 
 use super::{Sweep, SweepError};
-use crate::harness::cpu_search::{
+use crate::harness::sweep::cpu_search::{
     CpuSearch, Granularity, KNEE_MAX_POINTS, KNEE_TOLERANCE, Measured, Next, SearchRule, knee,
 };
-use crate::harness::plan::{Point, PointSource, Recorded, Walk, cpu_text};
+use crate::harness::sweep::plan::{Point, PointSource, Recorded, Walk, cpu_text};
 use crate::matrix::CellSource;
 use crate::spec::{CpuSearchSpec, MemoryAxis, SearchRuleSpec};
 use std::collections::BTreeMap;

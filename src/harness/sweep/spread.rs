@@ -16,7 +16,7 @@ use super::blocks::MAX_EXTRA_PASSES;
 use super::launches::hold_pooled_spread;
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError};
-use crate::harness::plan::{Point, PointSource};
+use crate::harness::sweep::plan::{Point, PointSource};
 use crate::matrix::{CellSource, Matrix};
 use std::collections::BTreeMap;
 

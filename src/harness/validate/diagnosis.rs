@@ -19,7 +19,7 @@
 //!
 //! Besides the model's assumptions, the machine: the cell and its top cell may have run at
 //! different CPU speeds (a virtual machine's host loaded by other guests), which the profiler's
-//! reference loop shows ([`crate::harness::cpu_speed`]).
+//! reference loop shows ([`crate::harness::measure::cpu_speed`]).
 //!
 //! The explanation names the assumption that is furthest off, with both figures, and the
 //! machine's speed where it moved and is not that assumption.
@@ -198,7 +198,7 @@ impl CpuUse {
         format!(
             "{per_page}; the job used {:.2} of its {} {unit}",
             self.used,
-            crate::harness::plan::cpu_text(self.cap)
+            crate::harness::sweep::plan::cpu_text(self.cap)
         )
     }
 }

@@ -316,10 +316,6 @@ impl<'a> ElasticReplay<'a> {
         &self.rows
     }
 
-    pub fn policy_name(&self) -> &'static str {
-        self.policy.name()
-    }
-
     /// Whether every job has finished and been released.
     pub fn is_done(&self) -> bool {
         self.pending.is_empty() && self.active.is_empty()

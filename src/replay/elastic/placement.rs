@@ -18,10 +18,6 @@ impl FreePool {
         }
     }
 
-    pub fn free_gpus(&self) -> u32 {
-        self.free.iter().map(|r| r.gpus).sum()
-    }
-
     /// GPUs server `s` can still host at this CPU and memory per GPU.
     pub fn room(&self, s: usize, cpus_per_gpu: f64, mem_gb_per_gpu: f64) -> u32 {
         let r = &self.free[s];

@@ -11,6 +11,7 @@
 
 use super::error::GridError;
 use super::expand::chunk_count;
+use crate::slurm::scancel;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -126,13 +127,6 @@ fn job_id(line: &str) -> Result<String, GridError> {
         )));
     }
     Ok(id.to_owned())
-}
-
-fn scancel(ids: &[&str]) {
-    let _ = Command::new("scancel")
-        .args(ids)
-        .stdout(Stdio::null())
-        .status();
 }
 
 /// Values that go into `#SBATCH` lines: a partition list or a memory size, nothing that could

@@ -168,79 +168,8 @@ impl GridSpec {
                 base.join(p)
             }
         };
-        // An axis: absent -> the default, present -> non-empty and without repeats.
-        fn axis<T: Clone + PartialEq>(
-            list: Option<&List<T>>,
-            name: &str,
-            default: Option<T>,
-            at: &dyn Fn(std::ops::Range<usize>, String) -> ReplayError,
-        ) -> Result<Vec<Spanned<T>>, ReplayError> {
-            let Some(list) = list else {
-                return Ok(default.map(|d| Spanned::new(0..0, d)).into_iter().collect());
-            };
-            if list.get_ref().is_empty() {
-                return Err(at(
-                    list.span(),
-                    format!("`{name}` is empty: give at least one value"),
-                ));
-            }
-            for (i, v) in list.get_ref().iter().enumerate() {
-                if list.get_ref()[..i]
-                    .iter()
-                    .any(|w| w.get_ref() == v.get_ref())
-                {
-                    return Err(at(v.span(), format!("`{name}` lists this value twice")));
-                }
-            }
-            Ok(list.get_ref().clone())
-        }
-
-        let clusters = axis(
-            raw.clusters.as_ref(),
-            "clusters",
-            Some("synergy-default".to_owned()),
-            &at,
-        )?
-        .into_iter()
-        .map(|c| {
-            let spec = ClusterSpec::resolve(&builtin_or_relative(c.get_ref(), &relative)).map_err(
-                |e| match e {
-                    // An error inside the cluster file names that file's line.
-                    e @ ReplayError::Parse { .. } => e,
-                    e => at(c.span(), e.to_string()),
-                },
-            )?;
-            Ok(ClusterAxis {
-                label: c.into_inner(),
-                spec,
-            })
-        })
-        .collect::<Result<Vec<_>, ReplayError>>()?;
-
-        let mut workloads = Vec::new();
-        for l in axis(raw.loads.as_ref(), "loads", None, &at)? {
-            let x = bounds::in_range("load (jobs/hour)", *l.get_ref(), 1e-6, 1e6)
-                .map_err(|m| at(l.span(), m))?;
-            workloads.push(WorkloadAxis::Load(x));
-        }
-        let has_loads = !workloads.is_empty();
-        for t in axis(raw.traces.as_ref(), "traces", None, &at)? {
-            let p = relative(t.get_ref());
-            if !p.is_file() {
-                return Err(at(t.span(), format!("trace {} is not a file", p.display())));
-            }
-            let spec = match detect(&p).map_err(|e| at(t.span(), e.to_string()))? {
-                TraceFormat::Philly => WorkloadSpec::PhillyCsv(p),
-                TraceFormat::PhillyJson => WorkloadSpec::PhillyJson(p),
-                TraceFormat::Alibaba => WorkloadSpec::Alibaba(p),
-                TraceFormat::Canonical => WorkloadSpec::Canonical(p),
-                TraceFormat::Synergy | TraceFormat::Auto => WorkloadSpec::SynergyCsv(p),
-            };
-            workloads.push(WorkloadAxis::Trace {
-                label: t.into_inner(),
-                spec,
-            });
-        }
+        let clusters = cluster_axis(&raw, &at, &relative)?;
+        let workloads = workload_axis(&raw, &at, &relative)?;
         if workloads.is_empty() {
             return Err(ReplayError::parse(
                 path,
@@ -248,55 +177,14 @@ impl GridSpec {
                 "no workload: give `loads = [...]` (synthetic jobs/hour) or `traces = [...]`",
             ));
         }
-
-        let splits = axis(raw.splits.as_ref(), "splits", Some([20.0, 70.0, 10.0]), &at)?
-            .into_iter()
-            .map(|s| {
-                let v = *s.get_ref();
-                if v.iter().any(|x| !x.is_finite() || *x < 0.0 || *x > 1e6) || v.iter().sum::<f64>() <= 0.0 {
-                    return Err(at(
-                        s.span(),
-                        format!("split {v:?}: three weights image, language, speech, each 0..=1e6, not all 0"),
-                    ));
-                }
-                Ok(v)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let splits = split_axis(&raw, &at)?;
         let seeds = axis(raw.seeds.as_ref(), "seeds", Some(0), &at)?
             .into_iter()
             .map(Spanned::into_inner)
             .collect::<Vec<_>>();
-        let schemes = axis(Some(&raw.schemes), "schemes", None, &at)?
-            .into_iter()
-            .map(|s| {
-                let (p, m) = s.get_ref().split_once('+').ok_or_else(|| {
-                    at(
-                        s.span(),
-                        format!(
-                            "scheme {:?}: expected POLICY+MECHANISM, e.g. srtf+tune",
-                            s.get_ref()
-                        ),
-                    )
-                })?;
-                let (p, m) = (p.trim(), m.trim());
-                if policy::by_name(p).is_none() {
-                    return Err(at(
-                        s.span(),
-                        format!("unknown policy {p:?}; known: {}", policy::names()),
-                    ));
-                }
-                if mechanism::by_name(m).is_none() {
-                    return Err(at(
-                        s.span(),
-                        format!("unknown mechanism {m:?}; known: {}", mechanism::names()),
-                    ));
-                }
-                Ok((p.to_owned(), m.to_owned()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-
+        let schemes = scheme_axis(&raw, &at)?;
         let settings = settings(&raw.settings, &at, &relative)?;
-        if has_loads && settings.jobs.is_none() && settings.window.is_none() {
+        if raw.loads.is_some() && settings.jobs.is_none() && settings.window.is_none() {
             let line = raw.loads.as_ref().map_or(1, |l| line_of(l.span().start));
             return Err(ReplayError::parse(
                 path,
@@ -304,33 +192,16 @@ impl GridSpec {
                 "synthetic loads need `jobs = N` or `window = \"A..B\"` under [settings] to know when to stop",
             ));
         }
-
-        let counts = [
-            ("clusters", clusters.len()),
-            ("workloads", workloads.len()),
-            ("splits", splits.len()),
-            ("seeds", seeds.len()),
-            ("schemes", schemes.len()),
-        ];
-        let total = counts
-            .iter()
-            .try_fold(1u64, |acc, (_, n)| acc.checked_mul(*n as u64));
-        if total.is_none_or(|t| t > MAX_SCENARIOS) {
-            let product = counts
-                .iter()
-                .map(|(what, n)| format!("{n} {what}"))
-                .collect::<Vec<_>>()
-                .join(" x ");
-            return Err(ReplayError::parse(
-                path,
-                1,
-                format!(
-                    "the grid has {} scenarios ({product}); at most {MAX_SCENARIOS} are supported: \
-                     split it into several grids",
-                    total.map_or("too many".into(), |t| t.to_string())
-                ),
-            ));
-        }
+        check_size(
+            path,
+            &[
+                ("clusters", clusters.len()),
+                ("workloads", workloads.len()),
+                ("splits", splits.len()),
+                ("seeds", seeds.len()),
+                ("schemes", schemes.len()),
+            ],
+        )?;
         Ok(GridSpec {
             path: path.to_owned(),
             clusters,
@@ -341,6 +212,175 @@ impl GridSpec {
             settings,
         })
     }
+}
+
+/// Where in the grid file an error is: a span's line.
+type At<'a> = dyn Fn(std::ops::Range<usize>, String) -> ReplayError + 'a;
+
+/// An axis: absent -> the default, present -> non-empty and without repeats.
+fn axis<T: Clone + PartialEq>(
+    list: Option<&List<T>>,
+    name: &str,
+    default: Option<T>,
+    at: &At,
+) -> Result<Vec<Spanned<T>>, ReplayError> {
+    let Some(list) = list else {
+        return Ok(default.map(|d| Spanned::new(0..0, d)).into_iter().collect());
+    };
+    if list.get_ref().is_empty() {
+        return Err(at(
+            list.span(),
+            format!("`{name}` is empty: give at least one value"),
+        ));
+    }
+    for (i, v) in list.get_ref().iter().enumerate() {
+        if list.get_ref()[..i]
+            .iter()
+            .any(|w| w.get_ref() == v.get_ref())
+        {
+            return Err(at(v.span(), format!("`{name}` lists this value twice")));
+        }
+    }
+    Ok(list.get_ref().clone())
+}
+
+/// The clusters, built-in names or files relative to the grid.
+fn cluster_axis(
+    raw: &RawGrid,
+    at: &At,
+    relative: &dyn Fn(&str) -> PathBuf,
+) -> Result<Vec<ClusterAxis>, ReplayError> {
+    axis(
+        raw.clusters.as_ref(),
+        "clusters",
+        Some("synergy-default".to_owned()),
+        at,
+    )?
+    .into_iter()
+    .map(|c| {
+        let spec = ClusterSpec::resolve(&builtin_or_relative(c.get_ref(), relative)).map_err(
+            |e| match e {
+                // An error inside the cluster file names that file's line.
+                e @ ReplayError::Parse { .. } => e,
+                e => at(c.span(), e.to_string()),
+            },
+        )?;
+        Ok(ClusterAxis {
+            label: c.into_inner(),
+            spec,
+        })
+    })
+    .collect()
+}
+
+/// The workloads: synthetic loads (jobs/hour), then traces (their format detected).
+fn workload_axis(
+    raw: &RawGrid,
+    at: &At,
+    relative: &dyn Fn(&str) -> PathBuf,
+) -> Result<Vec<WorkloadAxis>, ReplayError> {
+    let mut workloads = Vec::new();
+    for l in axis(raw.loads.as_ref(), "loads", None, at)? {
+        let x = bounds::in_range("load (jobs/hour)", *l.get_ref(), 1e-6, 1e6)
+            .map_err(|m| at(l.span(), m))?;
+        workloads.push(WorkloadAxis::Load(x));
+    }
+    for t in axis(raw.traces.as_ref(), "traces", None, at)? {
+        let p = relative(t.get_ref());
+        if !p.is_file() {
+            return Err(at(t.span(), format!("trace {} is not a file", p.display())));
+        }
+        let spec = match detect(&p).map_err(|e| at(t.span(), e.to_string()))? {
+            TraceFormat::Philly => WorkloadSpec::PhillyCsv(p),
+            TraceFormat::PhillyJson => WorkloadSpec::PhillyJson(p),
+            TraceFormat::Alibaba => WorkloadSpec::Alibaba(p),
+            TraceFormat::Canonical => WorkloadSpec::Canonical(p),
+            TraceFormat::Synergy | TraceFormat::Auto => WorkloadSpec::SynergyCsv(p),
+        };
+        workloads.push(WorkloadAxis::Trace {
+            label: t.into_inner(),
+            spec,
+        });
+    }
+    Ok(workloads)
+}
+
+/// The job mixes: weights of image, language and speech jobs.
+fn split_axis(raw: &RawGrid, at: &At) -> Result<Vec<[f64; 3]>, ReplayError> {
+    axis(raw.splits.as_ref(), "splits", Some([20.0, 70.0, 10.0]), at)?
+        .into_iter()
+        .map(|s| {
+            let v = *s.get_ref();
+            if v.iter().any(|x| !x.is_finite() || *x < 0.0 || *x > 1e6)
+                || v.iter().sum::<f64>() <= 0.0
+            {
+                return Err(at(
+                    s.span(),
+                    format!(
+                        "split {v:?}: three weights image, language, speech, each 0..=1e6, not \
+                         all 0"
+                    ),
+                ));
+            }
+            Ok(v)
+        })
+        .collect()
+}
+
+/// The schemes, POLICY+MECHANISM of known names.
+fn scheme_axis(raw: &RawGrid, at: &At) -> Result<Vec<(String, String)>, ReplayError> {
+    axis(Some(&raw.schemes), "schemes", None, at)?
+        .into_iter()
+        .map(|s| {
+            let (p, m) = s.get_ref().split_once('+').ok_or_else(|| {
+                at(
+                    s.span(),
+                    format!(
+                        "scheme {:?}: expected POLICY+MECHANISM, e.g. srtf+tune",
+                        s.get_ref()
+                    ),
+                )
+            })?;
+            let (p, m) = (p.trim(), m.trim());
+            if policy::by_name(p).is_none() {
+                return Err(at(
+                    s.span(),
+                    format!("unknown policy {p:?}; known: {}", policy::names()),
+                ));
+            }
+            if mechanism::by_name(m).is_none() {
+                return Err(at(
+                    s.span(),
+                    format!("unknown mechanism {m:?}; known: {}", mechanism::names()),
+                ));
+            }
+            Ok((p.to_owned(), m.to_owned()))
+        })
+        .collect()
+}
+
+/// An error where the axes' product is more scenarios than a grid runs.
+fn check_size(path: &Path, counts: &[(&str, usize)]) -> Result<(), ReplayError> {
+    let total = counts
+        .iter()
+        .try_fold(1u64, |acc, (_, n)| acc.checked_mul(*n as u64));
+    if total.is_some_and(|t| t <= MAX_SCENARIOS) {
+        return Ok(());
+    }
+    let product = counts
+        .iter()
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect::<Vec<_>>()
+        .join(" x ");
+    Err(ReplayError::parse(
+        path,
+        1,
+        format!(
+            "the grid has {} scenarios ({product}); at most {MAX_SCENARIOS} are supported: split \
+             it into several grids",
+            total.map_or("too many".into(), |t| t.to_string())
+        ),
+    ))
 }
 
 /// A built-in cluster name as is; a file relative to the grid where one exists; otherwise the

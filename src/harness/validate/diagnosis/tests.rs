@@ -1,5 +1,5 @@
 use super::*;
-use crate::matrix::{CacheKind, CacheModelInputs, CellSource, Throughput};
+use crate::matrix::{CacheKind, CacheModelInputs, Throughput};
 
 const MB: u64 = 1_000_000;
 
@@ -7,19 +7,6 @@ const MB: u64 = 1_000_000;
 /// of the dataset in the page cache and `resident_mb` of other memory.
 fn cell(mem_mb: u64, rate: f64, storage: f64, cpu: f64, cached_mb: u64, resident_mb: u64) -> Cell {
     Cell {
-        cpu: 1.0,
-        memory_bytes: mem_mb * MB,
-        params: Default::default(),
-        source: CellSource::Measured,
-        throughput: Some(Throughput {
-            samples_per_s: rate,
-            ci95_low: rate,
-            ci95_high: rate,
-            windows: 4,
-            measured_s: 4.0,
-            launches: Vec::new(),
-        }),
-        iteration_time_s: None,
         telemetry: Some(Telemetry {
             cpu_cores_used: cpu,
             storage_read_bytes_per_s: storage,
@@ -29,15 +16,16 @@ fn cell(mem_mb: u64, rate: f64, storage: f64, cpu: f64, cached_mb: u64, resident
             dataset_cached_bytes: Some(cached_mb * MB),
             ..Telemetry::default()
         }),
-        gpu: None,
-        note: None,
+        throughput: Some(Throughput {
+            samples_per_s: rate,
+            ci95_low: rate,
+            ci95_high: rate,
+            windows: 4,
+            measured_s: 4.0,
+            launches: Vec::new(),
+        }),
         wall_s: 5.0,
-        node: None,
-        interference: None,
-        relative: None,
-        visits: Vec::new(),
-        measured_unix_s: None,
-        left_out_unix_s: Vec::new(),
+        ..crate::matrix::fixtures::measured(1.0, mem_mb * MB, rate, None)
     }
 }
 
