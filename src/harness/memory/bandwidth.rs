@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -18,12 +17,6 @@ pub enum BandwidthError {
         #[source]
         source: io::Error,
     },
-    #[error("cannot evict {path} from the page cache: {source}")]
-    Evict {
-        path: PathBuf,
-        #[source]
-        source: nix::Error,
-    },
     #[error("read 0 bytes from the given files (all empty, or a budget of 0)")]
     NothingRead,
     #[error(
@@ -33,11 +26,9 @@ pub enum BandwidthError {
     ServedFromPageCache { read: u64, from_storage: u64 },
 }
 /// Sequential read bandwidth of storage, bytes/s: evicts `files` from the page cache
-/// (`posix_fadvise(POSIX_FADV_DONTNEED)`), then reads them in order until `budget_bytes` have
-/// been read (or the files end) and divides by the time the reads took.
-///
-/// Dirty pages are not dropped by `POSIX_FADV_DONTNEED`; files just written should be synced
-/// first (dataset files normally are not dirty). Files are not evicted again afterwards.
+/// ([`crate::harness::memory::page_cache::evict`]), then reads them in order until
+/// `budget_bytes` have been read (or the files end) and divides by the time the reads took.
+/// Files are not evicted again afterwards.
 pub fn measure_storage_read_bandwidth(
     files: &[PathBuf],
     budget_bytes: u64,
@@ -49,23 +40,10 @@ pub fn measure_storage_read_bandwidth(
         let path = path.to_path_buf();
         move |source| BandwidthError::Io { path, source }
     };
-    // Evict every file, then read them one at a time: a dataset of tens of thousands of files
-    // must never be held open at once (the open-file limit is often 1,024).
-    for path in files {
-        let file = File::open(path).map_err(io_err(path))?;
-        // POSIX_FADV_DONTNEED leaves dirty pages (a dataset just written): write them back.
-        file.sync_data().map_err(io_err(path))?;
-        nix::fcntl::posix_fadvise(
-            file.as_fd(),
-            0,
-            0,
-            nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
-        )
-        .map_err(|source| BandwidthError::Evict {
-            path: path.clone(),
-            source,
-        })?;
-    }
+    // Evict every file (the page cache's one eviction: dirty pages written back first), then
+    // read them one at a time: a dataset of tens of thousands of files must never be held
+    // open at once (the open-file limit is often 1,024).
+    crate::harness::memory::page_cache::evict(files);
 
     let mut buf = vec![0u8; 1 << 20];
     let mut total: u64 = 0;
