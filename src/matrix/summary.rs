@@ -11,8 +11,17 @@ use crate::units::GIB;
 /// while other processes took the job's CPUs `!`, failed cells `failed`, infeasible cells `OOM`,
 /// missing cells `-`; under the tables, curves that fall with more CPU and why cells failed.
 pub fn render_summary(matrix: &Matrix) -> String {
-    let h = &matrix.header;
     let mut out = String::new();
+    write_header(&mut out, matrix);
+    write_tables(&mut out, matrix);
+    write_checks(&mut out, matrix);
+    write_notes(&mut out, matrix);
+    out
+}
+
+/// The job, where it was measured, and what the header says of the sweep as a whole.
+fn write_header(out: &mut String, matrix: &Matrix) {
+    let h = &matrix.header;
     let _ = writeln!(
         out,
         "{} ({}), {} GPU(s), {} cells{}",
@@ -43,6 +52,12 @@ pub fn render_summary(matrix: &Matrix) -> String {
     if let Some(line) = super::describe_relative(&matrix.cells, &h.blocks) {
         let _ = writeln!(out, "{line}");
     }
+}
+
+/// A table of rates for each parameter combination (and of relative rates, where the cells
+/// have them), over every level of the axes and of the cells.
+fn write_tables(out: &mut String, matrix: &Matrix) {
+    let h = &matrix.header;
     let by_key: BTreeMap<CellKey, &super::Cell> =
         matrix.cells.iter().map(|c| (c.key(), c)).collect();
     let mut cpus: BTreeSet<u64> = h
@@ -74,15 +89,19 @@ pub fn render_summary(matrix: &Matrix) -> String {
             params,
             cells: &by_key,
         };
-        grid.write(&mut out, rate_text);
+        grid.write(out, rate_text);
         if matrix.cells.iter().any(|c| c.relative.is_some()) {
             let _ = writeln!(
                 out,
                 "\nrelative to the top cell of each block (95% interval of another sweep's, ± %):"
             );
-            grid.write(&mut out, relative_text);
+            grid.write(out, relative_text);
         }
     }
+}
+
+/// The tables' legend, and what the checks of the matrix found.
+fn write_checks(out: &mut String, matrix: &Matrix) {
     let _ = writeln!(
         out,
         "\nsamples/s; ~ = modelled by the cache model, OOM = infeasible (OOM-killed), - = not run"
@@ -101,7 +120,10 @@ pub fn render_summary(matrix: &Matrix) -> String {
             let _ = writeln!(out, "  {m}");
         }
     }
-    // Why cells failed, and measured cells to read with care: the reasons, not just the marks.
+}
+
+/// Why cells failed, and measured cells to read with care: the reasons, not just the marks.
+fn write_notes(out: &mut String, matrix: &Matrix) {
     let notable: Vec<&Cell> = matrix
         .cells
         .iter()
@@ -120,7 +142,6 @@ pub fn render_summary(matrix: &Matrix) -> String {
             );
         }
     }
-    out
 }
 
 /// One parameter combination's cells as a CPU x memory table.

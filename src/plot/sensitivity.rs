@@ -33,8 +33,8 @@ pub use units::{num, sanitize};
 use super::{Figure, PlotError};
 use crate::matrix::surface::{BYTES_PER_GB, same_level};
 use crate::matrix::{
-    CacheKind, CellSource, CostWeights, Interp, Matrix, MatrixError, ServerShape, Surface,
-    SurfaceError, best_case, is_disturbed, load_matrix,
+    CacheKind, Cell, CellSource, CostWeights, Demand, Interp, Matrix, MatrixError, ServerShape,
+    Surface, SurfaceError, best_case, is_disturbed, load_matrix,
 };
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -289,91 +289,181 @@ pub fn view(
     }
     let g = f64::from(surface.gpus);
     let cells: Vec<_> = m.cells.iter().filter(|c| &c.params == params).collect();
-    let max_bytes = cells.iter().map(|c| c.memory_bytes).max().unwrap_or(0) as f64;
-    // Units: per GPU and GB when normalised (Synergy's); else the job's cores and GiB (MiB for
-    // matrices whose levels are all below a GiB).
-    let (mem_div, mem_unit) = if opts.normalize {
-        (BYTES_PER_GB * g, "GB")
-    } else if max_bytes < GIB {
-        (MIB, "MiB")
-    } else {
-        (GIB, "GiB")
-    };
-    let cpu_div = if opts.normalize { g } else { 1.0 };
-    let value_of = |samples_per_s: f64| {
-        if opts.normalize {
-            samples_per_s / g / proportional
+    let units = ViewUnits::new(&cells, opts.normalize, g, proportional);
+    let grid = units.grid(&cells);
+    let best = best_point(&surface, &demand, &grid, &units);
+    let share_mem_gb = shape.share_mem_gb();
+    let overview = overview_line(&surface, share_mem_gb, &units);
+    let h = &m.header;
+    let chosen: Option<CacheKind> = h.cache_model.as_ref().map(|c| c.kind);
+    Ok(View {
+        name,
+        title: title(m, params),
+        normalized: opts.normalize,
+        share_cpu: shape.share_cpus() * g / units.cpu_div,
+        share_mem: share_mem_gb * BYTES_PER_GB * g / units.mem_div,
+        cpu: grid.cpu,
+        mem: grid.mem,
+        mem_unit: units.mem_unit,
+        cells: grid.cells,
+        best,
+        server: shape,
+        overview,
+        validation: h.validation.as_ref().map(|v| v.summary(chosen)),
+    })
+}
+
+/// How a matrix's figures become a view's: per GPU and GB when normalised (Synergy's), else
+/// the job's cores and GiB (MiB for matrices whose levels are all below a GiB); throughput
+/// over the share's when normalised.
+struct ViewUnits {
+    normalize: bool,
+    /// The job's GPUs.
+    gpus: f64,
+    /// Samples/s per GPU at the proportional share.
+    proportional: f64,
+    cpu_div: f64,
+    mem_div: f64,
+    mem_unit: &'static str,
+}
+
+impl ViewUnits {
+    fn new(cells: &[&Cell], normalize: bool, gpus: f64, proportional: f64) -> Self {
+        let max_bytes = cells.iter().map(|c| c.memory_bytes).max().unwrap_or(0) as f64;
+        let (mem_div, mem_unit) = if normalize {
+            (BYTES_PER_GB * gpus, "GB")
+        } else if max_bytes < GIB {
+            (MIB, "MiB")
+        } else {
+            (GIB, "GiB")
+        };
+        let cpu_div = if normalize { gpus } else { 1.0 };
+        ViewUnits {
+            normalize,
+            gpus,
+            proportional,
+            cpu_div,
+            mem_div,
+            mem_unit,
+        }
+    }
+
+    /// A rate in the view's units.
+    fn value(&self, samples_per_s: f64) -> f64 {
+        if self.normalize {
+            samples_per_s / self.gpus / self.proportional
         } else {
             samples_per_s
         }
-    };
-    let mut cpu: Vec<f64> = cells.iter().map(|c| c.cpu / cpu_div).collect();
-    let mut mem: Vec<f64> = cells
-        .iter()
-        .map(|c| c.memory_bytes as f64 / mem_div)
-        .collect();
-    for v in [&mut cpu, &mut mem] {
-        v.sort_by(f64::total_cmp);
-        v.dedup_by(|a, b| same_level(*a, *b));
-    }
-    let nm = mem.len();
-    let mut grid = vec![
-        ViewCell {
-            value: None,
-            source: None,
-            disturbed: false,
-        };
-        cpu.len() * nm
-    ];
-    for c in &cells {
-        let ci = level(&cpu, c.cpu / cpu_div);
-        let mi = level(&mem, c.memory_bytes as f64 / mem_div);
-        let value = match c.source {
-            CellSource::Failed | CellSource::Infeasible => None,
-            _ => c.samples_per_s().filter(|v| v.is_finite()).map(value_of),
-        };
-        // A repeated cell: the later one wins, as in the matrix file.
-        grid[ci * nm + mi] = ViewCell {
-            value,
-            source: Some(c.source),
-            disturbed: value.is_some() && is_disturbed(c),
-        };
     }
 
-    // The demand is per GPU in GB; the view's grid is the same grid in its own units.
+    fn cpu(&self, c: &Cell) -> f64 {
+        c.cpu / self.cpu_div
+    }
+
+    fn mem(&self, c: &Cell) -> f64 {
+        c.memory_bytes as f64 / self.mem_div
+    }
+
+    /// The cells on the grid of their levels, in the view's units.
+    fn grid(&self, cells: &[&Cell]) -> ViewGrid {
+        let mut cpu: Vec<f64> = cells.iter().map(|c| self.cpu(c)).collect();
+        let mut mem: Vec<f64> = cells.iter().map(|c| self.mem(c)).collect();
+        for v in [&mut cpu, &mut mem] {
+            v.sort_by(f64::total_cmp);
+            v.dedup_by(|a, b| same_level(*a, *b));
+        }
+        let nm = mem.len();
+        let mut grid = vec![
+            ViewCell {
+                value: None,
+                source: None,
+                disturbed: false,
+            };
+            cpu.len() * nm
+        ];
+        for c in cells {
+            let ci = level(&cpu, self.cpu(c));
+            let mi = level(&mem, self.mem(c));
+            let value = match c.source {
+                CellSource::Failed | CellSource::Infeasible => None,
+                _ => c
+                    .samples_per_s()
+                    .filter(|v| v.is_finite())
+                    .map(|v| self.value(v)),
+            };
+            // A repeated cell: the later one wins, as in the matrix file.
+            grid[ci * nm + mi] = ViewCell {
+                value,
+                source: Some(c.source),
+                disturbed: value.is_some() && is_disturbed(c),
+            };
+        }
+        ViewGrid {
+            cpu,
+            mem,
+            cells: grid,
+        }
+    }
+}
+
+/// A view's levels, ascending, and its cells, row-major as in [`View::cells`].
+struct ViewGrid {
+    cpu: Vec<f64>,
+    mem: Vec<f64>,
+    cells: Vec<ViewCell>,
+}
+
+/// The best-case demand on the view's grid. The demand is per GPU in GB; the view's grid is the
+/// same grid in its own units.
+fn best_point(surface: &Surface, demand: &Demand, grid: &ViewGrid, units: &ViewUnits) -> BestPoint {
+    let (cpu, mem) = (&grid.cpu, &grid.mem);
+    let nm = mem.len();
     let ci = Surface::level_index(&surface.cpu, demand.cpus_per_gpu).unwrap_or(0);
     let mi = Surface::level_index(&surface.mem, demand.mem_gb_per_gpu).unwrap_or(0);
     let (ci, mi) = (ci.min(cpu.len() - 1), mi.min(nm - 1));
-    let best_value = grid[ci * nm + mi]
+    let best_value = grid.cells[ci * nm + mi]
         .value
-        .unwrap_or_else(|| value_of(demand.samples_per_s_per_gpu * g));
-    let per_gpu = if opts.normalize && surface.gpus > 1 {
+        .unwrap_or_else(|| units.value(demand.samples_per_s_per_gpu * units.gpus));
+    let per_gpu = if units.normalize && surface.gpus > 1 {
         "/GPU"
     } else {
         ""
     };
-    let best = BestPoint {
+    BestPoint {
         ci,
         mi,
         value: best_value,
         label: format!(
             "best: {}{per_gpu}, {}{per_gpu}",
             amount(cpu[ci], "CPUs"),
-            amount(mem[mi], mem_unit)
+            amount(mem[mi], units.mem_unit)
         ),
         speedup_over_proportional: demand.speedup_over_proportional,
-    };
+    }
+}
 
-    let share_mem_gb = shape.share_mem_gb();
-    let overview = surface
+/// Throughput against CPUs per GPU at the share's memory per GPU, from the surface.
+fn overview_line(surface: &Surface, share_mem_gb: f64, units: &ViewUnits) -> Vec<(f64, f64)> {
+    surface
         .cpu
         .iter()
         .map(|&c| {
             let v = surface.at(c, share_mem_gb, Interp::Bilinear);
-            (c, if opts.normalize { v / proportional } else { v })
+            (
+                c,
+                if units.normalize {
+                    v / units.proportional
+                } else {
+                    v
+                },
+            )
         })
-        .collect();
+        .collect()
+}
 
+/// Model, job when it differs, parameters.
+fn title(m: &Matrix, params: &BTreeMap<String, String>) -> String {
     let h = &m.header;
     let mut title = h.job.model.clone();
     if h.job.name != h.job.model {
@@ -383,22 +473,7 @@ pub fn view(
         let p: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         title.push_str(&format!(" [{}]", p.join(", ")));
     }
-    let chosen: Option<CacheKind> = h.cache_model.as_ref().map(|c| c.kind);
-    Ok(View {
-        name,
-        title,
-        normalized: opts.normalize,
-        share_cpu: shape.share_cpus() * g / cpu_div,
-        share_mem: share_mem_gb * BYTES_PER_GB * g / mem_div,
-        cpu,
-        mem,
-        mem_unit,
-        cells: grid,
-        best,
-        server: shape,
-        overview,
-        validation: h.validation.as_ref().map(|v| v.summary(chosen)),
-    })
+    title
 }
 
 /// Writes each view's three charts, and the overview when there are several views; returns

@@ -34,10 +34,37 @@ fn num(path: &Path, line: usize, s: &str, what: &str) -> Result<f64, ReplayError
         .ok_or_else(|| ReplayError::parse(path, line, format!("{what} {s:?} is not a number")))
 }
 
+/// A model's scalars in the zoo: the batch size and the iteration time at the proportional
+/// share, which turn a normalised throughput into samples/s.
+#[derive(Debug, Clone, Copy)]
+struct Scalars {
+    batch: u64,
+    iter_s: f64,
+}
+
+/// A model's table in the zoo: (cpus_per_gpu, mem_gb_per_gpu, normalized_throughput) rows.
+type Points = Vec<(f64, f64, f64)>;
+
 /// Converts the zoo: returns `(cpus_per_gpu_proportional, matrix)` for every shape and model.
 pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matrix)>, ReplayError> {
-    // (shape, model) -> (batch size, iteration time at proportional)
-    let mut scalars: BTreeMap<(u32, String), (u64, f64)> = BTreeMap::new();
+    let scalars = read_scalars(scalars_csv)?;
+    let cells = read_points(matrices_csv)?;
+    let mut out = Vec::new();
+    for ((shape, zoo_name), pts) in cells {
+        let Some(&sc) = scalars.get(&(shape, zoo_name.clone())) else {
+            return Err(ReplayError::Profile(format!(
+                "{}: no scalars for model {zoo_name} at {shape} CPUs/GPU",
+                scalars_csv.display()
+            )));
+        };
+        out.push((shape, zoo_matrix(shape, &zoo_name, &pts, sc)));
+    }
+    Ok(out)
+}
+
+/// The scalars file: (shape, model) -> its [`Scalars`].
+fn read_scalars(scalars_csv: &Path) -> Result<BTreeMap<(u32, String), Scalars>, ReplayError> {
+    let mut scalars = BTreeMap::new();
     for (line, f) in read_csv(scalars_csv)? {
         if f.len() != 8 {
             return Err(ReplayError::parse(scalars_csv, line, "expected 8 columns"));
@@ -45,9 +72,13 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
         let shape = num(scalars_csv, line, &f[0], "shape")? as u32;
         let iter_s = num(scalars_csv, line, &f[5], "iter_time_s_at_proportional")?;
         let batch = num(scalars_csv, line, &f[6], "batch_size")? as u64;
-        scalars.insert((shape, f[1].clone()), (batch, iter_s));
+        scalars.insert((shape, f[1].clone()), Scalars { batch, iter_s });
     }
-    type Points = Vec<(f64, f64, f64)>;
+    Ok(scalars)
+}
+
+/// The matrices file: (shape, model) -> its table's rows, in file order.
+fn read_points(matrices_csv: &Path) -> Result<BTreeMap<(u32, String), Points>, ReplayError> {
     let mut cells: BTreeMap<(u32, String), Points> = BTreeMap::new();
     for (line, f) in read_csv(matrices_csv)? {
         if f.len() != 5 {
@@ -62,91 +93,96 @@ pub fn convert(matrices_csv: &Path, scalars_csv: &Path) -> Result<Vec<(u32, Matr
             .or_default()
             .push((c, m, t));
     }
-    let mut out = Vec::new();
-    for ((shape, zoo_name), pts) in cells {
-        let Some(&(batch, iter_s)) = scalars.get(&(shape, zoo_name.clone())) else {
-            return Err(ReplayError::Profile(format!(
-                "{}: no scalars for model {zoo_name} at {shape} CPUs/GPU",
-                scalars_csv.display()
-            )));
-        };
-        let name = canonical_name(&zoo_name).to_owned();
-        let per_unit = batch as f64 / iter_s;
-        let mut cpu: Vec<f64> = pts.iter().map(|p| p.0).collect();
-        cpu.sort_by(f64::total_cmp);
-        cpu.dedup();
-        let mut mem: Vec<u64> = pts.iter().map(|p| (p.1 * 1e9).round() as u64).collect();
-        mem.sort();
-        mem.dedup();
-        let provenance = format!(
-            "Synergy (OSDI'22) model zoo, msr-fiddle/synergy (MIT licence), table for a \
-             proportional share of {shape} CPUs per GPU (default server: 24 CPUs, 8 GPUs, \
-             500 GB); per-GPU table of a one-GPU job; samples/s = normalized_throughput x \
-             batch_size ({batch}) / iter_time_s_at_proportional ({iter_s} s); memory_bytes = \
-             GB x 1e9; original model name {zoo_name:?}; converted by profiler::replay::zoo"
-        );
-        let header = MatrixHeader {
-            kind: MATRIX_KIND.into(),
-            schema_version: SCHEMA_VERSION,
-            job: JobInfo {
-                name: name.clone(),
-                model: name.clone(),
-                gpus: 1,
-                batch_size_per_gpu: Some(batch),
-                dataset_bytes: None,
-                dataset_samples: None,
-            },
-            machine: None,
-            axes: Axes {
-                cpu,
-                memory_bytes: mem,
-                params: BTreeMap::new(),
-            },
-            created_unix_s: 0,
-            provenance: Some(provenance),
-            cache_model: None,
-            validation: None,
-            live_check: None,
-            launch_spread: None,
-            blocks: Vec::new(),
-        };
-        let cells = pts
-            .iter()
-            .map(|&(c, m, t)| {
-                let sps = t * per_unit;
-                Cell {
-                    cpu: c,
-                    memory_bytes: (m * 1e9).round() as u64,
-                    params: BTreeMap::new(),
-                    source: CellSource::Modelled,
-                    throughput: Some(Throughput {
-                        samples_per_s: sps,
-                        ci95_low: sps,
-                        ci95_high: sps,
-                        windows: 0,
-                        measured_s: 0.0,
-                        launches: Vec::new(),
-                    }),
-                    iteration_time_s: None,
-                    telemetry: None,
-                    gpu: None,
-                    note: Some(format!(
-                        "Synergy zoo normalized_throughput {t} (optimistic profiling: CPU axis \
-                         measured, memory axis modelled)"
-                    )),
-                    wall_s: 0.0,
-                    node: None,
-                    interference: None,
-                    relative: None,
-                    visits: Vec::new(),
-                    measured_unix_s: None,
-                    left_out_unix_s: Vec::new(),
-                }
-            })
-            .collect();
-        out.push((shape, Matrix { header, cells }));
+    Ok(cells)
+}
+
+/// One model's matrix at one shape: its header, then a modelled cell per row of its table.
+fn zoo_matrix(shape: u32, zoo_name: &str, pts: &[(f64, f64, f64)], sc: Scalars) -> Matrix {
+    let per_unit = sc.batch as f64 / sc.iter_s;
+    let header = zoo_header(shape, zoo_name, pts, sc);
+    let cells = pts
+        .iter()
+        .map(|&(c, m, t)| zoo_cell(c, m, t, t * per_unit))
+        .collect();
+    Matrix { header, cells }
+}
+
+/// The header of a model's matrix: a one-GPU job, its axes the table's CPU and memory values,
+/// its provenance how the zoo's numbers were converted.
+fn zoo_header(shape: u32, zoo_name: &str, pts: &[(f64, f64, f64)], sc: Scalars) -> MatrixHeader {
+    let Scalars { batch, iter_s } = sc;
+    let name = canonical_name(zoo_name).to_owned();
+    let mut cpu: Vec<f64> = pts.iter().map(|p| p.0).collect();
+    cpu.sort_by(f64::total_cmp);
+    cpu.dedup();
+    let mut mem: Vec<u64> = pts.iter().map(|p| (p.1 * 1e9).round() as u64).collect();
+    mem.sort();
+    mem.dedup();
+    let provenance = format!(
+        "Synergy (OSDI'22) model zoo, msr-fiddle/synergy (MIT licence), table for a \
+         proportional share of {shape} CPUs per GPU (default server: 24 CPUs, 8 GPUs, \
+         500 GB); per-GPU table of a one-GPU job; samples/s = normalized_throughput x \
+         batch_size ({batch}) / iter_time_s_at_proportional ({iter_s} s); memory_bytes = \
+         GB x 1e9; original model name {zoo_name:?}; converted by profiler::replay::zoo"
+    );
+    MatrixHeader {
+        kind: MATRIX_KIND.into(),
+        schema_version: SCHEMA_VERSION,
+        job: JobInfo {
+            name: name.clone(),
+            model: name,
+            gpus: 1,
+            batch_size_per_gpu: Some(batch),
+            dataset_bytes: None,
+            dataset_samples: None,
+        },
+        machine: None,
+        axes: Axes {
+            cpu,
+            memory_bytes: mem,
+            params: BTreeMap::new(),
+        },
+        created_unix_s: 0,
+        provenance: Some(provenance),
+        cache_model: None,
+        validation: None,
+        live_check: None,
+        launch_spread: None,
+        blocks: Vec::new(),
     }
-    Ok(out)
+}
+
+/// A modelled cell at `c` cores and `m` GB per GPU, running at `sps` samples/s (the zoo's
+/// normalised throughput `t` converted).
+fn zoo_cell(c: f64, m: f64, t: f64, sps: f64) -> Cell {
+    Cell {
+        cpu: c,
+        memory_bytes: (m * 1e9).round() as u64,
+        params: BTreeMap::new(),
+        source: CellSource::Modelled,
+        throughput: Some(Throughput {
+            samples_per_s: sps,
+            ci95_low: sps,
+            ci95_high: sps,
+            windows: 0,
+            measured_s: 0.0,
+            launches: Vec::new(),
+        }),
+        iteration_time_s: None,
+        telemetry: None,
+        gpu: None,
+        note: Some(format!(
+            "Synergy zoo normalized_throughput {t} (optimistic profiling: CPU axis \
+             measured, memory axis modelled)"
+        )),
+        wall_s: 0.0,
+        node: None,
+        interference: None,
+        relative: None,
+        visits: Vec::new(),
+        measured_unix_s: None,
+        left_out_unix_s: Vec::new(),
+    }
 }
 
 /// Relative directory of a shape's matrices (`matrices/zoo` for the default 3 CPUs per GPU).

@@ -2,7 +2,7 @@
 //! measured at the top level with the MinIO cache model.
 
 use crate::cache_model::{CacheModel, Prediction};
-use crate::matrix::{CacheModelInputs, Cell, CellSource};
+use crate::matrix::{CacheModelInputs, Cell, CellSource, Throughput};
 
 use crate::units::GIB;
 
@@ -21,40 +21,11 @@ pub fn modelled_cells(
         .telemetry
         .as_ref()
         .map_or(0, |t| t.resident_besides_dataset());
-    let no_dataset = CacheModelInputs {
-        kind: crate::matrix::CacheKind::Minio,
-        dataset_bytes: 0,
-        storage_bytes_per_s: 0.0,
-        memory_bytes_per_s_per_core: 0.0,
-        read_unit_bytes: None,
-        sequential_map_bytes: None,
-        access_hit_curve: None,
-        job_storage_bytes_per_s: None,
-        miss_calibration: None,
-        replayed_reads: None,
-    };
-    let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset));
+    let model = CacheModel::new(inputs.cloned().unwrap_or(no_dataset()));
     limits
         .iter()
         .map(|&limit| {
-            let mut cell = Cell {
-                cpu: measured.cpu,
-                memory_bytes: limit,
-                params: measured.params.clone(),
-                source: CellSource::Modelled,
-                throughput: None,
-                iteration_time_s: None,
-                telemetry: None,
-                gpu: None,
-                note: None,
-                wall_s: 0.0,
-                node: None,
-                interference: None,
-                relative: None,
-                visits: Vec::new(),
-                measured_unix_s: None,
-                left_out_unix_s: Vec::new(),
-            };
+            let mut cell = empty_cell(measured, limit);
             let (Some(rate), CellSource::Measured) = (measured.samples_per_s(), measured.source)
             else {
                 // The top level failed or was infeasible: lower levels cannot do better.
@@ -81,19 +52,7 @@ pub fn modelled_cells(
                     cached_fraction,
                     hit_ratio,
                 } => {
-                    // A job measured at 0 samples/s stays at 0 with less memory (and 0/0 must
-                    // not become a NaN in the file).
-                    let samples_per_s = if rate > 0.0 && samples_per_s.is_finite() {
-                        samples_per_s.max(0.0)
-                    } else {
-                        0.0
-                    };
-                    let scale = if rate > 0.0 { samples_per_s / rate } else { 0.0 };
-                    let mut tp = measured.throughput.clone().expect("measured has throughput");
-                    tp.samples_per_s = samples_per_s;
-                    tp.ci95_low *= scale;
-                    tp.ci95_high *= scale;
-                    cell.throughput = Some(tp);
+                    cell.throughput = Some(scaled_throughput(measured, rate, samples_per_s));
                     cell.note = Some(match inputs {
                         Some(i) => format!(
                             "{} cache model from the cell measured at {:.2} GiB: cache holds {:.0}% of the dataset, {:.0}% of reads hit",
@@ -116,6 +75,70 @@ pub fn modelled_cells(
             cell
         })
         .collect()
+}
+
+/// The model's inputs for a job without a dataset: nothing to cache, so only the job's own
+/// memory decides whether a limit is feasible.
+fn no_dataset() -> CacheModelInputs {
+    CacheModelInputs {
+        kind: crate::matrix::CacheKind::Minio,
+        dataset_bytes: 0,
+        storage_bytes_per_s: 0.0,
+        memory_bytes_per_s_per_core: 0.0,
+        read_unit_bytes: None,
+        sequential_map_bytes: None,
+        access_hit_curve: None,
+        job_storage_bytes_per_s: None,
+        miss_calibration: None,
+        replayed_reads: None,
+    }
+}
+
+/// A modelled cell at `limit` for the CPU level and parameters of `measured`, with nothing
+/// modelled yet.
+fn empty_cell(measured: &Cell, limit: u64) -> Cell {
+    Cell {
+        cpu: measured.cpu,
+        memory_bytes: limit,
+        params: measured.params.clone(),
+        source: CellSource::Modelled,
+        throughput: None,
+        iteration_time_s: None,
+        telemetry: None,
+        gpu: None,
+        note: None,
+        wall_s: 0.0,
+        node: None,
+        interference: None,
+        relative: None,
+        visits: Vec::new(),
+        measured_unix_s: None,
+        left_out_unix_s: Vec::new(),
+    }
+}
+
+/// The measured throughput (`rate` samples/s) at the modelled rate, its interval scaled with
+/// it. A job measured at 0 samples/s stays at 0 with less memory (and 0/0 must not become a
+/// NaN in the file).
+fn scaled_throughput(measured: &Cell, rate: f64, samples_per_s: f64) -> Throughput {
+    let samples_per_s = if rate > 0.0 && samples_per_s.is_finite() {
+        samples_per_s.max(0.0)
+    } else {
+        0.0
+    };
+    let scale = if rate > 0.0 {
+        samples_per_s / rate
+    } else {
+        0.0
+    };
+    let mut tp = measured
+        .throughput
+        .clone()
+        .expect("measured has throughput");
+    tp.samples_per_s = samples_per_s;
+    tp.ci95_low *= scale;
+    tp.ci95_high *= scale;
+    tp
 }
 
 #[cfg(test)]

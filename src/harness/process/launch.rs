@@ -61,71 +61,13 @@ pub struct RunningJob {
 
 impl Launch {
     pub fn spawn(&self) -> Result<RunningJob, LaunchError> {
-        if !self.cwd.is_dir() {
-            return Err(LaunchError::NoWorkingDir(self.cwd.clone()));
-        }
-        let mut cmd = if self.shell {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(&self.argv[0]);
-            c
-        } else {
-            let program = &self.argv[0];
-            check_program(program, &self.cwd)?;
-            let mut c = Command::new(program);
-            c.args(&self.argv[1..]);
-            c
-        };
-        let log = |path: &Path| {
-            File::create(path).map_err(|source| LaunchError::Log {
-                path: path.to_owned(),
-                source,
-            })
-        };
-        cmd.current_dir(&self.cwd)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            // Own process group: the terminal's Ctrl-C reaches the profiler, which then stops
-            // the job in order and removes its cgroup.
-            .process_group(0);
-        let spawn_error = |source: std::io::Error| LaunchError::Spawn {
-            program: self.argv[0].clone(),
-            source,
-        };
-        let terminal = match self.terminal {
-            true => {
-                let term = Terminal::open().map_err(spawn_error)?;
-                let (out, err) = term.job_side().map_err(spawn_error)?;
-                cmd.stdout(out).stderr(err);
-                if !self.env.iter().any(|(k, _)| k == "TERM") {
-                    cmd.env("TERM", crate::harness::process::terminal::TERM);
-                }
-                // The other stream's log exists, empty, so readers of it find nothing new.
-                log(&self.stderr_log)?;
-                Some(term)
-            }
-            false => {
-                cmd.stdout(log(&self.stdout_log)?)
-                    .stderr(log(&self.stderr_log)?);
-                None
-            }
-        };
-        let procs: Vec<CString> = self
-            .cgroup_procs
-            .iter()
-            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
-            .collect();
-        // Every CPU, for a job attached to a cpuset: the kernel keeps the cpuset's. A task
-        // written into a v1 cpuset keeps the affinity it inherited, and the thread that starts
-        // the job may have been moved off another job's CPUs while a cell was measured.
-        let widen = !procs.is_empty();
-        // SAFETY: a plain C struct, all zero bits a valid empty set; CPU_SET stays inside it.
-        let every_cpu = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for cpu in 0..libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            set
-        };
+        let mut cmd = self.command()?;
+        let terminal = self.connect_output(&mut cmd)?;
+        let CgroupEntry {
+            procs,
+            widen,
+            every_cpu,
+        } = CgroupEntry::prepare(&self.cgroup_procs);
         // SAFETY: only async-signal-safe calls (prctl, open, write, close, sched_setaffinity)
         // on data prepared before fork.
         unsafe {
@@ -162,9 +104,59 @@ impl Launch {
                 }
             }
         })?;
+        self.started(child, terminal)
+    }
+
+    /// The job's command, in its working directory with its environment, in a process group
+    /// of its own; a program that cannot be found fails here, before anything is created.
+    fn command(&self) -> Result<Command, LaunchError> {
+        if !self.cwd.is_dir() {
+            return Err(LaunchError::NoWorkingDir(self.cwd.clone()));
+        }
+        let mut cmd = if self.shell {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(&self.argv[0]);
+            c
+        } else {
+            let program = &self.argv[0];
+            check_program(program, &self.cwd)?;
+            let mut c = Command::new(program);
+            c.args(&self.argv[1..]);
+            c
+        };
+        cmd.current_dir(&self.cwd)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            // Own process group: the terminal's Ctrl-C reaches the profiler, which then stops
+            // the job in order and removes its cgroup.
+            .process_group(0);
+        Ok(cmd)
+    }
+
+    /// Points the job's stdout and stderr at their logs, or at a pseudo-terminal whose output
+    /// is copied to the stdout log once the job has started (returned).
+    fn connect_output(&self, cmd: &mut Command) -> Result<Option<Terminal>, LaunchError> {
+        if !self.terminal {
+            cmd.stdout(create_log(&self.stdout_log)?)
+                .stderr(create_log(&self.stderr_log)?);
+            return Ok(None);
+        }
+        let term = Terminal::open().map_err(|e| self.spawn_error(e))?;
+        let (out, err) = term.job_side().map_err(|e| self.spawn_error(e))?;
+        cmd.stdout(out).stderr(err);
+        if !self.env.iter().any(|(k, _)| k == "TERM") {
+            cmd.env("TERM", crate::harness::process::terminal::TERM);
+        }
+        // The other stream's log exists, empty, so readers of it find nothing new.
+        create_log(&self.stderr_log)?;
+        Ok(Some(term))
+    }
+
+    /// The started job, its terminal's output (if it has one) copied into the stdout log.
+    fn started(&self, child: Child, terminal: Option<Terminal>) -> Result<RunningJob, LaunchError> {
         if let Some(term) = terminal {
-            term.copy_into(log(&self.stdout_log)?)
-                .map_err(spawn_error)?;
+            term.copy_into(create_log(&self.stdout_log)?)
+                .map_err(|e| self.spawn_error(e))?;
         }
         Ok(RunningJob {
             child,
@@ -176,6 +168,58 @@ impl Launch {
             stop_grace: self.stop_grace,
         })
     }
+
+    fn spawn_error(&self, source: std::io::Error) -> LaunchError {
+        LaunchError::Spawn {
+            program: self.argv[0].clone(),
+            source,
+        }
+    }
+}
+
+/// What the child needs to enter its cgroups before it executes anything, prepared before
+/// fork: between fork and exec it may only make async-signal-safe calls, so nothing there
+/// allocates.
+struct CgroupEntry {
+    /// `cgroup.procs` files to write the child into.
+    procs: Vec<CString>,
+    /// Whether to give the child every CPU: a job attached to a cpuset then runs on the
+    /// cpuset's, as the kernel keeps them. A task written into a v1 cpuset keeps the affinity
+    /// it inherited, and the thread that starts the job may have been moved off another job's
+    /// CPUs while a cell was measured.
+    widen: bool,
+    every_cpu: libc::cpu_set_t,
+}
+
+impl CgroupEntry {
+    fn prepare(cgroup_procs: &[PathBuf]) -> Self {
+        let procs: Vec<CString> = cgroup_procs
+            .iter()
+            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+            .collect();
+        let widen = !procs.is_empty();
+        // SAFETY: a plain C struct, all zero bits a valid empty set; CPU_SET stays inside it.
+        let every_cpu = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for cpu in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            set
+        };
+        CgroupEntry {
+            procs,
+            widen,
+            every_cpu,
+        }
+    }
+}
+
+/// Creates (or empties) a log file for the job's output.
+fn create_log(path: &Path) -> Result<File, LaunchError> {
+    File::create(path).map_err(|source| LaunchError::Log {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Fails early, with a clear message, when the program cannot be found.

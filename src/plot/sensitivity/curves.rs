@@ -73,21 +73,56 @@ type Merged = (Vec<f64>, Vec<(f64, ViewCell)>);
 /// on `chart`. `levels` is the x axis' grid, `share` the share on it with its unit, `unit` the
 /// unit of the lines' levels.
 fn curves(
-    mut chart: Chart,
+    chart: Chart,
     lines: Vec<Line>,
     levels: &[f64],
-    (share, share_unit): (f64, &str),
+    share: (f64, &str),
     unit: &str,
     best: (f64, f64),
     v: &View,
 ) -> Chart {
-    let (lo, hi) = (levels[0], levels[levels.len() - 1]);
-    let log = spread(levels) >= LOG_SPREAD;
-    let (mut any_estimated, mut any_measured, mut any_failed) = (false, false, false);
-    let mut y_max: f64 = 0.0;
-    let mut failed_at: Vec<f64> = Vec::new();
-    let mut disturbed_at: Vec<(f64, f64)> = Vec::new();
+    let (chart, drawn) = draw_lines(chart, lines, unit);
+    let chart = drawn.mark_problems(chart);
+    let chart = chart.mark(best_star(v, best));
+    let chart = share_and_x_axis(chart, levels, share);
+    // Room above the highest point for the best case's label.
+    let chart = chart
+        .y_range(0.0, (drawn.y_max.max(best.1) * 1.15).max(1e-9))
+        .size(1000, 560);
+    drawn.legend(chart)
+}
+
+/// What the lines drew: the marks drawn over them and the legend's keys follow from it.
+#[derive(Default)]
+struct Drawn {
+    any_estimated: bool,
+    any_measured: bool,
+    any_failed: bool,
+    y_max: f64,
+    /// Levels with a failed cell, each once.
+    failed_at: Vec<f64>,
+    /// Points measured while other processes took the job's CPUs.
+    disturbed_at: Vec<(f64, f64)>,
+}
+
+/// Each line (identical ones merged) with its own marker shape, modelled stretches dashed.
+fn draw_lines(mut chart: Chart, lines: Vec<Line>, unit: &str) -> (Chart, Drawn) {
+    let mut drawn = Drawn::default();
     for (k, (line_levels, cells)) in merge_identical(lines).into_iter().enumerate() {
+        let (points, estimated) = drawn.line(cells);
+        let shape = MarkerShape::for_series(k);
+        chart = chart
+            .line(levels_label(&line_levels, unit), points)
+            .markers(shape)
+            .estimated(estimated);
+    }
+    (chart, drawn)
+}
+
+impl Drawn {
+    /// A line's points and which of them are modelled, noting what the marks and the legend
+    /// need.
+    fn line(&mut self, cells: Vec<(f64, ViewCell)>) -> (Vec<(f64, f64)>, Vec<bool>) {
         let mut points = Vec::new();
         let mut estimated = Vec::new();
         for (x, cell) in cells {
@@ -96,56 +131,96 @@ fn curves(
                     points.push((x, y));
                     let est = source == CellSource::Modelled;
                     estimated.push(est);
-                    any_estimated |= est;
-                    any_measured |= !est;
-                    y_max = y_max.max(y);
+                    self.any_estimated |= est;
+                    self.any_measured |= !est;
+                    self.y_max = self.y_max.max(y);
                     if cell.disturbed {
-                        disturbed_at.push((x, y));
+                        self.disturbed_at.push((x, y));
                     }
                 }
                 (None, Some(_)) => {
                     // The line does not pass over a failed cell.
                     points.push((x, f64::NAN));
                     estimated.push(false);
-                    any_failed = true;
-                    if !failed_at.iter().any(|&f| same_level(f, x)) {
-                        failed_at.push(x);
+                    self.any_failed = true;
+                    if !self.failed_at.iter().any(|&f| same_level(f, x)) {
+                        self.failed_at.push(x);
                     }
                 }
                 _ => {}
             }
         }
-        let shape = MarkerShape::for_series(k);
-        chart = chart
-            .line(levels_label(&line_levels, unit), points)
-            .markers(shape)
-            .estimated(estimated);
+        (points, estimated)
     }
-    // One x per failed level (the heat map tells which lines).
-    for x in failed_at {
-        chart = chart.mark(Mark {
-            at: (x, 0.0),
-            shape: MarkerShape::Cross,
-            color: FAILED_RED,
-            filled: false,
-            radius: 6,
-            label: None,
-        });
+
+    /// Failed levels and disturbed points, marked over the lines.
+    fn mark_problems(&self, mut chart: Chart) -> Chart {
+        // One x per failed level (the heat map tells which lines).
+        for &x in &self.failed_at {
+            chart = chart.mark(Mark {
+                at: (x, 0.0),
+                shape: MarkerShape::Cross,
+                color: FAILED_RED,
+                filled: false,
+                radius: 6,
+                label: None,
+            });
+        }
+        // A ring around each disturbed point: its rate is not the job's own.
+        for &at in &self.disturbed_at {
+            chart = chart.mark(Mark {
+                at,
+                shape: MarkerShape::Ring,
+                color: FAILED_RED,
+                filled: false,
+                radius: 11,
+                label: None,
+            });
+        }
+        chart
     }
-    // A ring around each disturbed point: its rate is not the job's own.
-    let any_disturbed = !disturbed_at.is_empty();
-    for at in disturbed_at {
-        chart = chart.mark(Mark {
-            at,
-            shape: MarkerShape::Ring,
-            color: FAILED_RED,
-            filled: false,
-            radius: 11,
-            label: None,
-        });
+
+    /// A key for each kind of symbol drawn, and the best case's.
+    fn legend(&self, mut chart: Chart) -> Chart {
+        if self.any_measured {
+            chart = chart.key(LegendKey {
+                label: "measured".into(),
+                marker: Some((MarkerShape::Circle, BLACK, true)),
+                line: Some((BLACK, false)),
+            });
+        }
+        if self.any_estimated {
+            chart = chart.key(LegendKey {
+                label: "modelled".into(),
+                marker: Some((MarkerShape::Circle, BLACK, false)),
+                line: Some((BLACK, true)),
+            });
+        }
+        if self.any_failed {
+            chart = chart.key(LegendKey {
+                label: "failed / infeasible".into(),
+                marker: Some((MarkerShape::Cross, FAILED_RED, false)),
+                line: None,
+            });
+        }
+        if !self.disturbed_at.is_empty() {
+            chart = chart.key(LegendKey {
+                label: DISTURBED_LABEL.into(),
+                marker: Some((MarkerShape::Ring, FAILED_RED, false)),
+                line: None,
+            });
+        }
+        chart.key(LegendKey {
+            label: "best case".into(),
+            marker: Some((MarkerShape::Star, STAR_GOLD, true)),
+            line: None,
+        })
     }
-    // The speed-up over the share, where the share lies on the grid (beyond it the surface
-    // only extrapolates what the share would give).
+}
+
+/// The best case's star, labelled with its speed-up over the share where the share lies on
+/// the grid (beyond it the surface only extrapolates what the share would give).
+fn best_star(v: &View, best: (f64, f64)) -> Mark {
     let inside = |levels: &[f64], x: f64| levels[0] <= x && x <= levels[levels.len() - 1];
     let best_label = if inside(&v.cpu, v.share_cpu) && inside(&v.mem, v.share_mem) {
         format!(
@@ -156,16 +231,22 @@ fn curves(
     } else {
         v.best.label.clone()
     };
-    chart = chart.mark(Mark {
+    Mark {
         at: best,
         shape: MarkerShape::Star,
         color: STAR_GOLD,
         filled: true,
         radius: 9,
         label: Some(best_label),
-    });
-    // The share's line, and the axis stretched to it when it lies a little beyond the grid;
-    // one far beyond the grid would squash the data, so it is only named in the legend.
+    }
+}
+
+/// The share's line, and the x axis over `levels`, stretched to the share when it lies a
+/// little beyond the grid; one far beyond the grid would squash the data, so it is only named
+/// in the legend.
+fn share_and_x_axis(mut chart: Chart, levels: &[f64], (share, share_unit): (f64, &str)) -> Chart {
+    let (lo, hi) = (levels[0], levels[levels.len() - 1]);
+    let log = spread(levels) >= LOG_SPREAD;
     let (x0, x1) = (lo.min(share), hi.max(share));
     let near = if log {
         x1 / x0 <= (hi / lo) * 2.0
@@ -189,43 +270,7 @@ fn curves(
         chart = x_axis(chart, log, lo, hi, &mut ticks);
     }
     ticks.sort_by(f64::total_cmp);
-    chart = chart.x_ticks(ticks);
-    // Room above the highest point for the best case's label.
-    chart = chart.y_range(0.0, (y_max.max(best.1) * 1.15).max(1e-9));
-    chart = chart.size(1000, 560);
-    if any_measured {
-        chart = chart.key(LegendKey {
-            label: "measured".into(),
-            marker: Some((MarkerShape::Circle, BLACK, true)),
-            line: Some((BLACK, false)),
-        });
-    }
-    if any_estimated {
-        chart = chart.key(LegendKey {
-            label: "modelled".into(),
-            marker: Some((MarkerShape::Circle, BLACK, false)),
-            line: Some((BLACK, true)),
-        });
-    }
-    if any_failed {
-        chart = chart.key(LegendKey {
-            label: "failed / infeasible".into(),
-            marker: Some((MarkerShape::Cross, FAILED_RED, false)),
-            line: None,
-        });
-    }
-    if any_disturbed {
-        chart = chart.key(LegendKey {
-            label: DISTURBED_LABEL.into(),
-            marker: Some((MarkerShape::Ring, FAILED_RED, false)),
-            line: None,
-        });
-    }
-    chart.key(LegendKey {
-        label: "best case".into(),
-        marker: Some((MarkerShape::Star, STAR_GOLD, true)),
-        line: None,
-    })
+    chart.x_ticks(ticks)
 }
 
 /// The x axis over `lo..hi`: logarithmic, or linear with room at the ends for the symbols, from

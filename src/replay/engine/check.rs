@@ -41,27 +41,66 @@ pub fn allocations(
     scratch: &mut Scratch,
     mut allocs: Vec<Alloc>,
 ) -> Result<Vec<Alloc>, ReplayError> {
-    let internal = |message: String| {
-        Err(ReplayError::Placement {
-            by: format!("mechanism {by}"),
-            t,
-            message,
-        })
+    let internal = |message: String| ReplayError::Placement {
+        by: format!("mechanism {by}"),
+        t,
+        message,
     };
+    tally_servers(placements, active, cluster, &mut scratch.used).map_err(internal)?;
+    check_room(placements, active, cluster, &scratch.used).map_err(internal)?;
+    let index = &mut scratch.index;
+    index.resize(index.len().max(active.len()), 0);
+    allocs.clear();
+    let spread = sum_per_job(placements, index, &mut allocs);
+    let twice = if spread {
+        placed_twice(placements, index, &allocs)
+    } else {
+        None
+    };
+    for a in &allocs {
+        index[a.slot] = 0;
+    }
+    if let Some((slot, server)) = twice {
+        return Err(internal(format!(
+            "job {} placed twice on server {server} in one round",
+            active[slot].spec.id
+        )));
+    }
+    for a in &allocs {
+        let want = active[a.slot].spec.gpus;
+        if a.gpus != want {
+            return Err(internal(format!(
+                "job {} placed on {} GPUs, wants {want}",
+                active[a.slot].spec.id, a.gpus
+            )));
+        }
+    }
+    Ok(allocs)
+}
+
+/// Sums what the placements use of each server into `used` (one entry per server), checking
+/// each placement names a job of the round and a server of the cluster, and asks for at least
+/// one GPU and no negative amount.
+#[inline]
+fn tally_servers(
+    placements: &[Placement],
+    active: &[JobState],
+    cluster: &Cluster,
+    used: &mut Vec<(u32, f64, f64)>,
+) -> Result<(), String> {
     let ns = cluster.servers.len();
-    let used = &mut scratch.used;
     used.clear();
     used.resize(ns, (0, 0.0, 0.0));
     for p in placements {
         let Some(job) = active.get(p.job) else {
-            return internal(format!(
+            return Err(format!(
                 "placement of job index {} but the round has {} jobs",
                 p.job,
                 active.len()
             ));
         };
         if p.gpus == 0 || p.server >= ns || !(p.cpus >= 0.0 && p.mem_gb >= 0.0) {
-            return internal(format!(
+            return Err(format!(
                 "job {} placed on {} GPUs, {} cores, {} GB of server {} (the cluster has {} \
                  servers; GPUs must be at least 1, cores and GB not negative)",
                 job.spec.id, p.gpus, p.cpus, p.mem_gb, p.server, ns
@@ -72,13 +111,25 @@ pub fn allocations(
         u.1 += p.cpus;
         u.2 += p.mem_gb;
     }
+    Ok(())
+}
+
+/// Checks no server is given more than it has in any dimension (cores and memory with a
+/// rounding tolerance), naming the jobs placed on the first one that is.
+#[inline]
+fn check_room(
+    placements: &[Placement],
+    active: &[JobState],
+    cluster: &Cluster,
+    used: &[(u32, f64, f64)],
+) -> Result<(), String> {
     for (s, u) in used.iter().enumerate() {
         let srv = &cluster.servers[s];
         if u.0 > srv.gpus
             || u.1 > srv.cpus * (1.0 + 1e-9) + EPS
             || u.2 > srv.mem_gb * (1.0 + 1e-9) + EPS
         {
-            return internal(format!(
+            return Err(format!(
                 "server {s} over-allocated: {} GPUs, {} cores, {} GB placed of {}, {}, {} \
                  (jobs {})",
                 u.0,
@@ -96,10 +147,14 @@ pub fn allocations(
             ));
         }
     }
-    // One allocation per job, its parts summed in the order they were placed.
-    let index = &mut scratch.index;
-    index.resize(index.len().max(active.len()), 0);
-    allocs.clear();
+    Ok(())
+}
+
+/// One allocation per job into `allocs`, its parts summed in the order they were placed;
+/// `index` maps each placed job's slot to 1 + its allocation's position (the caller clears
+/// it). Whether any job spans servers.
+#[inline]
+fn sum_per_job(placements: &[Placement], index: &mut [u32], allocs: &mut Vec<Alloc>) -> bool {
     let mut spread = false;
     for p in placements {
         match index[p.job] {
@@ -124,36 +179,23 @@ pub fn allocations(
             }
         }
     }
-    // A job spanning servers holds each once (no allocation unless one spans).
-    let mut parts: Vec<(usize, usize)> = if spread {
-        placements
-            .iter()
-            .filter(|p| allocs[index[p.job] as usize - 1].servers > 1)
-            .map(|p| (p.job, p.server))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    for a in &allocs {
-        index[a.slot] = 0;
-    }
+    spread
+}
+
+/// A job spanning servers holds each once: the first (slot, server) placed twice, if any.
+/// Only called when a job spans servers, so that a round without one allocates nothing.
+fn placed_twice(
+    placements: &[Placement],
+    index: &[u32],
+    allocs: &[Alloc],
+) -> Option<(usize, usize)> {
+    let mut parts: Vec<(usize, usize)> = placements
+        .iter()
+        .filter(|p| allocs[index[p.job] as usize - 1].servers > 1)
+        .map(|p| (p.job, p.server))
+        .collect();
     parts.sort_unstable();
-    if let Some(w) = parts.windows(2).find(|w| w[0] == w[1]) {
-        return internal(format!(
-            "job {} placed twice on server {} in one round",
-            active[w[0].0].spec.id, w[0].1
-        ));
-    }
-    for a in &allocs {
-        let want = active[a.slot].spec.gpus;
-        if a.gpus != want {
-            return internal(format!(
-                "job {} placed on {} GPUs, wants {want}",
-                active[a.slot].spec.id, a.gpus
-            ));
-        }
-    }
-    Ok(allocs)
+    parts.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 /// The first few job ids, then how many more.

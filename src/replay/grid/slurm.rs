@@ -9,6 +9,7 @@
 //! inspected or resubmitted by hand. Nodes must see the same paths: the profiler binary, the
 //! grid file and everything it names, and `OUT`.
 
+use super::super::ReplayError;
 use super::error::GridError;
 use super::expand::chunk_count;
 use crate::slurm::scancel;
@@ -144,6 +145,51 @@ fn check_value(what: &str, v: &str) -> Result<(), GridError> {
     Ok(())
 }
 
+/// Where a submission's files go: everything absolute, since tasks may start anywhere.
+struct Layout {
+    grid: PathBuf,
+    out: PathBuf,
+    /// The batch scripts and the tasks' logs.
+    slurm_dir: PathBuf,
+    array_sh: PathBuf,
+    merge_sh: PathBuf,
+}
+
+impl Layout {
+    /// Creates `OUT/slurm/` and clears the parts of an earlier run (so that they are not merged
+    /// into this one).
+    fn prepare(grid: &Path, out: &Path) -> Result<Layout, GridError> {
+        let grid = std::path::absolute(grid).map_err(ReplayError::io(grid))?;
+        std::fs::create_dir_all(out).map_err(ReplayError::io(out))?;
+        let out = std::path::absolute(out).map_err(ReplayError::io(out))?;
+        let slurm_dir = out.join("slurm");
+        std::fs::create_dir_all(&slurm_dir).map_err(ReplayError::io(&slurm_dir))?;
+        let parts = out.join("parts");
+        if parts.exists() {
+            std::fs::remove_dir_all(&parts).map_err(ReplayError::io(&parts))?;
+        }
+        Ok(Layout {
+            grid,
+            array_sh: slurm_dir.join("array.sh"),
+            merge_sh: slurm_dir.join("merge.sh"),
+            out,
+            slurm_dir,
+        })
+    }
+
+    /// Writes the array's and the merge job's batch scripts.
+    fn write_scripts(&self, tasks: usize, opts: &SlurmOptions) -> Result<(), GridError> {
+        std::fs::write(
+            &self.array_sh,
+            array_script(&self.grid, &self.out, tasks, opts),
+        )
+        .map_err(ReplayError::io(&self.array_sh))?;
+        std::fs::write(&self.merge_sh, merge_script(&self.grid, &self.out, opts))
+            .map_err(ReplayError::io(&self.merge_sh))?;
+        Ok(())
+    }
+}
+
 /// Submits the array and the merge job, then waits for the merge to finish. `log` gets one
 /// line per step (job ids, where the logs go).
 pub fn submit_and_wait(
@@ -154,35 +200,48 @@ pub fn submit_and_wait(
     cancel: &AtomicBool,
     log: &mut dyn FnMut(&str),
 ) -> Result<Submission, GridError> {
-    use super::super::ReplayError;
     if let Some(p) = &opts.partition {
         check_value("partition", p)?;
     }
     if let Some(m) = &opts.mem {
         check_value("memory per task", m)?;
     }
-    // Tasks may start anywhere: every path they see is absolute.
-    let grid = std::path::absolute(grid).map_err(ReplayError::io(grid))?;
-    std::fs::create_dir_all(out).map_err(ReplayError::io(out))?;
-    let out = std::path::absolute(out).map_err(ReplayError::io(out))?;
-    let slurm_dir = out.join("slurm");
-    std::fs::create_dir_all(&slurm_dir).map_err(ReplayError::io(&slurm_dir))?;
-    // Parts of an earlier run must not be merged into this one.
-    let parts = out.join("parts");
-    if parts.exists() {
-        std::fs::remove_dir_all(&parts).map_err(ReplayError::io(&parts))?;
-    }
+    let layout = Layout::prepare(grid, out)?;
     let tasks = chunk_count(total, opts.chunk);
-    let array_sh = slurm_dir.join("array.sh");
-    let merge_sh = slurm_dir.join("merge.sh");
-    std::fs::write(&array_sh, array_script(&grid, &out, tasks, opts))
-        .map_err(ReplayError::io(&array_sh))?;
-    std::fs::write(&merge_sh, merge_script(&grid, &out, opts))
-        .map_err(ReplayError::io(&merge_sh))?;
+    layout.write_scripts(tasks, opts)?;
 
+    let array_job = submit_array(&layout.array_sh)?;
+    log(&format!(
+        "submitted array job {array_job}: {tasks} tasks of up to {} scenarios ({total} in all); \
+         logs in {}",
+        opts.chunk,
+        layout.slurm_dir.display()
+    ));
+    let merge_job = submit_merge(&layout.merge_sh, &array_job)?;
+    log(&format!(
+        "submitted merge job {merge_job} (after array {array_job} succeeds); waiting (Ctrl-C cancels both)"
+    ));
+    let (state, exit_code) = wait_for_merge(&array_job, &merge_job, &layout, cancel)?;
+    if state != "COMPLETED" {
+        return Err(GridError::Slurm(format!(
+            "the merge job {merge_job} ended {state} (exit code {exit_code}): a task of array \
+             {array_job} failed or was cancelled (the merge then never runs), or the merge \
+             failed; see the logs in {}",
+            layout.slurm_dir.display()
+        )));
+    }
+    Ok(Submission {
+        array_job,
+        merge_job,
+        tasks,
+    })
+}
+
+/// Submits the job array; its job id.
+fn submit_array(array_sh: &Path) -> Result<String, GridError> {
     let submitted = Command::new("sbatch")
         .arg("--parsable")
-        .arg(&array_sh)
+        .arg(array_sh)
         .stderr(Stdio::inherit())
         .output()
         .map_err(slurm_err("sbatch"))?;
@@ -193,22 +252,20 @@ pub fn submit_and_wait(
             submitted.status
         )));
     }
-    let array_job = job_id(&String::from_utf8_lossy(&submitted.stdout))?;
-    log(&format!(
-        "submitted array job {array_job}: {tasks} tasks of up to {} scenarios ({total} in all); \
-         logs in {}",
-        opts.chunk,
-        slurm_dir.display()
-    ));
+    job_id(&String::from_utf8_lossy(&submitted.stdout))
+}
 
+/// Submits the merge job, to run once `array_job` has succeeded; its job id. Cancels the array
+/// when the merge cannot be submitted (nothing would merge its parts).
+fn submit_merge(merge_sh: &Path, array_job: &str) -> Result<String, GridError> {
     let merged = Command::new("sbatch")
         .arg("--parsable")
         .arg(format!("--dependency=afterok:{array_job}"))
         .arg("--kill-on-invalid-dep=yes")
-        .arg(&merge_sh)
+        .arg(merge_sh)
         .stderr(Stdio::inherit())
         .output();
-    let merge_job = match merged {
+    match merged {
         Ok(o) if o.status.success() => job_id(&String::from_utf8_lossy(&o.stdout)),
         Ok(o) => Err(GridError::Slurm(format!(
             "sbatch {} failed ({})",
@@ -217,27 +274,34 @@ pub fn submit_and_wait(
         ))),
         Err(e) => Err(slurm_err("sbatch")(e)),
     }
-    .inspect_err(|_| scancel(&[&array_job]))?;
-    log(&format!(
-        "submitted merge job {merge_job} (after array {array_job} succeeds); waiting (Ctrl-C cancels both)"
-    ));
+    .inspect_err(|_| scancel(&[array_job]))
+}
+
+/// Waits until the merge job reaches a terminal state and returns it with its exit code;
+/// cancels both jobs when `cancel` is set meanwhile.
+fn wait_for_merge(
+    array_job: &str,
+    merge_job: &str,
+    layout: &Layout,
+    cancel: &AtomicBool,
+) -> Result<(String, String), GridError> {
     // Polled here rather than with `sbatch --wait`, whose own polling backs off to tens of
     // seconds: a short grid would wait longer on the poll than on its jobs.
     let mut pause = Duration::from_millis(250);
-    let (state, exit_code) = loop {
+    loop {
         if cancel.load(Ordering::SeqCst) {
-            scancel(&[&array_job, &merge_job]);
+            scancel(&[array_job, merge_job]);
             return Err(GridError::Interrupted(format!("{array_job} {merge_job}")));
         }
-        match job_state(&merge_job)? {
-            Some((state, exit)) if TERMINAL.contains(&state.as_str()) => break (state, exit),
+        match job_state(merge_job)? {
+            Some((state, exit)) if TERMINAL.contains(&state.as_str()) => return Ok((state, exit)),
             Some(_) => {}
             None => {
                 return Err(GridError::Slurm(format!(
                     "the merge job {merge_job} is no longer known to Slurm; see {} and the \
                      logs in {}",
-                    out.join("summary.csv").display(),
-                    slurm_dir.display()
+                    layout.out.join("summary.csv").display(),
+                    layout.slurm_dir.display()
                 )));
             }
         }
@@ -247,20 +311,7 @@ pub fn submit_and_wait(
             std::thread::sleep(Duration::from_millis(50));
         }
         pause = (pause * 2).min(Duration::from_secs(5));
-    };
-    if state != "COMPLETED" {
-        return Err(GridError::Slurm(format!(
-            "the merge job {merge_job} ended {state} (exit code {exit_code}): a task of array \
-             {array_job} failed or was cancelled (the merge then never runs), or the merge \
-             failed; see the logs in {}",
-            slurm_dir.display()
-        )));
     }
-    Ok(Submission {
-        array_job,
-        merge_job,
-        tasks,
-    })
 }
 
 /// Job states after which a job never runs again.

@@ -394,9 +394,10 @@ fn builtin_or_relative(name: &str, relative: &dyn Fn(&str) -> PathBuf) -> String
     }
 }
 
+/// The `[settings]` table, each value checked where it is written, defaults for the rest.
 fn settings(
     raw: &RawSettings,
-    at: &dyn Fn(std::ops::Range<usize>, String) -> ReplayError,
+    at: &At,
     relative: &dyn Fn(&str) -> PathBuf,
 ) -> Result<Settings, ReplayError> {
     let d = super::super::ReplayOptions::default();
@@ -427,6 +428,40 @@ fn settings(
         profiles: raw.profiles.as_ref().map(|p| relative(p.get_ref())),
         wide_jobs: d.wide_jobs,
     };
+    synthetic_settings(raw, at, &mut s)?;
+    if let Some(x) = &raw.semantics {
+        s.semantics = one_of(
+            x,
+            "semantics",
+            [("exact", Semantics::Exact), ("synergy", Semantics::Synergy)],
+            at,
+        )?;
+    }
+    if let Some(x) = &raw.wide_jobs {
+        s.wide_jobs = one_of(
+            x,
+            "wide_jobs",
+            [("error", WideJobs::Error), ("skip", WideJobs::Skip)],
+            at,
+        )?;
+    }
+    if let Some(x) = &raw.horizon {
+        s.horizon_s = horizon_s(x, s.round_s, at)?;
+    }
+    if let Some(p) = &raw.profiles
+        && !relative(p.get_ref()).exists()
+    {
+        return Err(at(
+            p.span(),
+            format!("profiles {} do not exist", relative(p.get_ref()).display()),
+        ));
+    }
+    Ok(s)
+}
+
+/// What synthetic workloads draw: how many jobs (or which window of them), their durations and
+/// their GPU demands, into `s`.
+fn synthetic_settings(raw: &RawSettings, at: &At, s: &mut Settings) -> Result<(), ReplayError> {
     if let Some(j) = &raw.jobs {
         let n = *j.get_ref();
         if n == 0 || n > bounds::MAX_SYNTHETIC_JOBS {
@@ -453,51 +488,40 @@ fn settings(
     if let Some(x) = &raw.gpu_demand {
         s.gpu_demand = parse_gpu_demand(x.get_ref()).map_err(|m| at(x.span(), m))?;
     }
-    if let Some(x) = &raw.semantics {
-        s.semantics = match x.get_ref().as_str() {
-            "exact" => Semantics::Exact,
-            "synergy" => Semantics::Synergy,
-            other => {
-                return Err(at(
-                    x.span(),
-                    format!("semantics {other:?}: expected \"exact\" or \"synergy\""),
-                ));
-            }
-        };
+    Ok(())
+}
+
+/// The value a setting's word names, of the two it may name.
+fn one_of<T: Copy>(
+    x: &Spanned<String>,
+    what: &str,
+    [(a, va), (b, vb)]: [(&str, T); 2],
+    at: &At,
+) -> Result<T, ReplayError> {
+    match x.get_ref().as_str() {
+        w if w == a => Ok(va),
+        w if w == b => Ok(vb),
+        other => Err(at(
+            x.span(),
+            format!("{what} {other:?}: expected {a:?} or {b:?}"),
+        )),
     }
-    if let Some(x) = &raw.wide_jobs {
-        s.wide_jobs = match x.get_ref().as_str() {
-            "error" => WideJobs::Error,
-            "skip" => WideJobs::Skip,
-            other => {
-                return Err(at(
-                    x.span(),
-                    format!("wide_jobs {other:?}: expected \"error\" or \"skip\""),
-                ));
-            }
-        };
-    }
-    if let Some(x) = &raw.horizon {
-        s.horizon_s = bounds::parse_duration_s(x.get_ref())
-            .map_err(|m| at(x.span(), format!("horizon: {m}")))?;
-        if s.horizon_s / s.round_s > bounds::MAX_HORIZON_ROUNDS {
-            return Err(at(
-                x.span(),
-                format!(
-                    "horizon is more than {} rounds of {} s",
-                    bounds::MAX_HORIZON_ROUNDS,
-                    s.round_s
-                ),
-            ));
-        }
-    }
-    if let Some(p) = &raw.profiles
-        && !relative(p.get_ref()).exists()
-    {
+}
+
+/// The horizon, seconds: a duration, at most [`bounds::MAX_HORIZON_ROUNDS`] rounds of
+/// `round_s`.
+fn horizon_s(x: &Spanned<String>, round_s: f64, at: &At) -> Result<f64, ReplayError> {
+    let horizon_s =
+        bounds::parse_duration_s(x.get_ref()).map_err(|m| at(x.span(), format!("horizon: {m}")))?;
+    if horizon_s / round_s > bounds::MAX_HORIZON_ROUNDS {
         return Err(at(
-            p.span(),
-            format!("profiles {} do not exist", relative(p.get_ref()).display()),
+            x.span(),
+            format!(
+                "horizon is more than {} rounds of {} s",
+                bounds::MAX_HORIZON_ROUNDS,
+                round_s
+            ),
         ));
     }
-    Ok(s)
+    Ok(horizon_s)
 }

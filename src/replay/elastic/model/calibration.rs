@@ -346,6 +346,28 @@ pub fn calibrate_ones(
     types: &[(u64, f64, String)],
     history_path: &Path,
 ) -> Result<Vec<OnesType>, ReplayError> {
+    let runs = history_runs(history, types, history_path)?;
+    let mut out = Vec::new();
+    for (key, shape, b0) in ONES_TYPES {
+        let app = pollux
+            .iter()
+            .find(|a| a.name == shape)
+            .ok_or_else(|| bad(history_path, &format!("no Pollux application {shape}")))?;
+        let mine: Vec<&Run> = runs.iter().filter(|r| r.key == key).collect();
+        if mine.is_empty() {
+            return Err(bad(history_path, &format!("no history run of {key}")));
+        }
+        out.push(ones_type((key, shape, b0), app, &mine));
+    }
+    Ok(out)
+}
+
+/// The history's rows of each typed run; an error names a run the history lacks.
+fn history_runs<'a>(
+    history: &'a [HistoryRow],
+    types: &'a [(u64, f64, String)],
+    history_path: &Path,
+) -> Result<Vec<Run<'a>>, ReplayError> {
     let mut runs: Vec<Run> = Vec::new();
     for (id, size, key) in types {
         let rows: Vec<&HistoryRow> = history
@@ -360,102 +382,109 @@ pub fn calibrate_ones(
         }
         runs.push(Run { key, rows });
     }
-    let mut out = Vec::new();
-    for (key, shape, b0) in ONES_TYPES {
-        let app = pollux
+    Ok(runs)
+}
+
+/// One ONES job type (`key`, its shape's name, per-GPU base batch `b0`) on the shape `app`,
+/// from its runs `mine`: the shape's step times scaled to the runs' throughputs, its gradient
+/// noise scaled to the type's dataset sizes, and the work of each size.
+fn ones_type((key, shape, b0): (&str, &str, u32), app: &PolluxApp, mine: &[&Run]) -> OnesType {
+    let measured = steady_throughputs(mine, b0);
+    // One time scale for the whole model, least squares on the log of the throughput.
+    let logs: Vec<f64> = measured
+        .iter()
+        .map(|&(g, x)| (per_gpu(&app.step_time, g, b0 as f64) / x).ln())
+        .collect();
+    let time_scale = (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp();
+    let step_time = scaled(&app.step_time, time_scale);
+    let throughput_fit = measured
+        .iter()
+        .map(|&(gpus, x)| ThroughputPoint {
+            gpus,
+            measured_per_gpu: x,
+            model_per_gpu: per_gpu(&step_time, gpus, b0 as f64),
+        })
+        .collect();
+    // Gradient noise grows with what there is to learn: scale phi by the square root of
+    // the dataset size (geometric mean of the type's sizes) over the shape's.
+    let sizes: Vec<f64> = mine.iter().map(|r| r.rows[0].epoch_size).collect();
+    let size = (sizes.iter().map(|s| s.ln()).sum::<f64>() / sizes.len() as f64).exp();
+    let phi_scale = (size / app.epoch_samples).sqrt();
+    let efficiency = EfficiencyModel {
+        phi: app
+            .efficiency
+            .phi
             .iter()
-            .find(|a| a.name == shape)
-            .ok_or_else(|| bad(history_path, &format!("no Pollux application {shape}")))?;
-        let mine: Vec<&Run> = runs.iter().filter(|r| r.key == key).collect();
-        if mine.is_empty() {
-            return Err(bad(history_path, &format!("no history run of {key}")));
-        }
-        // Steady per-GPU throughput per GPU count: each run's epochs after the first at that
-        // count (the first after a start runs at half speed or so), median over all of them.
-        let mut by_gpus: Vec<(u32, Vec<f64>)> = Vec::new();
-        for run in &mine {
-            let mut prev_gpus = 0;
-            for r in &run.rows {
-                let gpus = (r.global_batch / b0 as f64).round().max(1.0) as u32;
-                if gpus == prev_gpus {
-                    match by_gpus.iter_mut().find(|(g, _)| *g == gpus) {
-                        Some((_, v)) => v.push(r.throughput / gpus as f64),
-                        None => by_gpus.push((gpus, vec![r.throughput / gpus as f64])),
-                    }
+            .map(|&(f, p)| (f, p * phi_scale))
+            .collect(),
+    };
+    let work = ones_work(mine, &sizes, &efficiency, b0);
+    OnesType {
+        key: key.to_owned(),
+        shape: shape.to_owned(),
+        base_batch: b0,
+        // ONES keeps the per-GPU batch at or below the base; batch-adaptive policies may
+        // go up to what the shape fits in GPU memory.
+        max_local_batch: app.max_local_batch.max(b0),
+        time_scale,
+        step_time,
+        throughput_fit,
+        phi_scale,
+        efficiency,
+        work,
+    }
+}
+
+/// Steady per-GPU throughput per GPU count, fewest GPUs first: each run's epochs after the
+/// first at that count (the first after a start runs at half speed or so), median over all of
+/// them.
+fn steady_throughputs(mine: &[&Run], b0: u32) -> Vec<(u32, f64)> {
+    let mut by_gpus: Vec<(u32, Vec<f64>)> = Vec::new();
+    for run in mine {
+        let mut prev_gpus = 0;
+        for r in &run.rows {
+            let gpus = (r.global_batch / b0 as f64).round().max(1.0) as u32;
+            if gpus == prev_gpus {
+                match by_gpus.iter_mut().find(|(g, _)| *g == gpus) {
+                    Some((_, v)) => v.push(r.throughput / gpus as f64),
+                    None => by_gpus.push((gpus, vec![r.throughput / gpus as f64])),
                 }
-                prev_gpus = gpus;
             }
+            prev_gpus = gpus;
         }
-        by_gpus.sort_by_key(|(g, _)| *g);
-        let measured: Vec<(u32, f64)> = by_gpus.iter().map(|(g, v)| (*g, median(v))).collect();
-        // One time scale for the whole model, least squares on the log of the throughput.
-        let logs: Vec<f64> = measured
+    }
+    by_gpus.sort_by_key(|(g, _)| *g);
+    by_gpus.iter().map(|(g, v)| (*g, median(v))).collect()
+}
+
+/// The work of each distinct dataset size among `sizes` (the runs' own, in `mine`'s order):
+/// the runs' mean epochs, converted to base-batch progress at their median batch.
+fn ones_work(mine: &[&Run], sizes: &[f64], efficiency: &EfficiencyModel, b0: u32) -> Vec<OnesWork> {
+    let mut work: Vec<OnesWork> = Vec::new();
+    let mut distinct: Vec<f64> = sizes.to_vec();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    for s in distinct {
+        let same: Vec<&&Run> = mine.iter().filter(|r| r.rows[0].epoch_size == s).collect();
+        let epochs = same
             .iter()
-            .map(|&(g, x)| (per_gpu(&app.step_time, g, b0 as f64) / x).ln())
-            .collect();
-        let time_scale = (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp();
-        let step_time = scaled(&app.step_time, time_scale);
-        let throughput_fit = measured
+            .map(|r| r.rows[0].total_workload / s)
+            .sum::<f64>()
+            / same.len() as f64;
+        let batches: Vec<f64> = same
             .iter()
-            .map(|&(gpus, x)| ThroughputPoint {
-                gpus,
-                measured_per_gpu: x,
-                model_per_gpu: per_gpu(&step_time, gpus, b0 as f64),
-            })
+            .flat_map(|r| r.rows.iter().map(|x| x.global_batch))
             .collect();
-        // Gradient noise grows with what there is to learn: scale phi by the square root of
-        // the dataset size (geometric mean of the type's sizes) over the shape's.
-        let sizes: Vec<f64> = mine.iter().map(|r| r.rows[0].epoch_size).collect();
-        let size = (sizes.iter().map(|s| s.ln()).sum::<f64>() / sizes.len() as f64).exp();
-        let phi_scale = (size / app.epoch_samples).sqrt();
-        let efficiency = EfficiencyModel {
-            phi: app
-                .efficiency
-                .phi
-                .iter()
-                .map(|&(f, p)| (f, p * phi_scale))
-                .collect(),
-        };
-        let mut work: Vec<OnesWork> = Vec::new();
-        let mut distinct: Vec<f64> = sizes.clone();
-        distinct.sort_by(f64::total_cmp);
-        distinct.dedup();
-        for s in distinct {
-            let same: Vec<&&Run> = mine.iter().filter(|r| r.rows[0].epoch_size == s).collect();
-            let epochs = same
-                .iter()
-                .map(|r| r.rows[0].total_workload / s)
-                .sum::<f64>()
-                / same.len() as f64;
-            let batches: Vec<f64> = same
-                .iter()
-                .flat_map(|r| r.rows.iter().map(|x| x.global_batch))
-                .collect();
-            let history_batch = median(&batches);
-            let inv = mean_inverse_efficiency(&efficiency, history_batch, b0 as f64);
-            work.push(OnesWork {
-                epoch_size: s,
-                epochs,
-                history_batch,
-                work_samples: epochs * s / inv,
-            });
-        }
-        out.push(OnesType {
-            key: key.to_owned(),
-            shape: shape.to_owned(),
-            base_batch: b0,
-            // ONES keeps the per-GPU batch at or below the base; batch-adaptive policies may
-            // go up to what the shape fits in GPU memory.
-            max_local_batch: app.max_local_batch.max(b0),
-            time_scale,
-            step_time,
-            throughput_fit,
-            phi_scale,
-            efficiency,
-            work,
+        let history_batch = median(&batches);
+        let inv = mean_inverse_efficiency(efficiency, history_batch, b0 as f64);
+        work.push(OnesWork {
+            epoch_size: s,
+            epochs,
+            history_batch,
+            work_samples: epochs * s / inv,
         });
     }
-    Ok(out)
+    work
 }
 
 /// The whole table from `root` (the repository's `workloads/elastic/`).

@@ -92,6 +92,15 @@ pub struct Caps {
     pub started: bool,
 }
 
+impl Caps {
+    /// A job the search has not started yet.
+    const UNSTARTED: Caps = Caps {
+        max_size: 1,
+        stored: 0,
+        started: false,
+    };
+}
+
 /// An individual between decisions: slot owners by job id, CPU levels by job id.
 #[derive(Debug, Clone)]
 struct Stored {
@@ -218,11 +227,7 @@ impl Evolution {
         let active: std::collections::BTreeSet<u64> = ctx.jobs.iter().map(|j| j.spec.id).collect();
         self.caps.retain(|id, _| active.contains(id));
         for j in ctx.jobs {
-            let e = self.caps.entry(j.spec.id).or_insert(Caps {
-                max_size: 1,
-                stored: 0,
-                started: false,
-            });
+            let e = self.caps.entry(j.spec.id).or_insert(Caps::UNSTARTED);
             if let Some(a) = &j.allocation {
                 e.started = true;
                 e.stored = a.gpus();
@@ -251,14 +256,6 @@ impl Evolution {
         let mut p = Prepared::new(ctx, self.variant, &self.caps, |_| {
             sampling::lognormal(rng, sigma)
         });
-        let nj = ctx.jobs.len();
-        let c = p.server_of.len();
-        let index: BTreeMap<u64, u32> = ctx
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| (j.spec.id, i as u32))
-            .collect();
         let live_level: Vec<u8> = ctx
             .jobs
             .iter()
@@ -268,11 +265,44 @@ impl Evolution {
                     .map_or(SHARE_LEVEL, |a| p.level_of(a.cpus_per_gpu))
             })
             .collect();
-        // Load the population (dropping finished jobs), or seed it.
-        let mut pop: Vec<Ind> = self
-            .population
+        let mut pop = self.load_population(ctx, p.server_of.len(), &live_level);
+        if pop.is_empty() {
+            pop = self.seed_population(&p, &live_level);
+        }
+        let generations = self
+            .generations
+            .unwrap_or_else(|| (ctx.interval_s.round().max(1.0) as usize).min(MAX_GENERATIONS));
+        let mut search = Generation::start(&mut p, pop, &mut self.rng);
+        let initial = search.pop.clone();
+        for _ in 0..generations {
+            search.next(&mut p, &mut self.rng);
+        }
+        search.keep_best_of(&mut p, &initial);
+        let decision = p.decision(&search.pop[0]);
+        self.last_initial = initial.iter().map(|i| p.decision(i)).collect();
+        self.last_rhat = ctx
+            .jobs
             .iter()
-            .filter(|s| s.slots.len() == c)
+            .zip(&search.rhat)
+            .map(|(j, &r)| (j.spec.id, r))
+            .collect();
+        self.scale_in(ctx, &decision);
+        self.store_population(ctx, &search.pop);
+        decision
+    }
+
+    /// The population kept from the last decision, on this decision's jobs (finished jobs'
+    /// slots freed; a new job at its live level), or none when the cluster changed its `slots`.
+    fn load_population(&self, ctx: &DecisionCtx, slots: usize, live_level: &[u8]) -> Vec<Ind> {
+        let index: BTreeMap<u64, u32> = ctx
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.spec.id, i as u32))
+            .collect();
+        self.population
+            .iter()
+            .filter(|s| s.slots.len() == slots)
             .map(|s| Ind {
                 slots: s
                     .slots
@@ -287,93 +317,42 @@ impl Evolution {
                     .collect(),
                 score: 0.0,
             })
+            .collect()
+    }
+
+    /// A first population: the live allocations, with the queued jobs on free GPUs (one each),
+    /// in the jobs' order in the first individual and shuffled in the others.
+    fn seed_population(&mut self, p: &Prepared, live_level: &[u8]) -> Vec<Ind> {
+        let jobs = p.ctx.jobs;
+        let live = p.live_slots();
+        let new: Vec<u32> = (0..jobs.len() as u32)
+            .filter(|&i| jobs[i as usize].allocation.is_none())
             .collect();
-        if pop.is_empty() {
-            let live = p.live_slots();
-            let new: Vec<u32> = (0..nj as u32)
-                .filter(|&i| ctx.jobs[i as usize].allocation.is_none())
-                .collect();
-            for k in 0..POPULATION {
-                let mut slots = live.clone();
-                let mut perm = new.clone();
-                if k > 0 {
-                    for i in (1..perm.len()).rev() {
-                        perm.swap(i, sampling::below(&mut self.rng, i + 1));
-                    }
+        let mut pop = Vec::with_capacity(POPULATION);
+        for k in 0..POPULATION {
+            let mut slots = live.clone();
+            let mut perm = new.clone();
+            if k > 0 {
+                for i in (1..perm.len()).rev() {
+                    perm.swap(i, sampling::below(&mut self.rng, i + 1));
                 }
-                let free: Vec<usize> = (0..c).filter(|&s| slots[s] == NONE).collect();
-                for (&j, &s) in perm.iter().take(POPULATION).zip(&free) {
-                    slots[s] = j;
-                }
-                pop.push(Ind {
-                    slots,
-                    level: live_level.clone(),
-                    score: 0.0,
-                });
             }
-        }
-        let generations = self
-            .generations
-            .unwrap_or_else(|| (ctx.interval_s.round().max(1.0) as usize).min(MAX_GENERATIONS));
-        let mut rhat = p.draw_rhat(&mut self.rng);
-        let mut order = p.srpt_order(&rhat);
-        for ind in &mut pop {
-            p.refresh(ind);
-            p.repair(ind, &order, &rhat);
-            ind.score = p.score_ind(ind, &rhat, &order);
-        }
-        let initial = pop.clone();
-        for _ in 0..generations {
-            rhat = p.draw_rhat(&mut self.rng);
-            order = p.srpt_order(&rhat);
-            for ind in &mut pop {
-                p.refresh(ind);
+            let free: Vec<usize> = (0..slots.len()).filter(|&s| slots[s] == NONE).collect();
+            for (&j, &s) in perm.iter().take(POPULATION).zip(&free) {
+                slots[s] = j;
             }
-            let mut pool = pop.clone();
-            let k = pop.len();
-            for _ in 0..PAIRS {
-                let a = sampling::below(&mut self.rng, k);
-                let mut b = sampling::below(&mut self.rng, k);
-                if k > 1 {
-                    while b == a {
-                        b = sampling::below(&mut self.rng, k);
-                    }
-                }
-                let (c1, c2) = p.crossover(&pop[a], &pop[b], &mut self.rng);
-                pool.push(c1);
-                pool.push(c2);
-            }
-            for ind in &pop {
-                pool.push(p.mutate(ind, &mut self.rng));
-            }
-            for ind in &mut pool {
-                p.repair(ind, &order, &rhat);
-                ind.score = p.score_ind(ind, &rhat, &order);
-            }
-            pool.sort_by(|x, y| x.score.total_cmp(&y.score));
-            pool.truncate(POPULATION);
-            pop = pool;
+            pop.push(Ind {
+                slots,
+                level: live_level.to_vec(),
+                score: 0.0,
+            });
         }
-        // Never worse than where this decision started, under the last draw.
-        let mut start = initial.clone();
-        for ind in &mut start {
-            ind.score = p.score_ind(ind, &rhat, &order);
-        }
-        start.sort_by(|x, y| x.score.total_cmp(&y.score));
-        if start[0].score < pop[0].score {
-            pop.insert(0, start[0].clone());
-            pop.truncate(POPULATION);
-        }
-        let decision = p.decision(&pop[0]);
-        self.last_initial = initial.iter().map(|i| p.decision(i)).collect();
-        self.last_rhat = ctx
-            .jobs
-            .iter()
-            .zip(&rhat)
-            .map(|(j, &r)| (j.spec.id, r))
-            .collect();
-        // Scale in: stopped jobs left out again halve their size and max size.
-        for (j, a) in ctx.jobs.iter().zip(&decision) {
+        pop
+    }
+
+    /// Scale in: stopped jobs left out again halve their size and max size.
+    fn scale_in(&mut self, ctx: &DecisionCtx, decision: &[Option<Allocation>]) {
+        for (j, a) in ctx.jobs.iter().zip(decision) {
             if let Some(e) = self.caps.get_mut(&j.spec.id)
                 && e.started
                 && j.allocation.is_none()
@@ -383,6 +362,10 @@ impl Evolution {
                 e.max_size = e.stored;
             }
         }
+    }
+
+    /// Keeps `pop` for the next decision, by job ids.
+    fn store_population(&mut self, ctx: &DecisionCtx, pop: &[Ind]) {
         let ids: Vec<u64> = ctx.jobs.iter().map(|j| j.spec.id).collect();
         self.population = pop
             .iter()
@@ -395,7 +378,76 @@ impl Evolution {
                 levels: ids.iter().copied().zip(i.level.iter().copied()).collect(),
             })
             .collect();
-        decision
+    }
+}
+
+/// The population and the remaining-work draw it was last scored under.
+struct Generation {
+    pop: Vec<Ind>,
+    rhat: Vec<f64>,
+    /// Jobs by predicted remaining time under `rhat`, shortest first.
+    order: Vec<u32>,
+}
+
+impl Generation {
+    /// Draws the remaining work and refreshes, repairs and scores `pop` under it.
+    fn start(p: &mut Prepared, mut pop: Vec<Ind>, rng: &mut ChaCha8Rng) -> Generation {
+        let rhat = p.draw_rhat(rng);
+        let order = p.srpt_order(&rhat);
+        for ind in &mut pop {
+            p.refresh(ind);
+            p.repair(ind, &order, &rhat);
+            ind.score = p.score_ind(ind, &rhat, &order);
+        }
+        Generation { pop, rhat, order }
+    }
+
+    /// One generation: a fresh draw, refreshed parents, their crossed children and mutants,
+    /// all repaired and scored; the best [`POPULATION`] survive.
+    fn next(&mut self, p: &mut Prepared, rng: &mut ChaCha8Rng) {
+        self.rhat = p.draw_rhat(rng);
+        self.order = p.srpt_order(&self.rhat);
+        let pop = &mut self.pop;
+        for ind in pop.iter_mut() {
+            p.refresh(ind);
+        }
+        let mut pool = pop.clone();
+        let k = pop.len();
+        for _ in 0..PAIRS {
+            let a = sampling::below(rng, k);
+            let mut b = sampling::below(rng, k);
+            if k > 1 {
+                while b == a {
+                    b = sampling::below(rng, k);
+                }
+            }
+            let (c1, c2) = p.crossover(&pop[a], &pop[b], rng);
+            pool.push(c1);
+            pool.push(c2);
+        }
+        for ind in pop.iter() {
+            pool.push(p.mutate(ind, rng));
+        }
+        for ind in &mut pool {
+            p.repair(ind, &self.order, &self.rhat);
+            ind.score = p.score_ind(ind, &self.rhat, &self.order);
+        }
+        pool.sort_by(|x, y| x.score.total_cmp(&y.score));
+        pool.truncate(POPULATION);
+        *pop = pool;
+    }
+
+    /// Never worse than where the decision started (`initial`), under the last draw.
+    fn keep_best_of(&mut self, p: &mut Prepared, initial: &[Ind]) {
+        let mut start = initial.to_vec();
+        for ind in &mut start {
+            ind.score = p.score_ind(ind, &self.rhat, &self.order);
+        }
+        start.sort_by(|x, y| x.score.total_cmp(&y.score));
+        if start[0].score < self.pop[0].score {
+            self.pop.insert(0, start[0].clone());
+            self.pop.truncate(POPULATION);
+        }
     }
 }
 

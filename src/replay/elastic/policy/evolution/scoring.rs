@@ -12,90 +12,27 @@ impl<'a> Prepared<'a> {
         mut err: impl FnMut(usize) -> f64,
     ) -> Prepared<'a> {
         let cluster = ctx.cluster;
-        let total = cluster.total_gpus;
-        let mut server_of = Vec::with_capacity(total as usize);
-        let mut first_slot = Vec::with_capacity(cluster.servers.len());
-        for (s, srv) in cluster.servers.iter().enumerate() {
-            first_slot.push(server_of.len());
-            server_of.extend(std::iter::repeat_n(s, srv.gpus as usize));
-        }
+        let (server_of, first_slot) = slot_layout(cluster);
         let share = min_share(cluster);
         let share = if share.0.is_finite() {
             share
         } else {
             (0.0, 0.0)
         };
-        // scale_down: the largest running executed job holding half the cluster or more,
-        // cut toward 2n / (t / median t + 1) when it has run longer than the median.
-        let mut runs: Vec<f64> = ctx
-            .jobs
-            .iter()
-            .filter(|j| caps.get(&j.spec.id).is_some_and(|c| c.started))
-            .map(|j| j.run_s)
-            .collect();
-        runs.sort_by(f64::total_cmp);
-        let median = if runs.is_empty() {
-            0.0
-        } else if runs.len() % 2 == 1 {
-            runs[runs.len() / 2]
-        } else {
-            0.5 * (runs[runs.len() / 2 - 1] + runs[runs.len() / 2])
-        };
-        let n_of = |j: &ElasticJob| j.allocation.as_ref().map_or(0, |a| a.gpus());
-        let largest = ctx
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, j)| executed(j) && 2 * n_of(j) >= total && n_of(j) > 0)
-            .max_by_key(|(i, j)| (n_of(j), std::cmp::Reverse(*i)))
-            .map(|(i, _)| i);
+        let scale_down = ScaleDown::new(ctx, caps);
         // Without ONES's gate (which holds the whole decision instead, `gate.rs`), a job in its
         // first epoch since its last change is held inside the search.
-        let held =
-            |j: &ElasticJob| !variant.global_gate && n_of(j) > 0 && j.epochs_since_change() < 1.0;
+        let held = |j: &ElasticJob| {
+            !variant.global_gate && live_gpus(j) > 0 && j.epochs_since_change() < 1.0
+        };
         let info = ctx
             .jobs
             .iter()
             .enumerate()
             .map(|(i, j)| {
-                let c = caps.get(&j.spec.id).copied().unwrap_or(Caps {
-                    max_size: 1,
-                    stored: 0,
-                    started: false,
-                });
-                let live_n = n_of(j);
-                let ex = executed(j);
-                let mut cap = if live_n > 0 {
-                    if ex {
-                        c.max_size.min(4 * j.spec.requested_gpus.max(1))
-                    } else {
-                        live_n
-                    }
-                } else if c.started {
-                    c.stored
-                } else {
-                    0
-                };
-                if Some(i) == largest && median > 0.0 && j.run_s > median {
-                    let m =
-                        ((2.0 * live_n as f64 / (j.run_s / median + 1.0)).floor() as u32).max(1);
-                    cap = (m / 2 + m % 2) * 2;
-                }
-                // One sample per GPU at the largest batch at most.
-                let most = j.spec.max_batch.max(1);
-                let cap = cap.min(most);
-                let n = j.spec.epoch_samples.max(1e-9);
-                JobInfo {
-                    executed: ex,
-                    pinned: held(j),
-                    live_n,
-                    cap,
-                    max_size: c.max_size.max(1).min(most).max(live_n),
-                    epochs: (j.samples / n).floor() + 1.0,
-                    samples: j.samples,
-                    remaining_epochs: (j.remaining() / n).max(1e-3),
-                    err: err(i),
-                }
+                let c = caps.get(&j.spec.id).copied().unwrap_or(Caps::UNSTARTED);
+                let cap = scale_down.cap(i, j, search_cap(j, c));
+                job_info(j, c, cap, held(j), err(i))
             })
             .collect();
         let levels = if variant.resources {
@@ -368,5 +305,108 @@ impl<'a> Prepared<'a> {
                 })
             })
             .collect()
+    }
+}
+
+/// The slot layout of `cluster`: the server of each slot (its GPUs, server by server), and the
+/// first slot of each server.
+fn slot_layout(cluster: &Cluster) -> (Vec<usize>, Vec<usize>) {
+    let mut server_of = Vec::with_capacity(cluster.total_gpus as usize);
+    let mut first_slot = Vec::with_capacity(cluster.servers.len());
+    for (s, srv) in cluster.servers.iter().enumerate() {
+        first_slot.push(server_of.len());
+        server_of.extend(std::iter::repeat_n(s, srv.gpus as usize));
+    }
+    (server_of, first_slot)
+}
+
+/// GPUs a job holds now.
+fn live_gpus(j: &ElasticJob) -> u32 {
+    j.allocation.as_ref().map_or(0, |a| a.gpus())
+}
+
+/// The most GPUs the search may give a job (before scale_down): an executed running job its
+/// max size, up to 4x its request; a job in its first epoch what it holds; a stopped job its
+/// stored size; a never-started job none.
+fn search_cap(j: &ElasticJob, c: Caps) -> u32 {
+    let live_n = live_gpus(j);
+    if live_n > 0 {
+        if executed(j) {
+            c.max_size.min(4 * j.spec.requested_gpus.max(1))
+        } else {
+            live_n
+        }
+    } else if c.started {
+        c.stored
+    } else {
+        0
+    }
+}
+
+/// What one decision knows about job `j`, whose caps are `c`, the search's cap `cap`.
+fn job_info(j: &ElasticJob, c: Caps, cap: u32, pinned: bool, err: f64) -> JobInfo {
+    let live_n = live_gpus(j);
+    // One sample per GPU at the largest batch at most.
+    let most = j.spec.max_batch.max(1);
+    let cap = cap.min(most);
+    let n = j.spec.epoch_samples.max(1e-9);
+    JobInfo {
+        executed: executed(j),
+        pinned,
+        live_n,
+        cap,
+        max_size: c.max_size.max(1).min(most).max(live_n),
+        epochs: (j.samples / n).floor() + 1.0,
+        samples: j.samples,
+        remaining_epochs: (j.remaining() / n).max(1e-3),
+        err,
+    }
+}
+
+/// ONES's scale_down: the largest running executed job holding half the cluster or more is cut
+/// toward 2n / (t / median t + 1) when it has run longer than the median of the started jobs.
+struct ScaleDown {
+    /// Index of that job, if any.
+    largest: Option<usize>,
+    /// Median run time of the started jobs; 0 when none has started.
+    median: f64,
+}
+
+impl ScaleDown {
+    fn new(ctx: &DecisionCtx, caps: &BTreeMap<u64, Caps>) -> ScaleDown {
+        let total = ctx.cluster.total_gpus;
+        let mut runs: Vec<f64> = ctx
+            .jobs
+            .iter()
+            .filter(|j| caps.get(&j.spec.id).is_some_and(|c| c.started))
+            .map(|j| j.run_s)
+            .collect();
+        runs.sort_by(f64::total_cmp);
+        let median = if runs.is_empty() {
+            0.0
+        } else if runs.len() % 2 == 1 {
+            runs[runs.len() / 2]
+        } else {
+            0.5 * (runs[runs.len() / 2 - 1] + runs[runs.len() / 2])
+        };
+        let largest = ctx
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| executed(j) && 2 * live_gpus(j) >= total && live_gpus(j) > 0)
+            .max_by_key(|(i, j)| (live_gpus(j), std::cmp::Reverse(*i)))
+            .map(|(i, _)| i);
+        ScaleDown { largest, median }
+    }
+
+    /// Job `i`'s cap: `cap`, or the even size scale_down cuts it to.
+    fn cap(&self, i: usize, j: &ElasticJob, cap: u32) -> u32 {
+        if Some(i) == self.largest && self.median > 0.0 && j.run_s > self.median {
+            let m =
+                ((2.0 * live_gpus(j) as f64 / (j.run_s / self.median + 1.0)).floor() as u32).max(1);
+            (m / 2 + m % 2) * 2
+        } else {
+            cap
+        }
     }
 }

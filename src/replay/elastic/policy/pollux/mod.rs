@@ -116,6 +116,95 @@ struct JobTerms<'c> {
     memo: Vec<[Cell<f64>; 2]>,
 }
 
+impl<'c> JobTerms<'c> {
+    /// `job`'s terms, its speed-ups memoised up to `cap` GPUs.
+    fn new(ctx: &DecisionCtx<'c>, job: &'c ElasticJob, fair: u32, cap: u32) -> JobTerms<'c> {
+        let age = (ctx.now - job.spec.arrival_s).max(0.0);
+        // Pollux counts restarts after the first start.
+        let restarts = job.reconfigurations.saturating_sub(1) as f64;
+        JobTerms {
+            job,
+            base: best_batch(ctx, job, fair, 1).map_or(0.0, |x| x.0),
+            penalty: (age - RESTART_S * restarts).max(0.0) / (age + RESTART_S),
+            memo: (0..=cap)
+                .map(|_| [Cell::new(f64::NAN), Cell::new(f64::NAN)])
+                .collect(),
+        }
+    }
+}
+
+/// The two objectives of a state (a jobs x servers matrix of GPU counts), with what they
+/// depend on.
+struct Objectives<'c> {
+    ctx: &'c DecisionCtx<'c>,
+    /// One per row.
+    terms: Vec<JobTerms<'c>>,
+    /// The current allocation: a row that differs pays its job's restart penalty.
+    base: &'c [u8],
+    capacity: &'c [u8],
+    servers: usize,
+    /// GPUs of the fair share, ceil(GPUs / jobs).
+    fair: u32,
+    /// Servers per GPU: one server's worth of GPUs counts 1.
+    scale: f64,
+    /// Which servers a state uses (reused from one evaluation to the next).
+    active: RefCell<Vec<bool>>,
+}
+
+impl Objectives<'_> {
+    /// The speed-up of row `t` on `r` GPUs over `nodes` servers, memoised.
+    fn speedup(&self, t: &JobTerms, r: u32, nodes: u32) -> f64 {
+        let Some(cell) = t.memo.get(r as usize).map(|m| &m[(nodes > 1) as usize]) else {
+            return 0.0;
+        };
+        if cell.get().is_nan() {
+            let x = if r == 0 {
+                0.0
+            } else if t.base > 0.0 {
+                best_batch(self.ctx, t.job, r, nodes).map_or(0.0, |x| x.0) / t.base
+            } else {
+                r as f64 / self.fair as f64
+            };
+            cell.set(x);
+        }
+        cell.get()
+    }
+
+    /// Both objectives of `x`, minimised: minus the power mean (p = -1) of the penalised,
+    /// scaled speed-ups, and minus the cluster's utility.
+    fn evaluate(&self, x: &[u8]) -> [f64; 2] {
+        let servers = self.servers;
+        let mut harmonic = 0.0;
+        let mut sum = 0.0;
+        let mut active = self.active.borrow_mut();
+        active.fill(false);
+        for (r, t) in self.terms.iter().enumerate() {
+            let row = &x[r * servers..(r + 1) * servers];
+            let (mut g, mut nodes) = (0u32, 0u32);
+            for (s, &v) in row.iter().enumerate() {
+                if v > 0 {
+                    g += v as u32;
+                    nodes += 1;
+                    active[s] = true;
+                }
+            }
+            let sp = self.speedup(t, g, nodes);
+            sum += sp;
+            let mut scaled = sp * self.scale;
+            if row != &self.base[r * servers..(r + 1) * servers] {
+                scaled *= t.penalty;
+            }
+            harmonic += 1.0 / (scaled + ZERO_SPEEDUP);
+        }
+        let gpus: u32 = (0..servers)
+            .filter(|&s| active[s])
+            .map(|s| self.capacity[s] as u32)
+            .sum();
+        let utility = if gpus > 0 { sum / gpus as f64 } else { 0.0 };
+        [-(self.terms.len() as f64) / harmonic, -utility]
+    }
+}
+
 impl ElasticPolicy for Pollux {
     fn name(&self) -> &'static str {
         "pollux"
@@ -134,109 +223,23 @@ impl ElasticPolicy for Pollux {
         let capacity: Vec<u8> = (0..servers)
             .map(|s| pool.room(s, share.0, share.1).min(u8::MAX as u32) as u8)
             .collect();
-        // Rows: least attained service first (Pollux's order; the repair favours it).
-        let mut rows: Vec<usize> = (0..n).collect();
-        rows.sort_by(|&a, &b| {
-            let (ja, jb) = (&ctx.jobs[a], &ctx.jobs[b]);
-            ja.attained_gpu_s
-                .total_cmp(&jb.attained_gpu_s)
-                .then(ja.spec.arrival_s.total_cmp(&jb.spec.arrival_s))
-                .then(ja.spec.id.cmp(&jb.spec.id))
-        });
-        let mut base = vec![0u8; n * servers];
-        for (r, &i) in rows.iter().enumerate() {
-            if let Some(a) = &ctx.jobs[i].allocation {
-                for &(s, g) in &a.gpus_per_server {
-                    if s < servers {
-                        base[r * servers + s] = g.min(u8::MAX as u32) as u8;
-                    }
-                }
-            }
-        }
-        let max_replicas: Vec<u32> = rows
-            .iter()
-            .map(|&i| {
-                let job = &ctx.jobs[i];
-                let min_local = ctx
-                    .models
-                    .get(&job.spec.app)
-                    .map_or(1, |m| m.min_local_batch);
-                if held_to_one_gpu(job) {
-                    return 1;
-                }
-                (2 * job.max_gpus_run)
-                    .max(1)
-                    .min(job.spec.max_batch / min_local.max(1))
-                    .min(total)
-                    .max(1)
-            })
-            .collect();
+        let rows = rows_by_service(ctx);
+        let base = current_state(ctx, &rows, servers);
+        let max_replicas: Vec<u32> = rows.iter().map(|&i| max_gpus(ctx, &ctx.jobs[i])).collect();
         let fair = total.div_ceil(n as u32).max(1);
-        let scale = servers as f64 / total as f64;
-        let terms: Vec<JobTerms> = rows
-            .iter()
-            .zip(&max_replicas)
-            .map(|(&i, &cap)| {
-                let job = &ctx.jobs[i];
-                let age = (ctx.now - job.spec.arrival_s).max(0.0);
-                // Pollux counts restarts after the first start.
-                let restarts = job.reconfigurations.saturating_sub(1) as f64;
-                JobTerms {
-                    job,
-                    base: best_batch(ctx, job, fair, 1).map_or(0.0, |x| x.0),
-                    penalty: (age - RESTART_S * restarts).max(0.0) / (age + RESTART_S),
-                    memo: (0..=cap)
-                        .map(|_| [Cell::new(f64::NAN), Cell::new(f64::NAN)])
-                        .collect(),
-                }
-            })
-            .collect();
-        let speedup = |t: &JobTerms, r: u32, nodes: u32| -> f64 {
-            let Some(cell) = t.memo.get(r as usize).map(|m| &m[(nodes > 1) as usize]) else {
-                return 0.0;
-            };
-            if cell.get().is_nan() {
-                let x = if r == 0 {
-                    0.0
-                } else if t.base > 0.0 {
-                    best_batch(ctx, t.job, r, nodes).map_or(0.0, |x| x.0) / t.base
-                } else {
-                    r as f64 / fair as f64
-                };
-                cell.set(x);
-            }
-            cell.get()
-        };
-        let active_buf = RefCell::new(vec![false; servers]);
-        let objectives = |x: &[u8]| -> [f64; 2] {
-            let mut harmonic = 0.0;
-            let mut sum = 0.0;
-            let mut active = active_buf.borrow_mut();
-            active.fill(false);
-            for (r, t) in terms.iter().enumerate() {
-                let row = &x[r * servers..(r + 1) * servers];
-                let (mut g, mut nodes) = (0u32, 0u32);
-                for (s, &v) in row.iter().enumerate() {
-                    if v > 0 {
-                        g += v as u32;
-                        nodes += 1;
-                        active[s] = true;
-                    }
-                }
-                let sp = speedup(t, g, nodes);
-                sum += sp;
-                let mut scaled = sp * scale;
-                if row != &base[r * servers..(r + 1) * servers] {
-                    scaled *= t.penalty;
-                }
-                harmonic += 1.0 / (scaled + ZERO_SPEEDUP);
-            }
-            let gpus: u32 = (0..servers)
-                .filter(|&s| active[s])
-                .map(|s| capacity[s] as u32)
-                .sum();
-            let utility = if gpus > 0 { sum / gpus as f64 } else { 0.0 };
-            [-(n as f64) / harmonic, -utility]
+        let objectives = Objectives {
+            ctx,
+            terms: rows
+                .iter()
+                .zip(&max_replicas)
+                .map(|(&i, &cap)| JobTerms::new(ctx, &ctx.jobs[i], fair, cap))
+                .collect(),
+            base: &base,
+            capacity: &capacity,
+            servers,
+            fair,
+            scale: servers as f64 / total as f64,
+            active: RefCell::new(vec![false; servers]),
         };
         let problem = Problem {
             jobs: n,
@@ -244,10 +247,22 @@ impl ElasticPolicy for Pollux {
             capacity: &capacity,
             base: &base,
             max_replicas: &max_replicas,
-            objectives: &objectives,
+            objectives: &|x: &[u8]| objectives.evaluate(x),
         };
         let ids: Vec<u64> = rows.iter().map(|&i| ctx.jobs[i].spec.id).collect();
-        let mut starts = vec![base.clone()];
+        let starts = self.starts(&base, &ids, servers);
+        let front = problem.solve(starts, &mut self.rng);
+        let best = front.first().map_or_else(|| base.clone(), |b| b.0.clone());
+        self.previous = Some((ids, front.into_iter().map(|(x, _)| x).collect()));
+        decision(ctx, &rows, &best, servers, share)
+    }
+}
+
+impl Pollux {
+    /// The search's starting states: the current allocation, then the previous decision's
+    /// Pareto front on this decision's rows.
+    fn starts(&self, base: &[u8], ids: &[u64], servers: usize) -> Vec<Vec<u8>> {
+        let mut starts = vec![base.to_vec()];
         if let Some((prev_ids, states)) = &self.previous {
             let at: HashMap<u64, usize> = prev_ids
                 .iter()
@@ -255,36 +270,91 @@ impl ElasticPolicy for Pollux {
                 .map(|(r, &id)| (id, r))
                 .collect();
             for state in states {
-                starts.push(adapt(state, &at, &ids, servers));
+                starts.push(adapt(state, &at, ids, servers));
             }
         }
-        let front = problem.solve(starts, &mut self.rng);
-        let best = front.first().map_or_else(|| base.clone(), |b| b.0.clone());
-        self.previous = Some((ids, front.into_iter().map(|(x, _)| x).collect()));
-        let mut out = vec![None; n];
-        for (r, &i) in rows.iter().enumerate() {
-            let gpus_per_server: Vec<(usize, u32)> = best[r * servers..(r + 1) * servers]
-                .iter()
-                .enumerate()
-                .filter(|&(_, &v)| v > 0)
-                .map(|(s, &v)| (s, v as u32))
-                .collect();
-            if gpus_per_server.is_empty() {
-                continue;
-            }
-            let job = &ctx.jobs[i];
-            let g: u32 = gpus_per_server.iter().map(|&(_, g)| g).sum();
-            let global_batch = best_batch(ctx, job, g, gpus_per_server.len() as u32)
-                .map_or_else(|| job.spec.min_batch.max(g), |(_, b)| b);
-            out[i] = Some(Allocation {
-                gpus_per_server,
-                global_batch,
-                cpus_per_gpu: share.0,
-                mem_gb_per_gpu: share.1,
-            });
-        }
-        out
+        starts
     }
+}
+
+/// The rows: jobs by least attained service first (Pollux's order; the repair favours it).
+fn rows_by_service(ctx: &DecisionCtx) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..ctx.jobs.len()).collect();
+    rows.sort_by(|&a, &b| {
+        let (ja, jb) = (&ctx.jobs[a], &ctx.jobs[b]);
+        ja.attained_gpu_s
+            .total_cmp(&jb.attained_gpu_s)
+            .then(ja.spec.arrival_s.total_cmp(&jb.spec.arrival_s))
+            .then(ja.spec.id.cmp(&jb.spec.id))
+    });
+    rows
+}
+
+/// The current allocation as a state: GPUs per row and server.
+fn current_state(ctx: &DecisionCtx, rows: &[usize], servers: usize) -> Vec<u8> {
+    let mut base = vec![0u8; rows.len() * servers];
+    for (r, &i) in rows.iter().enumerate() {
+        if let Some(a) = &ctx.jobs[i].allocation {
+            for &(s, g) in &a.gpus_per_server {
+                if s < servers {
+                    base[r * servers + s] = g.min(u8::MAX as u32) as u8;
+                }
+            }
+        }
+    }
+    base
+}
+
+/// The most GPUs `job` may hold: twice the most it has run on (exploration), at most one
+/// smallest local batch per GPU of its largest batch and the cluster's GPUs; one for a job
+/// held to one GPU.
+fn max_gpus(ctx: &DecisionCtx, job: &ElasticJob) -> u32 {
+    let min_local = ctx
+        .models
+        .get(&job.spec.app)
+        .map_or(1, |m| m.min_local_batch);
+    if held_to_one_gpu(job) {
+        return 1;
+    }
+    (2 * job.max_gpus_run)
+        .max(1)
+        .min(job.spec.max_batch / min_local.max(1))
+        .min(ctx.cluster.total_gpus)
+        .max(1)
+}
+
+/// The decision state `best` (rows in `rows`' order) stands for, by job: each job's servers,
+/// its best batch there, `share` (cores, GB) per GPU.
+fn decision(
+    ctx: &DecisionCtx,
+    rows: &[usize],
+    best: &[u8],
+    servers: usize,
+    share: (f64, f64),
+) -> Vec<Option<Allocation>> {
+    let mut out = vec![None; ctx.jobs.len()];
+    for (r, &i) in rows.iter().enumerate() {
+        let gpus_per_server: Vec<(usize, u32)> = best[r * servers..(r + 1) * servers]
+            .iter()
+            .enumerate()
+            .filter(|&(_, &v)| v > 0)
+            .map(|(s, &v)| (s, v as u32))
+            .collect();
+        if gpus_per_server.is_empty() {
+            continue;
+        }
+        let job = &ctx.jobs[i];
+        let g: u32 = gpus_per_server.iter().map(|&(_, g)| g).sum();
+        let global_batch = best_batch(ctx, job, g, gpus_per_server.len() as u32)
+            .map_or_else(|| job.spec.min_batch.max(g), |(_, b)| b);
+        out[i] = Some(Allocation {
+            gpus_per_server,
+            global_batch,
+            cpus_per_gpu: share.0,
+            mem_gb_per_gpu: share.1,
+        });
+    }
+    out
 }
 
 /// `state` (a job's row at `at[id]`) with rows for `ids`: a job's previous row, zeros for a
