@@ -152,8 +152,9 @@ struct Slot {
     /// The replay's (rounds, contention sum) when the job was admitted: its own counts are the
     /// differences when it leaves, so a round costs nothing per waiting job.
     since: (u64, f64),
-    /// The round it last ran in (0: none yet).
-    ran_round: u64,
+    /// The round it last ran in, its low 32 bits (0: none yet): only ever compared with the
+    /// round being made, and a slot stays 64 bytes.
+    ran_round: u32,
     /// Its last allocation (cores, GB, servers) and the rate that gave.
     memo: Option<(f64, f64, u32, f64)>,
     /// The whole CPUs its process was last started on (0: not started), where starting
@@ -238,6 +239,8 @@ pub struct Replay<'c, 'a> {
     n_finished: u64,
     /// Synergy's starvation priority sorts first (its semantics, a policy that uses it).
     prioritized: bool,
+    /// Starting a job costs time: some profile has a start-up and the semantics are exact.
+    start_costs: bool,
     ended: bool,
 }
 
@@ -289,6 +292,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             active_gpus: 0,
             n_finished: 0,
             prioritized,
+            start_costs: cfg.semantics == Semantics::Exact && cfg.profiles.any_start_cost(),
             ended: false,
         })
     }
@@ -657,7 +661,7 @@ impl<'c, 'a> Replay<'c, 'a> {
         let pctx = self.pctx(1.0);
         let prioritized = self.prioritized;
         for &s in &self.running {
-            if self.slots[s].ran_round == self.n_rounds {
+            if self.slots[s].ran_round == self.n_rounds as u32 {
                 continue;
             }
             let j = &mut self.active[s];
@@ -751,4 +755,17 @@ fn select_round_jobs(order: &mut Vec<usize>, jobs: &[JobState], total_gpus: u32)
         }
         take
     });
+}
+
+#[cfg(test)]
+mod tests {
+    /// A slot moves with its job and is read for every active job each round.
+    #[test]
+    fn a_slot_stays_64_bytes() {
+        assert!(
+            std::mem::size_of::<super::Slot>() <= 64,
+            "{}",
+            std::mem::size_of::<super::Slot>()
+        );
+    }
 }

@@ -55,10 +55,13 @@ impl Replay<'_, '_> {
         let synergy = self.cfg.semantics == Semantics::Synergy;
         let mut finished = Vec::new();
         let Some(work) = self.work.as_deref_mut() else {
-            let start_costs = !synergy && self.cfg.profiles.any_start_cost();
             for i in 0..self.allocs.len() {
                 let a = self.allocs[i];
-                let starting = if start_costs { self.starting(i) } else { 0.0 };
+                let starting = if self.start_costs {
+                    self.starting(i)
+                } else {
+                    0.0
+                };
                 let j = &mut self.active[a.slot];
                 let ran = if synergy {
                     synergy_progress(j, a.rate, t, r)
@@ -120,7 +123,7 @@ impl Replay<'_, '_> {
     fn book(&mut self, i: usize, t: f64, ran: f64, finished: &mut Vec<usize>) {
         let cl = self.cfg.cluster;
         let a = self.allocs[i];
-        self.slots[a.slot].ran_round = self.n_rounds;
+        self.slots[a.slot].ran_round = self.n_rounds as u32;
         let j = &mut self.active[a.slot];
         j.rounds_run += 1;
         j.first_start.get_or_insert(t);
