@@ -47,6 +47,23 @@ impl Tracked {
     fn samples(&self) -> f64 {
         self.last.map_or(0.0, |r| r.samples)
     }
+
+    /// How far it got in the round from `t0`, `round_s` long, with `work` samples in all: its
+    /// finish, else its failure, ends the time it ran.
+    fn outcome(&self, id: u64, work: f64, t0: f64, round_s: f64) -> JobOutcome {
+        let failure = self.failure.as_ref().filter(|_| self.finish.is_none());
+        let end = self.finish.or(failure.map(|(at, _)| *at));
+        JobOutcome {
+            id,
+            remaining: match self.finish {
+                Some(_) => 0.0,
+                None => (work - self.samples()).max(0.0),
+            },
+            ran_s: end.map_or(round_s, |e| (e - t0).clamp(0.0, round_s)),
+            finish: self.finish.map(|f| f.max(t0)),
+            failure: failure.map(|(_, why)| why.clone()),
+        }
+    }
 }
 
 /// The instant cumulative samples reached `work`, between the reports `before` and `at`
@@ -295,37 +312,12 @@ impl<'a> DeployWork<'a> {
                 return Err(RoundFailure::Interrupted);
             }
         }
-        let mut outcomes = Vec::with_capacity(round.allocs.len());
-        for a in round.allocs {
-            let j = &mut jobs[a.slot];
-            let t = &self.tracked[&j.spec.id];
-            let (left, r) = (j.spec.work_samples - t.samples(), round.round_s);
-            outcomes.push(if let Some(f) = t.finish {
-                JobOutcome {
-                    id: j.spec.id,
-                    remaining: 0.0,
-                    ran_s: (f - t0).clamp(0.0, r),
-                    finish: Some(f.max(t0)),
-                    failure: None,
-                }
-            } else if let Some((at, why)) = &t.failure {
-                JobOutcome {
-                    id: j.spec.id,
-                    remaining: left.max(0.0),
-                    ran_s: (at - t0).clamp(0.0, r),
-                    finish: None,
-                    failure: Some(why.clone()),
-                }
-            } else {
-                JobOutcome {
-                    id: j.spec.id,
-                    remaining: left.max(0.0),
-                    ran_s: r,
-                    finish: None,
-                    failure: None,
-                }
-            });
-        }
+        let outcomes = (round.allocs.iter())
+            .map(|a| {
+                let spec = &jobs[a.slot].spec;
+                self.tracked[&spec.id].outcome(spec.id, spec.work_samples, t0, round.round_s)
+            })
+            .collect();
         let record = RoundRecord {
             t: t0,
             round_s: round.round_s,

@@ -88,14 +88,14 @@ pub fn run_fleet_sweep(
     };
     loop {
         if cancel.load(Ordering::SeqCst) {
-            scancel(&running.iter().map(|j| j.id.as_str()).collect::<Vec<_>>());
+            cancel_all(&running);
             return Err(SweepError::Interrupted {
                 cells: fleet.matrix.as_ref().map_or(0, |m| m.cells.len()),
                 path: opts.output.clone(),
             });
         }
         if let Err(e) = ctx.submit_pending(&mut pending, &mut running, &fleet, observer) {
-            scancel(&running.iter().map(|j| j.id.as_str()).collect::<Vec<_>>());
+            cancel_all(&running);
             return Err(e);
         }
         if running.is_empty() {
@@ -204,6 +204,11 @@ fn whole_core_levels(
     levels.sort_by(|a, b| b.total_cmp(a));
     levels.dedup();
     Ok(levels)
+}
+
+/// Cancels every running level's Slurm job.
+fn cancel_all(running: &[Job]) {
+    scancel(&running.iter().map(|j| j.id.as_str()).collect::<Vec<_>>());
 }
 
 /// Looks at the running jobs: says where one's Slurm state changed, and takes out and
