@@ -130,23 +130,9 @@ pub fn fractional_levels_are_refused(c: &Cluster) {
 /// sweep inside a Slurm job refuses to make cgroups of its own.
 pub fn steps_check_their_caps(c: &Cluster) {
     let out_file = c.dir().join("mismatch.matrix.jsonl");
-    let out = c
-        .cmd("srun")
-        .args([
-            "-n1",
-            "-c1",
-            "--mem=2G",
-            PROFILER,
-            "sweep",
-            "--job",
-            INPUT_PIPELINE,
-        ])
-        .args(["--slurm-step-cpu", "2", "-o"])
-        .arg(&out_file)
-        .output()
-        .expect("srun runs");
-    let log = text(&out);
-    assert!(!out.status.success(), "{log}");
+    let step_cpu = ["--slurm-step-cpu", "2", "-o", &out_file.to_string_lossy()];
+    let (ok, log) = sweep_in_a_step(c, "mismatch", &step_cpu);
+    assert!(!ok, "{log}");
     assert!(
         log.contains("refusing to measure cpu = 2") && log.contains("allows 1 core(s)"),
         "{log}"
@@ -157,22 +143,30 @@ pub fn steps_check_their_caps(c: &Cluster) {
         out_file.display()
     );
 
+    let (ok, log) = sweep_in_a_step(c, "capped", &[]);
+    assert!(!ok, "{log}");
+    assert!(log.contains("whose cgroups Slurm owns"), "{log}");
+}
+
+/// Runs `profiler sweep --job INPUT_PIPELINE ARGS` as a one-core Slurm step: whether it
+/// succeeded, and srun's messages with the step's own output. The step writes its output to
+/// files (`--output`, `--error`) rather than through srun's forwarding, which can drop the
+/// output of a task that exits at once.
+fn sweep_in_a_step(c: &Cluster, name: &str, args: &[&str]) -> (bool, String) {
+    let stdout = c.dir().join(format!("{name}.step.out"));
+    let stderr = c.dir().join(format!("{name}.step.err"));
     let out = c
         .cmd("srun")
-        .args([
-            "-n1",
-            "-c1",
-            "--mem=2G",
-            PROFILER,
-            "sweep",
-            "--job",
-            INPUT_PIPELINE,
-        ])
+        .args(["-n1", "-c1", "--mem=2G"])
+        .arg(format!("--output={}", stdout.display()))
+        .arg(format!("--error={}", stderr.display()))
+        .args([PROFILER, "sweep", "--job", INPUT_PIPELINE])
+        .args(args)
         .output()
         .expect("srun runs");
-    let log = text(&out);
-    assert!(!out.status.success(), "{log}");
-    assert!(log.contains("whose cgroups Slurm owns"), "{log}");
+    let step = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    let log = format!("{}{}{}", text(&out), step(&stdout), step(&stderr));
+    (out.status.success(), log)
 }
 
 /// Ctrl-C of `sweep --slurm` cancels its jobs and says how to resume.
