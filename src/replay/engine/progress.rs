@@ -2,10 +2,11 @@
 //! out) or as Synergy's simulator counts it (whole iterations, finishing at the round's end),
 //! or as a [`RoundWork`](super::RoundWork) makes it (a deploy's real jobs); and what the engine books for it.
 
+use super::super::cluster::Cluster;
 use super::super::error::ReplayError;
 use super::super::job::JobState;
-use super::super::profile::Semantics;
-use super::{Replay, Round};
+use super::super::profile::{Semantics, StartCost};
+use super::{Alloc, Replay, Round, Slot};
 
 /// Exact semantics: the job runs at `rate` and finishes the instant its work runs out.
 /// Returns the seconds it ran.
@@ -52,35 +53,34 @@ impl Replay<'_, '_> {
     /// the slots of those that finished or failed.
     pub(super) fn progress(&mut self, t: f64) -> Result<Vec<usize>, ReplayError> {
         let r = self.cfg.round_s;
-        let synergy = self.cfg.semantics == Semantics::Synergy;
-        let mut finished = Vec::new();
+        let round = self.n_rounds as u32;
+        let cluster = self.cfg.cluster;
         let Some(work) = self.work.as_deref_mut() else {
-            for i in 0..self.allocs.len() {
-                let a = self.allocs[i];
-                let starting = if self.start_costs {
-                    self.starting(i)
+            let synergy = self.cfg.semantics == Semantics::Synergy;
+            let (profiles, start_costs) = (self.cfg.profiles, self.start_costs);
+            let run = |a: &Alloc, j: &mut JobState, slot: &mut Slot| {
+                if synergy {
+                    return synergy_progress(j, a.rate, t, r);
+                }
+                let starting = if start_costs {
+                    starting(a, profiles.get(j.profile as usize).start, slot, r)
                 } else {
                     0.0
                 };
-                let j = &mut self.active[a.slot];
-                let ran = if synergy {
-                    synergy_progress(j, a.rate, t, r)
-                } else {
-                    starting + exact_progress(j, a.rate, t + starting, r - starting)
-                };
-                self.book(i, t, ran, &mut finished);
-            }
-            return Ok(finished);
+                starting + exact_progress(j, a.rate, t + starting, r - starting)
+            };
+            let (allocs, slots, active) = (&self.allocs, &mut self.slots, &mut self.active);
+            return Ok(book_round(allocs, slots, active, cluster, round, t, run));
         };
         let mut ran = std::mem::take(&mut self.ran);
         ran.clear();
-        let round = Round {
+        let placed = Round {
             t,
             round_s: r,
             allocs: &self.allocs,
             placements: &self.placements,
         };
-        work.run_round(&round, &mut self.active, &mut ran)?;
+        work.run_round(&placed, &mut self.active, &mut ran)?;
         if ran.len() != self.allocs.len() {
             return Err(ReplayError::Internal(format!(
                 "round at t={t} s: {} jobs placed, progress for {}",
@@ -88,52 +88,63 @@ impl Replay<'_, '_> {
                 ran.len()
             )));
         }
-        for (i, &ran_s) in ran.iter().enumerate() {
-            self.book(i, t, ran_s, &mut finished);
-        }
+        let mut next = ran.iter().copied();
+        let run = |_: &Alloc, _: &mut JobState, _: &mut Slot| next.next().unwrap_or(0.0);
+        let (allocs, slots, active) = (&self.allocs, &mut self.slots, &mut self.active);
+        let finished = book_round(allocs, slots, active, cluster, round, t, run);
         self.ran = ran;
         Ok(finished)
     }
+}
 
-    /// Seconds allocation `i`'s job spends starting this round: its start-up where it starts
-    /// for the first time, or again because its whole CPUs changed and it sizes itself.
-    fn starting(&mut self, i: usize) -> f64 {
-        let a = self.allocs[i];
-        let cost = self
-            .cfg
-            .profiles
-            .get(self.active[a.slot].profile as usize)
-            .start;
-        let cpus = (a.cpus.max(0.0).ceil() as u32).max(1);
-        let slot = &mut self.slots[a.slot];
-        let starts = slot.started_on == 0 || (cost.restarts_to_resize && slot.started_on != cpus);
-        if slot.started_on == 0 || cost.restarts_to_resize {
-            slot.started_on = cpus;
-        }
-        if starts {
-            cost.startup_s.min(self.cfg.round_s)
-        } else {
-            0.0
-        }
+/// Seconds a job spends starting this round: its start-up where it starts for the first time,
+/// or again because its whole CPUs changed and it sizes itself (`cost`); `slot` keeps the CPUs
+/// it was started on.
+fn starting(a: &Alloc, cost: StartCost, slot: &mut Slot, round_s: f64) -> f64 {
+    let cpus = (a.cpus.max(0.0).ceil() as u32).max(1);
+    let starts = slot.started_on == 0 || (cost.restarts_to_resize && slot.started_on != cpus);
+    if slot.started_on == 0 || cost.restarts_to_resize {
+        slot.started_on = cpus;
     }
+    if starts {
+        cost.startup_s.min(round_s)
+    } else {
+        0.0
+    }
+}
 
-    /// Books allocation `i`'s round for its job, which ran `ran` seconds from `t`: rounds run,
-    /// first start, GPU and dominant-share seconds; its slot joins `finished` if it is over.
-    #[inline]
-    fn book(&mut self, i: usize, t: f64, ran: f64, finished: &mut Vec<usize>) {
-        let cl = self.cfg.cluster;
-        let a = self.allocs[i];
-        self.slots[a.slot].ran_round = self.n_rounds as u32;
-        let j = &mut self.active[a.slot];
+/// Runs each allocation's job for the round at `t` (`run` returns the seconds it ran) and books
+/// it: rounds run, first start, GPU and dominant-share seconds. Returns the slots of the jobs
+/// that are over. One loop over borrowed parts, generic in `run`, so that the replay's own
+/// progress compiles to the tight loop it was before a round's work could come from elsewhere.
+#[inline(always)]
+fn book_round(
+    allocs: &[Alloc],
+    slots: &mut [Slot],
+    active: &mut [JobState],
+    cl: &Cluster,
+    round: u32,
+    t: f64,
+    mut run: impl FnMut(&Alloc, &mut JobState, &mut Slot) -> f64,
+) -> Vec<usize> {
+    let (total_gpus, total_cpus, total_mem_gb) =
+        (cl.total_gpus as f64, cl.total_cpus, cl.total_mem_gb);
+    let mut finished = Vec::new();
+    for a in allocs {
+        let slot = &mut slots[a.slot];
+        slot.ran_round = round;
+        let j = &mut active[a.slot];
         j.rounds_run += 1;
         j.first_start.get_or_insert(t);
-        let dom = (a.gpus as f64 / cl.total_gpus as f64)
-            .max(a.cpus / cl.total_cpus)
-            .max(a.mem_gb / cl.total_mem_gb);
+        let ran = run(a, j, slot);
+        let dom = (a.gpus as f64 / total_gpus)
+            .max(a.cpus / total_cpus)
+            .max(a.mem_gb / total_mem_gb);
         j.attained_gpu_s += a.gpus as f64 * ran;
         j.attained_dominant_s += dom * ran;
         if j.finish.is_some() || j.failed {
             finished.push(a.slot);
         }
     }
+    finished
 }
