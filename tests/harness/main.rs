@@ -180,7 +180,7 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
         dir.path(),
         "cpu-scaling",
         2.0,
-        3,
+        2,
         "cpu = [0.5, 1, 2]\nadapts_to_caps = true",
     );
     let out = dir.path().join("m.matrix.jsonl");
@@ -211,14 +211,14 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
         "2/1 CPU relative ratio {:.2}",
         1.0 / r1.rate
     );
-    // Three passes, each one live launch walking the levels in two rounds, each round a block
+    // Two passes, each one live launch walking the levels in two rounds, each round a block
     // that opens with the reference and is re-capped back to it at its end (the next round's
     // opening); every cell other than the reference rests on the blocks that were kept, one
     // visit each.
     let on_disk = load_matrix(&out).unwrap();
     assert_eq!(on_disk.cells, outcome.matrix.cells);
     let blocks = &on_disk.header.blocks;
-    assert!(blocks.len() >= 6, "{blocks:?}");
+    assert!(blocks.len() >= 4, "{blocks:?}");
     assert!(
         blocks
             .iter()
@@ -246,7 +246,7 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     // rate its visits' together.
     let launches_of = |c: &Cell| c.throughput.as_ref().map_or(0, |t| t.launches.len());
     let passes = outcome.launches as usize;
-    assert!(passes >= 3, "{passes} launches");
+    assert!(passes >= 2, "{passes} launches");
     assert!(cells.iter().all(|c| launches_of(c) == passes), "{cells:?}");
     assert!(cells.iter().all(|c| c.source == CellSource::Measured));
     // Every absolute interval holds the spread the header records, and each launch of its point.
