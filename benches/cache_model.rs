@@ -32,18 +32,12 @@ fn report_bandwidths() {
 
 fn bench_predict(c: &mut Criterion) {
     report_bandwidths();
-    let model = CacheModel::new(CacheModelInputs {
-        kind: profiler::matrix::CacheKind::Minio,
-        dataset_bytes: 150 << 30,
-        storage_bytes_per_s: 500e6,
-        memory_bytes_per_s_per_core: 10e9,
-        read_unit_bytes: None,
-        sequential_map_bytes: None,
-        access_hit_curve: None,
-        job_storage_bytes_per_s: None,
-        miss_calibration: None,
-        replayed_reads: None,
-    });
+    let model = CacheModel::new(CacheModelInputs::new(
+        profiler::matrix::CacheKind::Minio,
+        150 << 30,
+        500e6,
+        10e9,
+    ));
     c.bench_function("predict_samples_per_s (one cell)", |b| {
         b.iter(|| {
             model.predict_samples_per_s(

@@ -329,18 +329,12 @@ mod tests {
     const GB: u64 = 1 << 30;
 
     pub(super) fn model(dataset_bytes: u64, storage: f64, mem_per_core: f64) -> CacheModel {
-        CacheModel::new(CacheModelInputs {
-            kind: CacheKind::Minio,
+        CacheModel::new(CacheModelInputs::new(
+            CacheKind::Minio,
             dataset_bytes,
-            storage_bytes_per_s: storage,
-            memory_bytes_per_s_per_core: mem_per_core,
-            read_unit_bytes: None,
-            sequential_map_bytes: None,
-            access_hit_curve: None,
-            job_storage_bytes_per_s: None,
-            miss_calibration: None,
-            replayed_reads: None,
-        })
+            storage,
+            mem_per_core,
+        ))
     }
 
     /// The rate and hit ratio of a feasible prediction.

@@ -236,6 +236,30 @@ pub struct CacheModelInputs {
     pub replayed_reads: Option<ReplayedReads>,
 }
 
+impl CacheModelInputs {
+    /// The inputs a sweep has before the job's own reads refine them: the model, the dataset's
+    /// size and the two bandwidths, every refinement absent.
+    pub fn new(
+        kind: CacheKind,
+        dataset_bytes: u64,
+        storage_bytes_per_s: f64,
+        memory_bytes_per_s_per_core: f64,
+    ) -> CacheModelInputs {
+        CacheModelInputs {
+            kind,
+            dataset_bytes,
+            storage_bytes_per_s,
+            memory_bytes_per_s_per_core,
+            read_unit_bytes: None,
+            sequential_map_bytes: None,
+            access_hit_curve: None,
+            job_storage_bytes_per_s: None,
+            miss_calibration: None,
+            replayed_reads: None,
+        }
+    }
+}
+
 /// How a job reads its dataset, as the sweep saw it: by system calls, or through memory maps
 /// with the advice it gave them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

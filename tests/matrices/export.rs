@@ -380,18 +380,12 @@ fn rich_matrix() -> Matrix {
             },
             created_unix_s: 1_700_000_000,
             provenance: Some("test fixture".into()),
-            cache_model: Some(CacheModelInputs {
-                kind: CacheKind::PageCache,
-                dataset_bytes: 10_000_000_000,
-                storage_bytes_per_s: 2e8,
-                memory_bytes_per_s_per_core: 5e9,
-                read_unit_bytes: None,
-                sequential_map_bytes: None,
-                access_hit_curve: None,
-                job_storage_bytes_per_s: None,
-                miss_calibration: None,
-                replayed_reads: None,
-            }),
+            cache_model: Some(CacheModelInputs::new(
+                CacheKind::PageCache,
+                10_000_000_000,
+                2e8,
+                5e9,
+            )),
             validation: Some(Validation {
                 created_unix_s: 1_700_000_100,
                 models: vec![

@@ -57,18 +57,12 @@ fn failing() -> (PathBuf, Matrix) {
             c.throughput = None;
         }
     }
-    m.header.cache_model = Some(CacheModelInputs {
-        kind: CacheKind::PageCache,
-        dataset_bytes: 84_677_644,
-        storage_bytes_per_s: 2e7,
-        memory_bytes_per_s_per_core: 3e10,
-        read_unit_bytes: None,
-        sequential_map_bytes: None,
-        access_hit_curve: None,
-        job_storage_bytes_per_s: None,
-        miss_calibration: None,
-        replayed_reads: None,
-    });
+    m.header.cache_model = Some(CacheModelInputs::new(
+        CacheKind::PageCache,
+        84_677_644,
+        2e7,
+        3e10,
+    ));
     m.header.validation = Some(Validation {
         created_unix_s: 0,
         models: vec![

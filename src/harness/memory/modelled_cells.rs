@@ -80,18 +80,7 @@ pub fn modelled_cells(
 /// The model's inputs for a job without a dataset: nothing to cache, so only the job's own
 /// memory decides whether a limit is feasible.
 fn no_dataset() -> CacheModelInputs {
-    CacheModelInputs {
-        kind: crate::matrix::CacheKind::Minio,
-        dataset_bytes: 0,
-        storage_bytes_per_s: 0.0,
-        memory_bytes_per_s_per_core: 0.0,
-        read_unit_bytes: None,
-        sequential_map_bytes: None,
-        access_hit_curve: None,
-        job_storage_bytes_per_s: None,
-        miss_calibration: None,
-        replayed_reads: None,
-    }
+    CacheModelInputs::new(crate::matrix::CacheKind::Minio, 0, 0.0, 0.0)
 }
 
 /// A modelled cell at `limit` for the CPU level and parameters of `measured`, with nothing
@@ -183,18 +172,12 @@ mod tests {
     fn slow_storage_makes_small_caches_slower_and_tiny_limits_infeasible() {
         // 1000 samples of 1 MiB each, 10 MiB/s storage: with nothing cached an epoch takes
         // 100 s (10 samples/s), far below the measured 500 samples/s.
-        let inputs = CacheModelInputs {
-            kind: crate::matrix::CacheKind::Minio,
-            dataset_bytes: 1000 * MIB,
-            storage_bytes_per_s: 10.0 * MIB as f64,
-            memory_bytes_per_s_per_core: 10e9,
-            read_unit_bytes: None,
-            sequential_map_bytes: None,
-            access_hit_curve: None,
-            job_storage_bytes_per_s: None,
-            miss_calibration: None,
-            replayed_reads: None,
-        };
+        let inputs = CacheModelInputs::new(
+            crate::matrix::CacheKind::Minio,
+            1000 * MIB,
+            10.0 * MIB as f64,
+            10e9,
+        );
         let cells = modelled_cells(
             &measured(500.0),
             &[600 * MIB, 150 * MIB, 50 * MIB],
@@ -219,18 +202,12 @@ mod tests {
     /// charges as page cache, 100 MiB of them touched while measured; 500 MiB anonymous.
     #[test]
     fn the_cache_left_for_the_dataset_leaves_out_mapped_libraries() {
-        let inputs = CacheModelInputs {
-            kind: crate::matrix::CacheKind::Minio,
-            dataset_bytes: 400 * MIB,
-            storage_bytes_per_s: 10.0 * MIB as f64,
-            memory_bytes_per_s_per_core: 10e9,
-            read_unit_bytes: None,
-            sequential_map_bytes: None,
-            access_hit_curve: None,
-            job_storage_bytes_per_s: None,
-            miss_calibration: None,
-            replayed_reads: None,
-        };
+        let inputs = CacheModelInputs::new(
+            crate::matrix::CacheKind::Minio,
+            400 * MIB,
+            10.0 * MIB as f64,
+            10e9,
+        );
         let mut top = measured(500.0);
         top.telemetry = Some(Telemetry {
             rss_peak_bytes: 900 * MIB,
@@ -298,18 +275,12 @@ mod tests {
 
     #[test]
     fn a_zero_rate_models_to_zero_not_nan() {
-        let inputs = CacheModelInputs {
-            kind: crate::matrix::CacheKind::PageCache,
-            dataset_bytes: 1000 * MIB,
-            storage_bytes_per_s: 10.0 * MIB as f64,
-            memory_bytes_per_s_per_core: 10e9,
-            read_unit_bytes: None,
-            sequential_map_bytes: None,
-            access_hit_curve: None,
-            job_storage_bytes_per_s: None,
-            miss_calibration: None,
-            replayed_reads: None,
-        };
+        let inputs = CacheModelInputs::new(
+            crate::matrix::CacheKind::PageCache,
+            1000 * MIB,
+            10.0 * MIB as f64,
+            10e9,
+        );
         for inputs in [Some(&inputs), None] {
             let cells = modelled_cells(&measured(0.0), &[600 * MIB, 150 * MIB], inputs, 1000);
             for c in &cells {

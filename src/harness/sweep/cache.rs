@@ -74,19 +74,12 @@ impl Sweep<'_> {
             .dataset
             .as_ref()
             .map_or(CacheKind::PageCache, |d| d.cache);
-        self.cache_inputs = Some(CacheModelInputs {
+        self.cache_inputs = Some(CacheModelInputs::new(
             kind,
-            dataset_bytes: ds.page_cache_bytes,
-            storage_bytes_per_s: storage,
-            memory_bytes_per_s_per_core:
-                crate::harness::memory::bandwidth::measure_memory_read_bandwidth_per_core(),
-            read_unit_bytes: None,
-            sequential_map_bytes: None,
-            access_hit_curve: None,
-            job_storage_bytes_per_s: None,
-            miss_calibration: None,
-            replayed_reads: None,
-        });
+            ds.page_cache_bytes,
+            storage,
+            crate::harness::memory::bandwidth::measure_memory_read_bandwidth_per_core(),
+        ));
         if let Some((_, cap)) = self.storage_throttle {
             self.check_cap_against_random_reads(cap as f64);
         }

@@ -327,18 +327,12 @@ mod tests {
     fn matrix(cells: Vec<Cell>) -> Matrix {
         let mut h = header("job");
         h.job.dataset_samples = Some(2000);
-        h.cache_model = Some(CacheModelInputs {
-            kind: CacheKind::PageCache,
-            dataset_bytes: 100 * MIB,
-            storage_bytes_per_s: 20.0 * MIB as f64,
-            memory_bytes_per_s_per_core: 1e13,
-            read_unit_bytes: None,
-            sequential_map_bytes: None,
-            access_hit_curve: None,
-            job_storage_bytes_per_s: None,
-            miss_calibration: None,
-            replayed_reads: None,
-        });
+        h.cache_model = Some(CacheModelInputs::new(
+            CacheKind::PageCache,
+            100 * MIB,
+            20.0 * MIB as f64,
+            1e13,
+        ));
         Matrix { header: h, cells }
     }
 

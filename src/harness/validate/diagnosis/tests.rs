@@ -31,18 +31,12 @@ fn cell(mem_mb: u64, rate: f64, storage: f64, cpu: f64, cached_mb: u64, resident
 
 /// 100 MB of 1,000 samples (100 KB each), storage at 20 MB/s, the page-cache model.
 fn model() -> CacheModel {
-    CacheModel::new(CacheModelInputs {
-        kind: CacheKind::PageCache,
-        dataset_bytes: 100 * MB,
-        storage_bytes_per_s: 20.0 * MB as f64,
-        memory_bytes_per_s_per_core: 5e9,
-        read_unit_bytes: None,
-        sequential_map_bytes: None,
-        access_hit_curve: None,
-        job_storage_bytes_per_s: None,
-        miss_calibration: None,
-        replayed_reads: None,
-    })
+    CacheModel::new(CacheModelInputs::new(
+        CacheKind::PageCache,
+        100 * MB,
+        20.0 * MB as f64,
+        5e9,
+    ))
 }
 
 #[test]
