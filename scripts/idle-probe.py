@@ -139,6 +139,7 @@ def duet(args, command, workdir):
     share = (probe[-1][2] - probe[0][2]) / (probe[-1][0] - probe[0][0])
     print(f"job {args.cores} cores on CPUs {args.cpus}, probe {args.duty} ms a 100 ms "
           f"(took {100 * share:.1f}% of a CPU), {end - start:.0f} s after {args.warmup} s warm-up")
+    seconds = None
     print(f"{'window':>7} {'n':>4} {'job cv':>7} {'probe cv':>9} {'corr':>6} {'slope':>6} "
           f"{'left cv':>8}")
     for w in (0.5, 1.0, 2.0, 4.0):
@@ -164,6 +165,22 @@ def duet(args, command, workdir):
         cv = lambda xs: 100 * st.stdev(xs) / st.mean(xs)
         print(f"{w:>6}s {len(rates):>4} {cv(rates):>6.1f}% {cv(speeds):>8.1f}% "
               f"{st.correlation(lx, ly):>6.2f} {slope:>6.2f} {100 * st.stdev(left):>7.1f}%")
+        if w == 1.0:
+            seconds = (lx, ly)
+    if seconds:
+        print_lags(*seconds)
+
+
+def print_lags(job, probe):
+    """How long a spell lasts: the autocorrelation of the 1-s windows' log rate and log speed
+    at several lags, and the spread of the difference between two windows that far apart."""
+    print("lag s   job's autocorrelation   probe's   sd of the job's log-ratio between the two")
+    for lag in (1, 2, 5, 10, 20, 30, 60, 120):
+        if len(job) < lag + 10:
+            break
+        a = lambda xs: st.correlation(xs[:-lag], xs[lag:])
+        diffs = [x1 - x0 for x0, x1 in zip(job[:-lag], job[lag:])]
+        print(f"{lag:>5} {a(job):>23.2f} {a(probe):>9.2f} {100 * st.stdev(diffs):>10.1f}%")
 
 
 def t_975(df):
