@@ -243,6 +243,10 @@ def main():
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("a COMMAND after -- is needed")
+    for needed in (f"{FS}/cpu/cpu.cfs_quota_us", f"{FS}/cpu/cpu.idle", f"{FS}/cpuset/cpuset.mems"):
+        if not os.path.exists(needed):
+            sys.exit(f"idle-probe: {needed} is missing: this needs root and cgroup v1 cpu and "
+                     "cpuset hierarchies, with cpu.idle (Linux 5.15 or later)")
     with tempfile.TemporaryDirectory() as workdir:
         (duet if args.mode == "duet" else ab)(args, command, workdir)
 
