@@ -94,11 +94,11 @@ def run_once(args, command, with_probe, seconds, workdir):
         if os.path.exists(p):
             os.remove(p)
     job_group = Cgroup(f"idle-probe-job-{os.getpid()}", args.cpus)
-    write(f"{job_group.cpu}/cpu.cfs_period_us", PERIOD_US)
-    write(f"{job_group.cpu}/cpu.cfs_quota_us", int(args.cores * PERIOD_US))
     probe_group = None
     procs = []
     try:
+        write(f"{job_group.cpu}/cpu.cfs_period_us", PERIOD_US)
+        write(f"{job_group.cpu}/cpu.cfs_quota_us", int(args.cores * PERIOD_US))
         if with_probe:
             probe_group = Cgroup(f"idle-probe-probe-{os.getpid()}", args.cpus)
             write(f"{probe_group.cpu}/cpu.shares", 2)
