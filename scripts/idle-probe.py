@@ -103,9 +103,9 @@ def run_once(args, command, with_probe, seconds, workdir):
             probe_group = Cgroup(f"idle-probe-probe-{os.getpid()}", args.cpus)
             write(f"{probe_group.cpu}/cpu.shares", 2)
             write(f"{probe_group.cpu}/cpu.idle", 1)
-            procs.append(subprocess.Popen(
-                [sys.executable, "-c", PROBE, probe_out, str(args.duty / 1000.0)],
-                preexec_fn=probe_group.enter))
+            probe = [args.probe] if args.probe else [sys.executable, "-c", PROBE]
+            procs.append(subprocess.Popen(probe + [probe_out, str(args.duty / 1000.0)],
+                                          preexec_fn=probe_group.enter))
         env = dict(os.environ, PROFILER_PROGRESS_FILE=progress)
         procs.append(subprocess.Popen(command, env=env, preexec_fn=job_group.enter,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -230,6 +230,9 @@ def main():
     parser.add_argument("--cpus", default="0", help="the job's (and the probe's) cpuset")
     parser.add_argument("--duty", type=float, default=2.0,
                         help="milliseconds the probe runs every 100 ms (100: all the time)")
+    parser.add_argument("--probe", help="a probe program of one's own in place of the Python "
+                        "loop, run as PROBE OUT BUSY_S: it writes `unix_time work thread_cpu_s` "
+                        "to OUT after every burst of BUSY_S seconds, every 100 ms")
     parser.add_argument("--warmup", type=float, default=4.0, help="seconds left out at start")
     sub = parser.add_subparsers(dest="mode", required=True)
     d = sub.add_parser("duet", help="one run of the job beside the probe")

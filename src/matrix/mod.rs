@@ -768,6 +768,7 @@ pub(crate) mod fixtures {
                 ci95_high,
                 blocks: 3,
                 dropped_blocks: 0,
+                host_slope: None,
             }),
             ..cell(cpu)
         }

@@ -19,6 +19,7 @@
 //! interval for the relative rate another sweep with as many blocks measures:
 //! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
 
+use super::visits::HostSpeed;
 use super::{Cell, CellSource};
 use crate::stats::{mean, t_975};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,10 @@ pub struct RelativeRate {
     /// processes disturbed them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_blocks: u32,
+    /// Where the host's speed on the job's CPUs was taken out of the ratios: the cell's slope
+    /// of log rate on the probe's log speed (`relative/host.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_slope: Option<f64>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -192,8 +197,16 @@ fn log_variance(rate: f64, low: f64, high: f64) -> f64 {
     ((high - low) / 2.0 / 1.96 / rate).powi(2)
 }
 
-/// One measurement of a cell: rate, interval, span, and the launch where it is a visit.
-type Measurement = (f64, f64, f64, Option<[f64; 2]>, Option<u32>);
+/// One measurement of a cell: rate, interval, span, the launch where it is a visit, and the
+/// host's speed where a probe measured it.
+type Measurement = (
+    f64,
+    f64,
+    f64,
+    Option<[f64; 2]>,
+    Option<u32>,
+    Option<HostSpeed>,
+);
 
 /// Each measurement of `cell`: its visits where a launch measured it more than once, else its
 /// launches.
@@ -208,6 +221,7 @@ fn measurements(cell: &Cell) -> Vec<Measurement> {
                     v.ci95_high,
                     span,
                     Some(v.launch),
+                    v.host.clone(),
                 )
             })
             .collect(),
@@ -218,6 +232,7 @@ fn measurements(cell: &Cell) -> Vec<Measurement> {
                     l.ci95_low,
                     l.ci95_high,
                     l.measured_unix_s,
+                    None,
                     None,
                 )
             })
@@ -236,11 +251,19 @@ struct Ratios {
     dropped: u32,
     /// The launches of the visits in blocks left out.
     dropped_launches: Vec<u32>,
+    /// The host's speed during each kept measurement, where a probe measured it.
+    hosts: Vec<Option<HostSpeed>>,
+    /// Where the logs were read at the sweep's host speed: the slope used, the degrees of
+    /// freedom fitting it on the logs themselves spent, and the variance that reading adds to
+    /// another sweep's log-ratio.
+    host_slope: Option<f64>,
+    slope_df: usize,
+    level_variance: f64,
 }
 
 fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     let mut out = Ratios::default();
-    for (rate, low, high, span, launch) in measurements(cell) {
+    for (rate, low, high, span, launch, host) in measurements(cell) {
         let Some([s0, s1]) = span else {
             continue;
         };
@@ -262,12 +285,25 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
         out.logs.push((rate / reference).ln());
         out.within.push(log_variance(rate, low, high) + ref_var);
         out.launches.push(launch);
+        out.hosts.push(host);
     }
     out
 }
 
+/// `cell`'s ratios ([`ratios`]) read at the host speed of the sweep of `cells` where a probe
+/// measured them.
+fn host_adjusted(blocks: &[SweepBlock], cells: &[Cell], cell: &Cell) -> Ratios {
+    let mut r = ratios(blocks, cell);
+    if let Some(level) = host::host_level(cells) {
+        host::adjust(&mut r, &level);
+    }
+    r
+}
+
 /// The log of `cell`'s rate over its block's reference in each kept block it was visited in,
-/// with the launch of the visit.
+/// with the launch of the visit. The host's speed stays in: at the level the check compares,
+/// a job that sizes itself leaves the probe no time on one launch and some on the other, so
+/// the probe's speed differs with the launch, not only with the host.
 pub fn ratios_by_launch(blocks: &[SweepBlock], cell: &Cell) -> Vec<(u32, f64)> {
     let r = ratios(blocks, cell);
     (r.launches.iter().zip(&r.logs))
@@ -303,7 +339,7 @@ fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
     for r in cells.filter(|r| r.logs.len() > 1) {
         let m = mean(&r.logs);
         squares += r.logs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
-        df += r.logs.len() - 1;
+        df += (r.logs.len() - 1).saturating_sub(r.slope_df);
     }
     (if df > 0 { squares / df as f64 } else { 0.0 }, df)
 }
@@ -313,11 +349,16 @@ fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
 /// (same CPU level and parameters, the largest memory measured) times the model's ratio to it;
 /// `None` where no kept block measured the cell (or its source), and for failed cells.
 pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<RelativeRate>> {
+    let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
     let measured: Vec<Option<Ratios>> = cells
         .iter()
-        .map(|c| (c.source == CellSource::Measured).then(|| ratios(blocks, c)))
+        .map(|c| {
+            (c.source == CellSource::Measured).then(|| match is_reference(c) {
+                true => ratios(blocks, c),
+                false => host_adjusted(blocks, cells, c),
+            })
+        })
         .collect();
-    let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
     let (between, df) = pooled(
         cells
             .iter()
@@ -342,6 +383,7 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
                     ci95_high: 1.0,
                     blocks: k as u32,
                     dropped_blocks: r.dropped,
+                    host_slope: None,
                 });
             }
             let m = mean(&r.logs);
@@ -351,15 +393,22 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
                 true => pooled(std::iter::once(r)),
                 false => (between, df),
             };
-            let sd = variance.max(mean(&r.within)).sqrt();
+            // The median, not the mean: one visit whose windows say little (a rate over whole
+            // epochs of a job that reports in bursts) must not widen every other's floor.
+            let sd = variance.max(crate::stats::median(&r.within)).sqrt();
             let q = if df > 0 { t_975(df) } else { 1.96 };
-            let half = q * sd * (2.0 / k as f64).sqrt();
+            // Another sweep's mean spreads as this one's does, and each reads its ratios at
+            // its own quiet host's speed (an estimate from many visits: normal quantile).
+            let half = ((q * sd).powi(2) * 2.0 / k as f64
+                + 1.96f64.powi(2) * 2.0 * r.level_variance)
+                .sqrt();
             Some(RelativeRate {
                 rate: m.exp(),
                 ci95_low: (m - half).exp(),
                 ci95_high: (m + half).exp(),
                 blocks: k as u32,
                 dropped_blocks: r.dropped,
+                host_slope: r.host_slope,
             })
         })
         .collect();
@@ -450,5 +499,6 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
     ))
 }
 
+mod host;
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,24 @@ pub struct Visit {
     /// re-measurements ran out): the cell's rate leaves it out where it has undisturbed visits.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disturbed: bool,
+    /// The host's speed on the job's CPUs meanwhile, where a probe ran beside the job and got
+    /// time enough to say (`crate::harness::measure::host_probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSpeed>,
+}
+
+/// What the probe on the job's CPUs saw during a visit: its speed over the visit and, for each
+/// of the visit's windows where it got time enough, the job's rate beside its speed. The
+/// windows say how much of the job's swing the host's speed explains (`super::relative`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpeed {
+    /// The probe's work per second of its own CPU time (its instructions; a unit of this
+    /// machine, compared only within a sweep).
+    pub speed: f64,
+    /// `[job's samples/s, probe's speed]` for each window of the visit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<[f64; 2]>,
 }
 
 impl Visit {
@@ -105,6 +123,7 @@ mod tests {
             measured_s: secs,
             measured_unix_s: [start, start + secs],
             disturbed: false,
+            host: None,
         }
     }
 

@@ -728,6 +728,7 @@ mod doctor;
 mod frameworks;
 mod hardening;
 mod held_out;
+mod host_probe;
 mod live;
 mod page_cache;
 mod presets;

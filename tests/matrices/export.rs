@@ -341,6 +341,7 @@ fn rich_matrix() -> Matrix {
                         ci95_high: 1.1 * rate / 220.0,
                         blocks: 3,
                         dropped_blocks: 1,
+                        host_slope: None,
                     }),
                     visits: Vec::new(),
                 });

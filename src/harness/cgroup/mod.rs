@@ -88,6 +88,10 @@ trait Controls: Sync {
     /// Freezes every task of the cgroup (they keep their memory and make no progress) or
     /// thaws them; returns once the kernel says they are frozen (or thawed).
     fn set_frozen(&self, dirs: &ControllerDirs, frozen: bool) -> Result<(), CapsError>;
+    /// Gives the cgroup the least CPU weight and, where the kernel has `cpu.idle` (5.15 and
+    /// later), marks it idle: its tasks run only when nothing else of the machine wants the
+    /// CPU.
+    fn make_idle(&self, dirs: &ControllerDirs) -> Result<(), CapsError>;
 
     /// Where the cgroups of a process are, from the text of its `/proc/<pid>/cgroup`, with
     /// the hierarchies mounted under `root`. `Ok(None)`: the text names none of this
@@ -553,6 +557,11 @@ impl RunCgroup {
 
     pub fn counters(&self) -> CgroupCounters {
         controls(self.version).counters(&self.dirs)
+    }
+
+    /// Makes the cgroup idle: its tasks take only CPU time nothing else wants.
+    pub fn make_idle(&self) -> Result<(), CapsError> {
+        controls(self.version).make_idle(&self.dirs)
     }
 
     /// Freezes the cgroup's tasks (suspended in place, memory kept) or thaws them.

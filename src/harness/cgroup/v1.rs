@@ -11,6 +11,9 @@ pub const CPUSET_MEMS: &str = "cpuset.mems";
 pub const CFS_PERIOD: &str = "cpu.cfs_period_us";
 pub const CFS_QUOTA: &str = "cpu.cfs_quota_us";
 pub const CPU_STAT: &str = "cpu.stat";
+pub const CPU_SHARES: &str = "cpu.shares";
+/// Linux 5.15 and later.
+pub const CPU_IDLE: &str = "cpu.idle";
 pub const CPUACCT_USAGE: &str = "cpuacct.usage";
 pub const CPUACCT_USAGE_SYS: &str = "cpuacct.usage_sys";
 pub const MEMORY_LIMIT: &str = "memory.limit_in_bytes";
@@ -90,6 +93,14 @@ impl Controls for V1 {
             oom_kills: oom.get("oom_kill").copied().unwrap_or(0),
             read_bytes: blkio_v1_read(&io),
             cpu_pressure_some_us: None,
+        }
+    }
+
+    fn make_idle(&self, dirs: &ControllerDirs) -> Result<(), CapsError> {
+        write_file(&dirs.cpu, CPU_SHARES, "2")?;
+        match dirs.cpu.join(CPU_IDLE).exists() {
+            true => write_file(&dirs.cpu, CPU_IDLE, "1"),
+            false => Ok(()),
         }
     }
 

@@ -8,6 +8,9 @@ pub const CPUSET_CPUS: &str = "cpuset.cpus";
 pub const CPUSET_MEMS: &str = "cpuset.mems";
 pub const CPU_MAX: &str = "cpu.max";
 pub const CPU_STAT: &str = "cpu.stat";
+pub const CPU_WEIGHT: &str = "cpu.weight";
+/// Linux 5.15 and later.
+pub const CPU_IDLE: &str = "cpu.idle";
 pub const MEMORY_MAX: &str = "memory.max";
 /// Present only where the kernel accounts swap.
 pub const MEMORY_SWAP_MAX: &str = "memory.swap.max";
@@ -74,6 +77,15 @@ impl Controls for V2 {
             cpu_pressure_some_us: std::fs::read_to_string(dirs.cpu.join(CPU_PRESSURE))
                 .ok()
                 .and_then(|t| pressure_some_us(&t)),
+        }
+    }
+
+    fn make_idle(&self, dirs: &ControllerDirs) -> Result<(), CapsError> {
+        let dir = &dirs.cpu;
+        write_file(dir, CPU_WEIGHT, "1")?;
+        match dir.join(CPU_IDLE).exists() {
+            true => write_file(dir, CPU_IDLE, "1"),
+            false => Ok(()),
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod cpu_speed;
 pub mod gpu;
+pub mod host_probe;
 pub mod interference;
 pub mod job_output;
 pub mod rhythm;

@@ -264,6 +264,14 @@ impl RateWindows {
         Some([self.reports[first].t, self.reports[last].t])
     }
 
+    /// The kept windows lying inside `span` (Unix seconds): each one's span and rate.
+    pub fn kept_within(&self, span: [f64; 2]) -> Vec<([f64; 2], f64)> {
+        self.kept()
+            .map(|w| ([self.reports[w.0].t, self.reports[w.1].t], self.rate(w)))
+            .filter(|([a, b], _)| span[0] <= *a && *b <= span[1])
+            .collect()
+    }
+
     /// Unix seconds of the first and last report the estimate over the last `n` windows uses.
     pub fn span(&self, n: usize) -> Option<[f64; 2]> {
         let used = self.used(n);

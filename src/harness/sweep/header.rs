@@ -121,6 +121,12 @@ impl Sweep<'_> {
         // A live launch walking in rounds visits a point more than once: each visit is kept.
         if self.blocks_per_launch() && cell.source == CellSource::Measured {
             cell.visits = visit_of(&cell, self.launch_id()).into_iter().collect();
+            if let (Some(visit), Some((span, host))) =
+                (cell.visits.first_mut(), self.pending_host.take())
+                && Some(span) == cell.measured_unix_s
+            {
+                visit.host = Some(host);
+            }
         }
         // Another measurement of a recorded point joins its cell.
         let key = cell.key();

@@ -227,6 +227,7 @@ pub fn visit_of(cell: &Cell, launch: u32) -> Option<Visit> {
         measured_s: t.measured_s,
         measured_unix_s: cell.measured_unix_s?,
         disturbed: cell.interference.as_ref().is_some_and(|i| i.disturbed),
+        host: None,
     })
 }
 

@@ -334,6 +334,8 @@ impl Sweep<'_> {
                 windows.left_out(m.steady_windows),
             ),
         };
+        self.pending_host = measured_unix_s
+            .and_then(|span| Some((span, self.host_speed_of(p.cpu, span, &at.windows)?)));
         let throughput = match over_epoch {
             Some((t, _)) => Some(t),
             None => windows.throughput(m.steady_windows),

@@ -27,6 +27,7 @@ mod disturbance;
 pub mod fleet;
 mod footprint;
 mod header;
+mod host;
 mod launches;
 mod live_check;
 mod measure;
@@ -207,6 +208,11 @@ struct Sweep<'a> {
     model_unavailable: bool,
     /// Inside a Slurm step: the step and the caps of its cgroup, checked at every point.
     step: Option<(SlurmStep, EffectiveCaps)>,
+    /// The probe of the host's speed on the job's CPUs ([`host`]).
+    host_probe: Option<crate::harness::measure::host_probe::HostProbe>,
+    /// The host's speed over the measurement just made, for its visit, with the measurement's
+    /// span.
+    pending_host: Option<([f64; 2], crate::matrix::visits::HostSpeed)>,
 }
 
 /// Runs a whole sweep. Every finished cell is already on disk when this returns, also on error
@@ -293,6 +299,8 @@ fn run_sweep_with(
         sizing: None,
         model_unavailable: false,
         step: step_caps,
+        host_probe: None,
+        pending_host: None,
     };
     if !opts.caps {
         return sweep.check_uncapped(started);
@@ -300,6 +308,7 @@ fn run_sweep_with(
     if opts.resume && opts.output.exists() {
         sweep.resume_from_file()?;
     }
+    sweep.start_host_probe();
     sweep.run_combinations(&cpu_levels)?;
     let matrix = Matrix {
         header: sweep.header.clone().unwrap_or_else(|| sweep.make_header()),

@@ -173,6 +173,7 @@ fn a_disturbed_block_is_left_out_and_its_launch_named() {
         measured_s: 10.0,
         measured_unix_s: [start, start + 10.0],
         disturbed: launch == 2,
+        host: None,
     };
     let mut low = measured(0.5, &[(25.0, 20.0), (25.0, 1020.0)]);
     low.visits = vec![visit(1, 25.0, 20.0), visit(2, 25.0, 1020.0)];
@@ -280,6 +281,7 @@ fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
                 measured_s: 10.0,
                 measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
                 disturbed: false,
+                host: None,
             }
         })
         .collect();
@@ -299,4 +301,66 @@ fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
     let by_launch = ratios_by_launch(&blocks, &cell);
     assert_eq!(by_launch.len(), 4);
     assert!(by_launch.iter().all(|(l, _)| *l == 1));
+}
+
+/// A cell at half a core whose visits swing with the host's speed on its CPU (the probe's),
+/// beside a reference that does not: read at the quiet host's speed, the ratios lose the
+/// swing, so the interval is far narrower than the raw one, centred where the quiet visits
+/// lie; the slope is the visits' own, and it costs a degree of freedom.
+#[test]
+fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
+    use crate::matrix::visits::HostSpeed;
+    // The host's speed in each of six blocks, and the job's ratio to the reference at the
+    // quiet speed (1.0), off by a small noise of its own.
+    let speeds = [1.0, 0.8, 0.95, 0.7, 1.0, 0.85];
+    let noise = [1.0, 1.004, 0.996, 1.002, 0.998, 1.0];
+    let visit = |i: usize, rate: f64, speed: f64| crate::matrix::Visit {
+        launch: 1,
+        samples_per_s: rate,
+        ci95_low: rate * (1.0 - OWN),
+        ci95_high: rate * (1.0 + OWN),
+        measured_s: 10.0,
+        measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
+        disturbed: false,
+        host: Some(HostSpeed {
+            speed: 3e8 * speed,
+            // Windows that move with the speed at a slope of one.
+            windows: [0.97, 1.03, 1.0]
+                .iter()
+                .map(|w| [rate * w, 3e8 * speed * w])
+                .collect(),
+        }),
+    };
+    let mut cell = measured(0.5, &[(250.0, 0.0)]);
+    cell.visits = (0..6)
+        .map(|i| visit(i, 250.0 * speeds[i] * noise[i], speeds[i]))
+        .collect();
+    let mut reference_cell = measured(REF_CPU, &[(1000.0, 0.0)]);
+    reference_cell.memory_bytes = MEM;
+    cell.memory_bytes = MEM;
+    reference_cell.visits = (0..6).map(|i| visit(i, 1000.0, 1.0)).collect();
+    let blocks: Vec<SweepBlock> = (0..6)
+        .map(|i| block(i as u32, 100.0 * i as f64, 1000.0, Some(1000.0)))
+        .collect();
+    let cells = [reference_cell, cell.clone()];
+    let adjusted = relative_rates(&blocks, &cells)[1].clone().unwrap();
+    let mut raw_cell = cell.clone();
+    raw_cell.visits.iter_mut().for_each(|v| v.host = None);
+    let raw = relative_rates(&blocks, &[cells[0].clone(), raw_cell])[1]
+        .clone()
+        .unwrap();
+    assert!(raw.host_slope.is_none());
+    let slope = adjusted.host_slope.expect("adjusted");
+    assert!((slope - 1.0).abs() < 0.05, "{slope}");
+    assert!((adjusted.rate - 0.25).abs() < 0.25 * 0.01, "{adjusted:?}");
+    assert!(raw.rate < 0.23, "{raw:?}");
+    assert!(
+        adjusted.half_width() < raw.half_width() / 3.0,
+        "adjusted {adjusted:?}, raw {raw:?}"
+    );
+    // Never below what the quiet-speed estimate's own variance allows.
+    assert!(adjusted.half_width() > 0.0);
+    // The live check reads the raw ratios.
+    let by_launch = ratios_by_launch(&blocks, &cells[1]);
+    assert_eq!(by_launch.len(), 6);
 }
