@@ -290,16 +290,6 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     out
 }
 
-/// `cell`'s ratios ([`ratios`]) read at the host speed of the sweep of `cells` where a probe
-/// measured them.
-fn host_adjusted(blocks: &[SweepBlock], cells: &[Cell], cell: &Cell) -> Ratios {
-    let mut r = ratios(blocks, cell);
-    if let Some(level) = host::host_level(cells) {
-        host::adjust(&mut r, &level);
-    }
-    r
-}
-
 /// The log of `cell`'s rate over its block's reference in each kept block it was visited in,
 /// with the launch of the visit. The host's speed stays in: at the level the check compares,
 /// a job that sizes itself leaves the probe no time on one launch and some on the other, so
@@ -350,12 +340,18 @@ fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
 /// `None` where no kept block measured the cell (or its source), and for failed cells.
 pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<RelativeRate>> {
     let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
+    // Measured cells other than the references are read at the quiet host's speed where a
+    // probe measured them.
+    let level = host::host_level(cells);
     let measured: Vec<Option<Ratios>> = cells
         .iter()
         .map(|c| {
-            (c.source == CellSource::Measured).then(|| match is_reference(c) {
-                true => ratios(blocks, c),
-                false => host_adjusted(blocks, cells, c),
+            (c.source == CellSource::Measured).then(|| {
+                let mut r = ratios(blocks, c);
+                if let Some(level) = level.as_ref().filter(|_| !is_reference(c)) {
+                    host::adjust(&mut r, level);
+                }
+                r
             })
         })
         .collect();

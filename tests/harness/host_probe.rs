@@ -44,7 +44,7 @@ fn the_probe_takes_only_idle_time_and_leaves_nothing_behind() {
     let start = now();
     std::thread::sleep(Duration::from_secs(3));
     let end = now();
-    let bursts = probe.bursts();
+    let bursts = probe.bursts_within([start, end]);
     stop.store(true, Ordering::Relaxed);
     spinner.join().unwrap();
 

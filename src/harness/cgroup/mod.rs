@@ -89,8 +89,8 @@ trait Controls: Sync {
     /// thaws them; returns once the kernel says they are frozen (or thawed).
     fn set_frozen(&self, dirs: &ControllerDirs, frozen: bool) -> Result<(), CapsError>;
     /// Gives the cgroup the least CPU weight and, where the kernel has `cpu.idle` (5.15 and
-    /// later), marks it idle: its tasks run only when nothing else of the machine wants the
-    /// CPU.
+    /// later), marks it idle: beside busy tasks its own get the least share of a CPU (a task
+    /// that sleeps between short bursts still gets its bursts).
     fn make_idle(&self, dirs: &ControllerDirs) -> Result<(), CapsError>;
 
     /// Where the cgroups of a process are, from the text of its `/proc/<pid>/cgroup`, with
@@ -559,7 +559,7 @@ impl RunCgroup {
         controls(self.version).counters(&self.dirs)
     }
 
-    /// Makes the cgroup idle: its tasks take only CPU time nothing else wants.
+    /// Makes the cgroup idle: the least CPU weight, and `cpu.idle` where the kernel has it.
     pub fn make_idle(&self) -> Result<(), CapsError> {
         controls(self.version).make_idle(&self.dirs)
     }

@@ -43,7 +43,7 @@ impl Sweep<'_> {
         let probe = self.host_probe.as_ref()?;
         let root = self.root.as_ref()?;
         let cpus = pinned_cpus(root.cpus(), cores);
-        let bursts = probe.bursts();
+        let bursts = probe.bursts_within(span);
         let speed = speed_over(&bursts, &cpus, span)?;
         let windows = (windows.kept_within(span).into_iter())
             .filter_map(|(w, rate)| Some([rate, speed_over(&bursts, &cpus, w)?]))

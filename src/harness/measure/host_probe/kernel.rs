@@ -2,9 +2,9 @@
 //! slows what leans on a core's shared parts (instruction dispatch through a jump table,
 //! reference counts written back, a table read at computed places), as an interpreted or
 //! decoding job does; a loop of register arithmetic barely slows. On a 2-core VM, beside the
-//! input pipeline at half a core, this kernel's speed explained the job's 1-s rates with a
-//! correlation of 0.96 (4-s windows: 0.99), as a Python loop did (`scripts/idle-probe.py
-//! --probe`).
+//! input pipeline at half a core, this kernel's speed followed the job's 1-s rates with a
+//! correlation of 0.91 (2-4 s windows: 0.94-0.95), the Python loop's in adjacent runs 0.93
+//! (0.95-0.97) (`scripts/idle-probe.py --probe`).
 //!
 //! It runs in a process forked from a threaded profiler, where allocating is unsound: every
 //! buffer is made before the fork and [`Kernel::run`] allocates nothing.

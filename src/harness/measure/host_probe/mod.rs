@@ -3,9 +3,10 @@
 //! them. A probe does: one process per CPU, pinned to it, runs [`kernel::Kernel`] for a burst
 //! of [`BURST`] every [`PERIOD`] under `SCHED_IDLE` in a cgroup marked idle, and reports its
 //! work per second of its own CPU time. It takes no more than its bursts, 2% of a CPU, also
-//! from a CPU-bound job (waking, it still gets its 2 ms: `tests/harness/host_probe.rs`). Where the job is
-//! throttled (a fractional CPU level) the probe runs in the job's idle half and its speed
-//! follows the job's; at a whole busy core it gets little time and says little.
+//! from a CPU-bound job (waking, it still gets its 2 ms: `tests/harness/host_probe.rs`).
+//! Where the job is throttled (a fractional CPU level) the probe runs in the job's idle half
+//! and its speed follows the job's; at a whole busy core it gets little time and says
+//! little.
 //!
 //! A probe in the root cgroup under `SCHED_IDLE` alone is not idle beside a capped job (on
 //! Linux 6.18 it took half of a CPU from a job capped at one): the idle cgroup is what keeps it
@@ -106,16 +107,14 @@ impl HostProbe {
         Ok(probe)
     }
 
-    /// The bursts so far, in the order they arrived.
-    pub fn bursts(&self) -> Vec<Burst> {
-        self.bursts.lock().map(|b| b.clone()).unwrap_or_default()
-    }
-
-    /// The probe's work per CPU-second on `cpus` over `span` (Unix seconds): its bursts ending
-    /// inside it; `None` where it got too little CPU time there to say.
-    pub fn speed(&self, cpus: &[u32], span: [f64; 2]) -> Option<f64> {
-        let bursts = self.bursts.lock().ok()?;
-        speed_over(&bursts, cpus, span)
+    /// The bursts so far that ended inside `span` (Unix seconds), in the order they arrived:
+    /// a measurement's, without copying the whole sweep's.
+    pub fn bursts_within(&self, span: [f64; 2]) -> Vec<Burst> {
+        (self.bursts.lock().iter())
+            .flat_map(|b| b.iter())
+            .filter(|b| span[0] <= b.unix_s && b.unix_s <= span[1])
+            .copied()
+            .collect()
     }
 }
 
