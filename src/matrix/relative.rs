@@ -19,7 +19,7 @@
 //! interval for the relative rate another sweep with as many blocks measures:
 //! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
 
-use super::visits::HostSpeed;
+use super::visits::{HostSpeed, Visit};
 use super::{Cell, CellSource};
 use crate::stats::{mean, t_975};
 use serde::{Deserialize, Serialize};
@@ -290,6 +290,25 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     out
 }
 
+/// The visits of the blocks that measured `cell`: its own, and its references' in those
+/// blocks.
+fn visits_of_blocks<'a>(
+    blocks: &[SweepBlock],
+    cells: &'a [Cell],
+    cell: &'a Cell,
+) -> Vec<&'a Visit> {
+    let mid = |v: &Visit| 0.5 * (v.measured_unix_s[0] + v.measured_unix_s[1]);
+    let own: Vec<&SweepBlock> = (cell.visits.iter())
+        .filter_map(|v| blocks.iter().find(|b| b.holds(&cell.params, mid(v))))
+        .collect();
+    let references = (cells.iter())
+        .filter(|c| c.source == CellSource::Measured && own.iter().any(|b| b.is_reference(c)));
+    let in_own = |v: &&Visit| own.iter().any(|b| b.holds(&cell.params, mid(v)));
+    (cell.visits.iter())
+        .chain(references.flat_map(|c| c.visits.iter().filter(in_own)))
+        .collect()
+}
+
 /// The log of `cell`'s rate over its block's reference in each kept block it was visited in,
 /// with the launch of the visit. The host's speed stays in: at the level the check compares,
 /// a job that sizes itself leaves the probe no time on one launch and some on the other, so
@@ -340,16 +359,17 @@ fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
 /// `None` where no kept block measured the cell (or its source), and for failed cells.
 pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<RelativeRate>> {
     let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
-    // Measured cells other than the references are read at the quiet host's speed where a
-    // probe measured them.
-    let level = host::host_level(cells);
+    // Measured cells other than the references are read at the quiet host's speed of their
+    // blocks where a probe measured them.
     let measured: Vec<Option<Ratios>> = cells
         .iter()
         .map(|c| {
             (c.source == CellSource::Measured).then(|| {
                 let mut r = ratios(blocks, c);
-                if let Some(level) = level.as_ref().filter(|_| !is_reference(c)) {
-                    host::adjust(&mut r, level);
+                if !is_reference(c)
+                    && let Some(level) = host::host_level(visits_of_blocks(blocks, cells, c))
+                {
+                    host::adjust(&mut r, &level);
                 }
                 r
             })

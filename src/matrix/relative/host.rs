@@ -10,8 +10,7 @@
 //! itself an estimate, whose variance the interval carries.
 
 use super::Ratios;
-use crate::matrix::visits::HostSpeed;
-use crate::matrix::{Cell, CellSource};
+use crate::matrix::visits::{HostSpeed, Visit};
 use crate::stats::{interpolated_percentile, mean, mean_sd};
 
 /// Least windows (with a probe speed, in visits of two windows or more) a cell's slope rests
@@ -21,8 +20,8 @@ const MIN_WINDOWS: usize = 8;
 const MIN_VISITS: usize = 4;
 
 /// The host speed every adjusted ratio is read at: the quiet host's, a high percentile
-/// ([`QUIET_PERCENTILE`]) of the log speeds of the sweep's visits, and that estimate's
-/// variance (another sweep reads at its own). A spell only slows the host, so the top of the visits' speeds is the quiet
+/// ([`QUIET_PERCENTILE`]) of the log speeds of the visits of a cell's blocks, and that
+/// estimate's variance (another sweep reads at its own). A spell only slows the host, so the top of the visits' speeds is the quiet
 /// host's, which sweeps share: on a 2-core VM the means of the visits' speeds of four sweeps
 /// spread from 331 to 355 million a second, their 90th percentiles from 372.5 to 377.7 (a
 /// fifth, through a long spell, 332.7).
@@ -37,14 +36,13 @@ const QUIET_PERCENTILE: f64 = 90.0;
 /// Resamples of the visits that give the quiet speed's variance.
 const RESAMPLES: usize = 400;
 
-/// The sweep's host level over every visit of `cells` with a probe speed; `None` with fewer
-/// than four. Its variance is a bootstrap's over the visits (a fixed seed: the same matrix
-/// gives the same intervals).
-pub(super) fn host_level(cells: &[Cell]) -> Option<HostLevel> {
+/// The host level over those of `visits` with a probe speed (a cell's and its reference's in
+/// the blocks that measured it: points measured later, a resumed sweep's, leave it as it
+/// was); `None` with fewer than four. Its variance is a bootstrap's over the visits (a fixed
+/// seed: the same matrix gives the same intervals).
+pub(super) fn host_level<'a>(visits: impl IntoIterator<Item = &'a Visit>) -> Option<HostLevel> {
     use rand_core::{Rng, SeedableRng};
-    let mut logs: Vec<f64> = (cells.iter())
-        .filter(|c| c.source == CellSource::Measured)
-        .flat_map(|c| &c.visits)
+    let mut logs: Vec<f64> = (visits.into_iter())
         .filter_map(|v| v.host.as_ref())
         .filter(|h| h.speed > 0.0)
         .map(|h| h.speed.ln())
@@ -193,7 +191,7 @@ mod tests {
     fn the_quiet_level_is_the_top_of_the_visits_speeds() {
         let cell = |speeds: &[f64]| {
             let mut c = crate::matrix::fixtures::cell(1.0);
-            c.source = CellSource::Measured;
+            c.source = crate::matrix::CellSource::Measured;
             c.visits = (speeds.iter())
                 .map(|&s| crate::matrix::Visit {
                     launch: 1,
@@ -209,12 +207,12 @@ mod tests {
             c
         };
         let speeds: Vec<f64> = (1..=11).map(|i| i as f64).collect();
-        let level = host_level(&[cell(&speeds)]).unwrap();
+        let level = host_level(&cell(&speeds).visits).unwrap();
         // Eleven speeds, 1 to 11: the 90th percentile lies on the tenth.
         assert!((level.log_speed - 10f64.ln()).abs() < 1e-12, "{level:?}");
-        assert_eq!(host_level(&[cell(&speeds)]), Some(level));
-        let tight = host_level(&[cell(&[1.0, 1.0, 1.0, 1.0, 1.0, 0.5])]).unwrap();
+        assert_eq!(host_level(&cell(&speeds).visits), Some(level));
+        let tight = host_level(&cell(&[1.0, 1.0, 1.0, 1.0, 1.0, 0.5]).visits).unwrap();
         assert!(tight.variance < level.variance, "{tight:?} {level:?}");
-        assert!(host_level(&[cell(&[1.0, 2.0, 3.0])]).is_none());
+        assert!(host_level(&cell(&[1.0, 2.0, 3.0]).visits).is_none());
     }
 }

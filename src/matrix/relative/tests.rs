@@ -363,4 +363,15 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     // The live check reads the raw ratios.
     let by_launch = ratios_by_launch(&blocks, &cells[1]);
     assert_eq!(by_launch.len(), 6);
+    // A point measured later, in a block of its own on a faster host (a resumed sweep's),
+    // leaves the cell's relative rate as it was: its quiet level is its own blocks'.
+    let mut later = measured(1.0, &[(600.0, 600.0)]);
+    later.memory_bytes = MEM;
+    later.visits = vec![visit(6, 600.0, 2.0)];
+    let mut more_blocks = blocks.clone();
+    more_blocks.push(block(6, 600.0, 1000.0, Some(1000.0)));
+    let mut reference_cell = cells[0].clone();
+    reference_cell.visits.push(visit(6, 1000.0, 2.0));
+    let resumed = relative_rates(&more_blocks, &[reference_cell, cells[1].clone(), later]);
+    assert_eq!(resumed[1].as_ref().map(|r| r.rate), Some(adjusted.rate));
 }
