@@ -290,7 +290,7 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     out
 }
 
-/// The visits of the blocks that measured `cell`: its own, and its references' in those
+/// The visits of the kept blocks that measured `cell`: its own, and its references' in those
 /// blocks.
 fn visits_of_blocks<'a>(
     blocks: &[SweepBlock],
@@ -298,13 +298,15 @@ fn visits_of_blocks<'a>(
     cell: &'a Cell,
 ) -> Vec<&'a Visit> {
     let mid = |v: &Visit| 0.5 * (v.measured_unix_s[0] + v.measured_unix_s[1]);
+    // Only kept blocks: under a hog (a disturbed block) the probe's speed is not the host's.
     let own: Vec<&SweepBlock> = (cell.visits.iter())
         .filter_map(|v| blocks.iter().find(|b| b.holds(&cell.params, mid(v))))
+        .filter(|b| !b.left_out())
         .collect();
     let references = (cells.iter())
         .filter(|c| c.source == CellSource::Measured && own.iter().any(|b| b.is_reference(c)));
     let in_own = |v: &&Visit| own.iter().any(|b| b.holds(&cell.params, mid(v)));
-    (cell.visits.iter())
+    (cell.visits.iter().filter(in_own))
         .chain(references.flat_map(|c| c.visits.iter().filter(in_own)))
         .collect()
 }
