@@ -31,6 +31,11 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Value of the header's `kind` field, so a stray JSON file is not mistaken for a matrix.
 pub const MATRIX_KIND: &str = "profiler-matrix";
 
+/// Whether a count is zero (serde leaves such fields out).
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A whole matrix: header plus cells, in the order they were written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Matrix {

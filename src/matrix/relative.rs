@@ -39,16 +39,12 @@ pub struct RelativeRate {
     pub blocks: u32,
     /// Blocks that measured this cell but were left out: their reference drifted, or other
     /// processes disturbed them.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::is_zero")]
     pub dropped_blocks: u32,
     /// Where the host's speed on the job's CPUs was taken out of the ratios: the cell's slope
     /// of log rate on the probe's log speed (`relative/host.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_slope: Option<f64>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 impl RelativeRate {
@@ -79,6 +75,9 @@ pub struct BlockReference {
     pub samples_per_s: f64,
     pub ci95_low: f64,
     pub ci95_high: f64,
+    /// Windows the interval's Student quantile counts (0 where not recorded).
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub windows: u32,
     /// Unix seconds of the windows the rate covers.
     pub measured_unix_s: [f64; 2],
 }
@@ -88,9 +87,19 @@ impl BlockReference {
         0.5 * (self.measured_unix_s[0] + self.measured_unix_s[1])
     }
 
-    /// Variance of the log of the rate, from its windows' interval.
+    /// Variance of the log of the rate: its windows' standard error, squared.
     fn log_variance(&self) -> f64 {
-        log_variance(self.samples_per_s, self.ci95_low, self.ci95_high)
+        log_variance(
+            self.samples_per_s,
+            self.ci95_low,
+            self.ci95_high,
+            self.windows,
+        )
+    }
+
+    /// Half-width of the log of the rate's 95% interval.
+    fn log_half_width(&self) -> f64 {
+        (self.ci95_high - self.ci95_low) / 2.0 / self.samples_per_s
     }
 }
 
@@ -134,7 +143,9 @@ impl SweepBlock {
             return None;
         }
         let moved = (c.samples_per_s / o.samples_per_s).ln();
-        let allowed = 1.96 * (o.log_variance() + c.log_variance()).sqrt();
+        // The two intervals' half-widths together: each already holds Student's quantile for
+        // its few windows.
+        let allowed = o.log_half_width().hypot(c.log_half_width());
         Some((moved, allowed))
     }
 
@@ -189,52 +200,54 @@ impl SweepBlock {
     }
 }
 
-/// Variance of the log of a rate with the 95% interval `[low, high]` (a normal approximation).
-fn log_variance(rate: f64, low: f64, high: f64) -> f64 {
+/// Variance of the log of a rate with the 95% interval `[low, high]` from `windows` windows:
+/// the half-width over the Student quantile that made it (the normal one where the count is
+/// not recorded, or one window's interval came from its many reports), squared. Reading a
+/// four-window interval with the normal quantile would take its variance 2.6 times too large,
+/// and the relative interval counts Student's quantile once more for its blocks.
+fn log_variance(rate: f64, low: f64, high: f64, windows: u32) -> f64 {
     if rate <= 0.0 {
         return 0.0;
     }
-    ((high - low) / 2.0 / 1.96 / rate).powi(2)
+    let quantile = match windows {
+        0 | 1 => 1.96,
+        n => t_975(n as usize - 1),
+    };
+    ((high - low) / 2.0 / quantile / rate).powi(2)
 }
 
-/// One measurement of a cell: rate, interval, span, the launch where it is a visit, and the
-/// host's speed where a probe measured it.
-type Measurement = (
-    f64,
-    f64,
-    f64,
-    Option<[f64; 2]>,
-    Option<u32>,
-    Option<HostSpeed>,
-);
+/// One measurement of a cell: a visit where a launch measured it more than once, else a launch.
+struct Measurement {
+    rate: f64,
+    /// Variance of the log of the rate, from its windows.
+    log_variance: f64,
+    span: Option<[f64; 2]>,
+    /// The launch, where it is a visit.
+    launch: Option<u32>,
+    /// The host's speed meanwhile, where a probe measured it.
+    host: Option<HostSpeed>,
+}
 
 /// Each measurement of `cell`: its visits where a launch measured it more than once, else its
 /// launches.
 fn measurements(cell: &Cell) -> Vec<Measurement> {
     match cell.visits.is_empty() {
         false => (cell.visits.iter())
-            .map(|v| {
-                let span = Some(v.measured_unix_s);
-                (
-                    v.samples_per_s,
-                    v.ci95_low,
-                    v.ci95_high,
-                    span,
-                    Some(v.launch),
-                    v.host.clone(),
-                )
+            .map(|v| Measurement {
+                rate: v.samples_per_s,
+                log_variance: log_variance(v.samples_per_s, v.ci95_low, v.ci95_high, v.windows),
+                span: Some(v.measured_unix_s),
+                launch: Some(v.launch),
+                host: v.host.clone(),
             })
             .collect(),
         true => (cell.launches().into_iter())
-            .map(|l| {
-                (
-                    l.samples_per_s,
-                    l.ci95_low,
-                    l.ci95_high,
-                    l.measured_unix_s,
-                    None,
-                    None,
-                )
+            .map(|l| Measurement {
+                rate: l.samples_per_s,
+                log_variance: log_variance(l.samples_per_s, l.ci95_low, l.ci95_high, 0),
+                span: l.measured_unix_s,
+                launch: None,
+                host: None,
             })
             .collect(),
     }
@@ -253,17 +266,23 @@ struct Ratios {
     dropped_launches: Vec<u32>,
     /// The host's speed during each kept measurement, where a probe measured it.
     hosts: Vec<Option<HostSpeed>>,
-    /// Where the logs were read at the sweep's host speed: the slope used, the degrees of
-    /// freedom fitting it on the logs themselves spent, and the variance that reading adds to
-    /// another sweep's log-ratio.
+    /// Where the logs were read at the sweep's host speed: the slope used, and the variances
+    /// the quiet speed's estimate and the slope's add to another sweep's log-ratio.
     host_slope: Option<f64>,
-    slope_df: usize,
     level_variance: f64,
+    slope_variance: f64,
 }
 
 fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     let mut out = Ratios::default();
-    for (rate, low, high, span, launch, host) in measurements(cell) {
+    for Measurement {
+        rate,
+        log_variance,
+        span,
+        launch,
+        host,
+    } in measurements(cell)
+    {
         let Some([s0, s1]) = span else {
             continue;
         };
@@ -283,7 +302,7 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
             continue;
         }
         out.logs.push((rate / reference).ln());
-        out.within.push(log_variance(rate, low, high) + ref_var);
+        out.within.push(log_variance + ref_var);
         out.launches.push(launch);
         out.hosts.push(host);
     }
@@ -350,7 +369,7 @@ fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
     for r in cells.filter(|r| r.logs.len() > 1) {
         let m = mean(&r.logs);
         squares += r.logs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
-        df += (r.logs.len() - 1).saturating_sub(r.slope_df);
+        df += r.logs.len() - 1;
     }
     (if df > 0 { squares / df as f64 } else { 0.0 }, df)
 }
@@ -416,9 +435,10 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
             let sd = variance.max(crate::stats::median(&r.within)).sqrt();
             let q = if df > 0 { t_975(df) } else { 1.96 };
             // Another sweep's mean spreads as this one's does, and each reads its ratios at
-            // its own quiet host's speed (an estimate from many visits: normal quantile).
+            // its own quiet host's speed (an estimate from many visits: normal quantile) with
+            // a slope of its own.
             let half = ((q * sd).powi(2) * 2.0 / k as f64
-                + 1.96f64.powi(2) * 2.0 * r.level_variance)
+                + 1.96f64.powi(2) * 2.0 * (r.level_variance + r.slope_variance))
                 .sqrt();
             Some(RelativeRate {
                 rate: m.exp(),

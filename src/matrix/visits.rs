@@ -17,6 +17,10 @@ pub struct Visit {
     pub ci95_high: f64,
     /// Seconds of windows the rate covers.
     pub measured_s: f64,
+    /// Windows the interval's Student quantile counts (0 where not recorded: the interval is
+    /// then read as a normal one).
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub windows: u32,
     /// Unix seconds of the first and last report the rate covers.
     pub measured_unix_s: [f64; 2],
     /// The visit stayed disturbed (other processes took the job's CPUs after its windows'
@@ -121,6 +125,7 @@ mod tests {
             ci95_low: rate - half,
             ci95_high: rate + half,
             measured_s: secs,
+            windows: 0,
             measured_unix_s: [start, start + secs],
             disturbed: false,
             host: None,

@@ -101,6 +101,7 @@ pub(super) fn reference_of(cell: &Cell) -> Option<BlockReference> {
         samples_per_s: t.samples_per_s,
         ci95_low: t.ci95_low,
         ci95_high: t.ci95_high,
+        windows: t.windows,
         measured_unix_s: cell.measured_unix_s?,
     })
 }

@@ -225,6 +225,7 @@ pub fn visit_of(cell: &Cell, launch: u32) -> Option<Visit> {
         ci95_low: t.ci95_low,
         ci95_high: t.ci95_high,
         measured_s: t.measured_s,
+        windows: t.windows,
         measured_unix_s: cell.measured_unix_s?,
         disturbed: cell.interference.as_ref().is_some_and(|i| i.disturbed),
         host: None,

@@ -3,11 +3,13 @@
 //! away or on another CPU, does not share them; a probe on the job's CPUs does
 //! (`crate::harness::measure::host_probe`). Each visit's log-ratio is read at the quiet host's
 //! speed: less the cell's slope on the probe's log speed times how far the visit's
-//! speed lay below it (a control variate). The slope is fitted on the cell's visits
-//! themselves where it has [`MIN_VISITS`] or more (one degree of freedom spent); with fewer,
-//! on the windows inside them, each centred on its visit, a slope that the probe's noise over
-//! a one-second window flattens, so it takes out less than it could. The quiet host's speed is
-//! itself an estimate, whose variance the interval carries.
+//! speed lay below it (a control variate). The slope is fitted on the windows inside the
+//! cell's visits, each centred on its visit: the probe's noise over a one-second window
+//! flattens it, so it takes out less than it could, and what it leaves stays in the spread
+//! between blocks. Not on the visits themselves: four or six of them on a host that was
+//! quiet meanwhile barely spread in speed, so their slope is noise, and read at the quiet
+//! speed away from their mean its error took the interval to twice the raw one. The quiet
+//! speed and the slope are estimates, whose variances the interval carries.
 
 use super::Ratios;
 use crate::matrix::visits::{HostSpeed, Visit};
@@ -16,8 +18,6 @@ use crate::stats::{interpolated_percentile, mean, mean_sd};
 /// Least windows (with a probe speed, in visits of two windows or more) a cell's slope rests
 /// on where it has too few visits for theirs.
 const MIN_WINDOWS: usize = 8;
-/// Least visits a cell's slope is fitted on (two degrees of freedom left).
-const MIN_VISITS: usize = 4;
 
 /// The host speed every adjusted ratio is read at: the quiet host's, a high percentile
 /// ([`QUIET_PERCENTILE`]) of the log speeds of the visits of a cell's blocks, and that
@@ -70,21 +70,21 @@ pub(super) fn host_level<'a>(visits: impl IntoIterator<Item = &'a Visit>) -> Opt
     })
 }
 
-/// The least-squares slope of `ys` on `xs`; never below 0 (a slower host does not speed a
-/// job up). `None` without spread in `xs`.
-fn fitted(xs: &[f64], ys: &[f64]) -> Option<f64> {
-    let (mx, my) = (mean(xs), mean(ys));
-    let xy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let xx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-    (xx > 0.0).then(|| (xy / xx).max(0.0))
+/// What the windows of `visits` say, each centred on its visit's means.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct WindowFit {
+    /// The slope of the job's log rate on the probe's log speed, never below 0.
+    pub slope: f64,
+    /// The share of the windows' variance the slope explains.
+    pub explained: f64,
+    /// The slope's variance: the windows' residual variance over their spread in speed.
+    pub slope_variance: f64,
 }
 
-/// What the windows of `visits` say, each centred on its visit's means: the slope of the
-/// job's log rate on the probe's log speed (never below 0) and the share of the windows'
-/// variance it explains. `None` with fewer than [`MIN_WINDOWS`] windows or no spread in
-/// either.
-pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<(f64, f64)> {
-    let (mut xy, mut xx, mut yy, mut n) = (0.0, 0.0, 0.0, 0);
+/// The windows' fit of `visits`; `None` with fewer than [`MIN_WINDOWS`] windows, too few
+/// for a residual, or no spread in either.
+pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<WindowFit> {
+    let (mut xy, mut xx, mut yy, mut n, mut groups) = (0.0, 0.0, 0.0, 0, 0);
     for v in visits {
         let pairs: Vec<(f64, f64)> = (v.windows.iter())
             .filter(|[rate, speed]| *rate > 0.0 && *speed > 0.0)
@@ -94,6 +94,7 @@ pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<(f64, f64)> {
             continue;
         }
         n += pairs.len();
+        groups += 1;
         let (ys, xs): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
         let (my, mx) = (mean(&ys), mean(&xs));
         for (y, x) in ys.into_iter().zip(xs) {
@@ -102,7 +103,9 @@ pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<(f64, f64)> {
             yy += (y - my).powi(2);
         }
     }
-    if n < MIN_WINDOWS || xx <= 0.0 || yy <= 0.0 {
+    // One degree of freedom for each visit's mean, one for the slope.
+    let df = n.saturating_sub(groups + 1);
+    if n < MIN_WINDOWS || df == 0 || xx <= 0.0 || yy <= 0.0 {
         return None;
     }
     let slope = (xy / xx).max(0.0);
@@ -111,11 +114,16 @@ pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<(f64, f64)> {
     } else {
         0.0
     };
-    Some((slope, explained))
+    let residual = (yy - slope * xy).max(0.0) / df as f64;
+    Some(WindowFit {
+        slope,
+        explained,
+        slope_variance: residual / xx,
+    })
 }
 
 /// Reads each of `r`'s log-ratios at `level`'s host speed where every one has a probe speed
-/// and the cell has visits or windows enough for a slope; else leaves `r` as it is.
+/// and the cell's visits have windows enough for a slope; else leaves `r` as it is.
 pub(super) fn adjust(r: &mut Ratios, level: &HostLevel) {
     let Some(speeds) = (r.hosts.iter())
         .map(|h| h.as_ref().filter(|h| h.speed > 0.0))
@@ -123,32 +131,24 @@ pub(super) fn adjust(r: &mut Ratios, level: &HostLevel) {
     else {
         return;
     };
-    if speeds.len() < 2 {
-        return;
-    }
-    let xs: Vec<f64> = speeds.iter().map(|h| h.speed.ln()).collect();
-    let windows = window_fit(&speeds);
-    let on_visits = speeds.len() >= MIN_VISITS;
-    let b = match on_visits {
-        true => fitted(&xs, &r.logs),
-        false => windows.map(|w| w.0),
-    };
-    let Some(b) = b else {
+    let Some(fit) = window_fit(&speeds) else {
         return;
     };
     // What a visit's windows vary by, less the share the probe's speed explains: the floor
     // of one ratio's spread.
-    if let Some((_, explained)) = windows {
-        for w in &mut r.within {
-            *w *= 1.0 - explained;
-        }
+    for within in &mut r.within {
+        *within *= 1.0 - fit.explained;
     }
+    let xs: Vec<f64> = speeds.iter().map(|h| h.speed.ln()).collect();
     for (log, x) in r.logs.iter_mut().zip(&xs) {
-        *log -= b * (x - level.log_speed);
+        *log -= fit.slope * (x - level.log_speed);
     }
-    r.host_slope = Some(b);
-    r.slope_df = usize::from(on_visits);
-    r.level_variance = b * b * level.variance;
+    // The mean is read at the quiet speed, away from the visits' mean speed: the slope's
+    // error times that distance moves it.
+    let distance = level.log_speed - mean(&xs);
+    r.host_slope = Some(fit.slope);
+    r.level_variance = fit.slope.powi(2) * level.variance;
+    r.slope_variance = distance.powi(2) * fit.slope_variance;
 }
 
 #[cfg(test)]
@@ -171,9 +171,10 @@ mod tests {
             &[[100.0, 1.0], [110.0, 1.1], [90.0, 0.9], [100.0, 1.0]],
         );
         let b = host(2.0, &[[10.0, 2.0], [11.0, 2.2], [9.0, 1.8], [10.0, 2.0]]);
-        let (slope, explained) = window_fit(&[&a, &b]).unwrap();
-        assert!((slope - 1.0).abs() < 1e-9, "{slope}");
-        assert!((explained - 1.0).abs() < 1e-9, "{explained}");
+        let fit = window_fit(&[&a, &b]).unwrap();
+        assert!((fit.slope - 1.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.explained - 1.0).abs() < 1e-9, "{fit:?}");
+        assert!(fit.slope_variance < 1e-12, "{fit:?}");
         assert!(window_fit(&[&a]).is_none(), "four windows are too few");
         let flat = host(
             1.0,
@@ -183,6 +184,46 @@ mod tests {
             window_fit(&[&flat, &flat.clone()]).is_none(),
             "no spread in the speed"
         );
+    }
+
+    /// Read at the quiet speed with the windows' slope, a mean whose visits all lay far
+    /// below that speed carries the slope's error times the distance; one whose visits
+    /// surround it, almost none. Windows that follow the speed exactly leave the slope no
+    /// error at all.
+    #[test]
+    fn a_quiet_speed_far_from_the_visits_widens_the_mean() {
+        let slope_variance = |speeds: [f64; 4], noise: f64| {
+            let visits: Vec<HostSpeed> = (speeds.iter())
+                .map(|&s| {
+                    let windows = [0.95, 1.05, 1.0, 0.98]
+                        .iter()
+                        .zip([1.0 + noise, 1.0 - noise, 1.0, 1.0])
+                        .map(|(w, n)| [100.0 * s * w * n, s * w])
+                        .collect::<Vec<_>>();
+                    host(s, &windows)
+                })
+                .collect();
+            let mut r = Ratios {
+                logs: speeds.iter().map(|s: &f64| s.ln() - 1.0).collect(),
+                within: vec![0.0; 4],
+                hosts: visits.into_iter().map(Some).collect(),
+                ..Ratios::default()
+            };
+            let level = HostLevel {
+                log_speed: 0.0,
+                variance: 0.0,
+            };
+            adjust(&mut r, &level);
+            assert!((r.host_slope.unwrap() - 1.0).abs() < 0.2, "{r:?}");
+            r.slope_variance
+        };
+        let (far, around) = (
+            slope_variance([0.6, 0.65, 0.7, 0.75], 0.01),
+            slope_variance([0.9, 0.95, 1.05, 1.1], 0.01),
+        );
+        assert!(far > 100.0 * around, "{far} {around}");
+        assert!(far > 1e-5, "{far}");
+        assert!(slope_variance([0.6, 0.65, 0.7, 0.75], 0.0) < 1e-20);
     }
 
     /// The quiet level is the 90th percentile of the visits' log speeds, the same every time
@@ -199,6 +240,7 @@ mod tests {
                     ci95_low: 1.0,
                     ci95_high: 1.0,
                     measured_s: 1.0,
+                    windows: 0,
                     measured_unix_s: [0.0, 1.0],
                     disturbed: false,
                     host: Some(host(s, &[])),

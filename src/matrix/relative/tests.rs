@@ -40,6 +40,7 @@ fn reference(rate: f64, start: f64) -> BlockReference {
         samples_per_s: rate,
         ci95_low: rate * (1.0 - OWN),
         ci95_high: rate * (1.0 + OWN),
+        windows: 0,
         measured_unix_s: [start, start + 10.0],
     }
 }
@@ -84,6 +85,43 @@ fn a_cell_is_its_rate_over_its_own_blocks_reference() {
         (one.ci95_high / one.rate - half.exp()).abs() < 1e-3,
         "{one:?}"
     );
+}
+
+/// A measurement's interval says how many windows made it: its variance is its half-width
+/// over Student's quantile for them, not the normal one (four windows read as normal would
+/// floor every ratio 1.62 times wider than their standard error). Without the count recorded
+/// (older matrices) the normal quantile stands.
+#[test]
+fn the_floor_is_the_windows_standard_error() {
+    let half_width = |windows: u32| {
+        let mut blocks = [block(0, 0.0, 200.0, None), block(1, 1000.0, 100.0, None)];
+        for b in &mut blocks {
+            b.opening.as_mut().unwrap().windows = windows;
+        }
+        let mut one = measured(1.0, &[(120.0, 20.0), (60.0, 1020.0)]);
+        one.visits = [(120.0, 20.0), (60.0, 1020.0)]
+            .iter()
+            .map(|&(rate, start)| crate::matrix::Visit {
+                launch: 1,
+                samples_per_s: rate,
+                ci95_low: rate * (1.0 - OWN),
+                ci95_high: rate * (1.0 + OWN),
+                measured_s: 10.0,
+                windows,
+                measured_unix_s: [start, start + 10.0],
+                disturbed: false,
+                host: None,
+            })
+            .collect();
+        let cells = [measured(REF_CPU, &[(200.0, 0.0), (100.0, 1000.0)]), one];
+        let r = relative_rates(&blocks, &cells)[1].clone().unwrap();
+        (r.ci95_high / r.rate).ln()
+    };
+    let (normal, four) = (half_width(0), half_width(4));
+    let ratio = (four / normal) / (1.96 / t_975(3));
+    assert!((ratio - 1.0).abs() < 1e-9, "{normal} {four}");
+    // One window's interval came from its many reports: the normal quantile.
+    assert_eq!(half_width(1), normal);
 }
 
 /// The reference fell from 100 to 80 through the block: a cell measured halfway is compared
@@ -171,6 +209,7 @@ fn a_disturbed_block_is_left_out_and_its_launch_named() {
         ci95_low: rate * (1.0 - OWN),
         ci95_high: rate * (1.0 + OWN),
         measured_s: 10.0,
+        windows: 0,
         measured_unix_s: [start, start + 10.0],
         disturbed: launch == 2,
         host: None,
@@ -279,6 +318,7 @@ fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
                 ci95_low: r * (1.0 - OWN),
                 ci95_high: r * (1.0 + OWN),
                 measured_s: 10.0,
+                windows: 0,
                 measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
                 disturbed: false,
                 host: None,
@@ -320,6 +360,7 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
         ci95_low: rate * (1.0 - OWN),
         ci95_high: rate * (1.0 + OWN),
         measured_s: 10.0,
+        windows: 0,
         measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
         disturbed: false,
         host: Some(HostSpeed {
