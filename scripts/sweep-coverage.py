@@ -68,12 +68,12 @@ def main():
     sweeps = []
     for i in range(args.sweeps):
         s = sweep(args.profiler, args.job, args.out / f"sweep{i}.matrix.jsonl")
-        halves = [(r["ci95_high"] - r["ci95_low"]) / 2 / r["rate"] for r in s["relative"].values()]
-        s["median_half_width"] = statistics.median(halves) if halves else None
+        halves = {k: (r["ci95_high"] - r["ci95_low"]) / 2 / r["rate"]
+                  for k, r in s["relative"].items()}
+        s["median_half_width"] = statistics.median(halves.values()) if halves else None
         sweeps.append(s)
         print(f"sweep {i}: {s['wall_s']:.1f} s, {s['launches']} launches, relative "
-              + ", ".join(f"{k[0]} CPU mem#{k[1]} {r['rate']:.3f} "
-                          f"±{100 * (r['ci95_high'] - r['ci95_low']) / 2 / r['rate']:.1f}%"
+              + ", ".join(f"{k[0]} CPU mem#{k[1]} {r['rate']:.3f} ±{100 * halves[k]:.1f}%"
                           for k, r in sorted(s["relative"].items())), flush=True)
     first = [covered(sweeps[0], s) for s in sweeps[1:]]
     pairs = [covered(a, b) for i, a in enumerate(sweeps) for j, b in enumerate(sweeps) if i != j]

@@ -16,7 +16,7 @@ use crate::matrix::visits::{HostSpeed, Visit};
 use crate::stats::{interpolated_percentile, mean, mean_sd};
 
 /// Least windows (with a probe speed, in visits of two windows or more) a cell's slope rests
-/// on where it has too few visits for theirs.
+/// on.
 const MIN_WINDOWS: usize = 8;
 
 /// The host speed every adjusted ratio is read at: the quiet host's, a high percentile
