@@ -24,6 +24,15 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// The lower median of a NaN-free slice, in any order: the middle value, the smaller of the
+/// two middle ones for an even count (so one wild value of two does not set it); 0 for an
+/// empty one.
+pub fn lower_median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+}
+
 /// Arithmetic mean; 0 for an empty slice.
 pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
@@ -85,6 +94,13 @@ pub fn interpolated_percentile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lower_median_of_two_is_the_smaller() {
+        assert_eq!(lower_median(&[54.7, 0.04]), 0.04);
+        assert_eq!(lower_median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(lower_median(&[]), 0.0);
+    }
 
     #[test]
     fn spread_of_a_small_sample() {

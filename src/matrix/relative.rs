@@ -354,25 +354,14 @@ pub fn block_spread(blocks: &[SweepBlock], cells: &[Cell]) -> (f64, usize) {
         .filter(|c| c.source == CellSource::Measured && !is_reference(c))
         .map(|c| ratios(blocks, c))
         .collect();
-    let (variance, df) = pooled(measured.iter());
+    let (variance, df) = spread::pooled(measured.iter().map(|r| r.logs.as_slice()));
     (variance.sqrt(), df)
 }
 
-/// Degrees of freedom from which a cell's own between-block spread stands for it instead of the
-/// spread pooled over the sweep's cells: with six blocks or more (fewer give Student's quantile
-/// for few degrees of freedom, wider than the pooled spread).
+/// Degrees of freedom from which a cell's own spread stands for it instead of the spread pooled
+/// over the sweep's cells: with six blocks or more, or six launches where it has several (fewer
+/// give Student's quantile for few degrees of freedom, wider than the pooled spread).
 pub const OWN_SPREAD_DF: usize = 5;
-
-/// The between-block variance of log-ratios pooled over `cells`, with its degrees of freedom.
-fn pooled<'a>(cells: impl Iterator<Item = &'a Ratios>) -> (f64, usize) {
-    let (mut squares, mut df) = (0.0, 0);
-    for r in cells.filter(|r| r.logs.len() > 1) {
-        let m = mean(&r.logs);
-        squares += r.logs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
-        df += r.logs.len() - 1;
-    }
-    (if df > 0 { squares / df as f64 } else { 0.0 }, df)
-}
 
 /// Every cell's rate relative to its block's reference, in `cells`' order: measured cells from
 /// the blocks that measured them, modelled cells from the measured cell they were scaled from
@@ -396,10 +385,8 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
             })
         })
         .collect();
-    let (between, df) = pooled(
-        cells
-            .iter()
-            .zip(&measured)
+    let sweep = spread::Levels::of(
+        (cells.iter().zip(&measured))
             .filter(|(c, _)| !is_reference(c))
             .filter_map(|(_, r)| r.as_ref()),
     );
@@ -424,20 +411,24 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
                 });
             }
             let m = mean(&r.logs);
-            // A cell with blocks enough for a spread of its own uses it: cells of one job
+            // A cell with units enough for a spread of its own uses it: cells of one job
             // scatter differently (a job throttled to half a core swings more than at two).
-            let (variance, df) = match k > OWN_SPREAD_DF {
-                true => pooled(std::iter::once(r)),
-                false => (between, df),
+            // Its units are its launches where it has several, else its blocks.
+            let launches = spread::launches(r);
+            let levels = match k > OWN_SPREAD_DF && (launches == 1 || launches > OWN_SPREAD_DF) {
+                true => spread::Levels::of([r]),
+                false => sweep,
             };
-            // The median, not the mean: one visit whose windows say little (a rate over whole
-            // epochs of a job that reports in bursts) must not widen every other's floor.
-            let sd = variance.max(crate::stats::median(&r.within)).sqrt();
+            // The lower median, not the mean: one measurement whose windows say little (a rate
+            // over whole epochs of a job that reports in bursts, or whose windows never
+            // settled) must not widen every other's floor, nor the one other of two.
+            let floor = crate::stats::lower_median(&r.within);
+            let (variance, df) = levels.variance_of_mean(r, floor);
             let q = if df > 0 { t_975(df) } else { 1.96 };
             // Another sweep's mean spreads as this one's does, and each reads its ratios at
             // its own quiet host's speed (an estimate from many visits: normal quantile) with
             // a slope of its own.
-            let half = ((q * sd).powi(2) * 2.0 / k as f64
+            let half = (q.powi(2) * 2.0 * variance
                 + 1.96f64.powi(2) * 2.0 * (r.level_variance + r.slope_variance))
                 .sqrt();
             Some(RelativeRate {
@@ -538,5 +529,6 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
 }
 
 mod host;
+mod spread;
 #[cfg(test)]
 mod tests;

@@ -190,10 +190,16 @@ fn a_job_reading_its_files_in_one_order_is_modelled_from_its_trace() {
         .access_hit_curve
         .clone()
         .expect("the job's opens were traced");
-    assert_eq!(
-        profiler::cache_model::curve_hit_ratio(&curve, 0.95),
-        0.0,
-        "a repeated scan hits nothing below the whole dataset: {curve:?}"
+    // The loader's two workers take batches from one sampler: one that stalls lets the other
+    // read a few batches ahead, and those files come back a little less than a whole dataset
+    // later (0.2% of re-reads hit at 94.5% of the dataset in one run). Well below, nothing hits,
+    // where a fresh shuffle would hit two re-reads in three.
+    let in_order = profiler::cache_model::curve_hit_ratio(&curve, 0.9);
+    let shuffled_hits = profiler::cache_model::page_cache_hit_ratio(0.9);
+    assert!(
+        in_order < 0.01 && shuffled_hits > 0.6,
+        "a repeated scan hits {in_order} at 90% of the dataset, a shuffle {shuffled_hits}: \
+         {curve:?}"
     );
     let v = m.header.validation.clone().expect("recorded");
     eprint!("{}", validate::render(&v, None));

@@ -343,6 +343,48 @@ fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
     assert!(by_launch.iter().all(|(l, _)| *l == 1));
 }
 
+/// The same cell on two launches of two blocks each, the launches 10% apart and their blocks
+/// within 1%: another sweep's mean lands where another pair of launches puts it, so the
+/// interval is Student's over the two launch means (one degree of freedom), not over four
+/// blocks as if each were a fresh start.
+#[test]
+fn blocks_of_one_launch_are_not_independent_starts() {
+    let ratios = [(1, 0.50), (1, 0.505), (2, 0.55), (2, 0.555)];
+    let mut cell = measured(1.0, &[(500.0, 0.0)]);
+    cell.visits = (ratios.iter().enumerate())
+        .map(|(i, &(launch, ratio))| {
+            let r = 1000.0 * ratio;
+            crate::matrix::Visit {
+                launch,
+                samples_per_s: r,
+                ci95_low: r * (1.0 - OWN),
+                ci95_high: r * (1.0 + OWN),
+                measured_s: 10.0,
+                windows: 0,
+                measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
+                disturbed: false,
+                host: None,
+            }
+        })
+        .collect();
+    let blocks: Vec<SweepBlock> = (0..4)
+        .map(|i| block(i as u32, 100.0 * i as f64, 1000.0, Some(1000.0)))
+        .collect();
+    let r = relative_rates(&blocks, std::slice::from_ref(&cell))[0]
+        .clone()
+        .unwrap();
+    let logs: Vec<f64> = ratios.iter().map(|x| x.1.ln()).collect();
+    let means = [0.5 * (logs[0] + logs[1]), 0.5 * (logs[2] + logs[3])];
+    let m = 0.5 * (means[0] + means[1]);
+    let launch_sd = ((means[0] - m).powi(2) + (means[1] - m).powi(2)).sqrt();
+    let half = (r.ci95_high / r.rate).ln();
+    let expected = t_975(1) * launch_sd * (2.0f64 / 2.0).sqrt();
+    assert!((half - expected).abs() < 1e-9, "{half} {expected}");
+    // The blocks as units: less than a third as wide.
+    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 3.0).sqrt();
+    assert!(t_975(3) * sd * (2.0f64 / 4.0).sqrt() < half / 3.0, "{r:?}");
+}
+
 /// A cell at half a core whose visits swing with the host's speed on its CPU (the probe's),
 /// beside a reference that does not: read at the quiet host's speed, the ratios lose the
 /// swing, so the interval is far narrower than the raw one, centred where the quiet visits
