@@ -47,28 +47,80 @@ pub(super) enum LiveCheckState {
     /// Nothing to check: the sweep relaunches, the spec says the job adapts, or no launch
     /// re-caps the CPU (the command depends on the CPU level).
     NotNeeded,
-    /// The next pass is the check's fresh launch; `attempts` fresh launches before it had
-    /// their blocks left out.
+    /// The next pass is the check's fresh launch; the `earlier` fresh launches had their
+    /// blocks, or those of the launches re-capped down, left out.
     Pending {
-        attempts: u32,
+        earlier: Vec<u32>,
     },
     /// The pass being measured started with the check's fresh launch.
     Checking(Box<Checking>),
+    /// The check's fresh launch was heard, but every block of the launches re-capped down to
+    /// its point was left out: the next pass starts at the reference and re-caps down again.
+    AwaitingLive(Box<Checking>),
     Done(LiveCheck),
 }
 
-/// The live check in progress: its point (the lowest CPU level at the top memory level) and the
-/// fresh launch that started there.
+/// The live check in progress: its point (the lowest CPU level at the top memory level), the
+/// fresh launch that started there, and the check's earlier fresh launches there (started at
+/// the point too, so never on the side re-capped down).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Checking {
     point: Point,
     launch: u32,
-    attempt: u32,
+    earlier: Vec<u32>,
+    /// Passes made again re-capped down since, their side having been left out.
+    live_again: u32,
+}
+
+/// The check's point on both sides: the log-ratios and rates of the launches started at the
+/// reference and re-capped down (`live`), and those of the fresh launches started at the point.
+#[derive(Debug, Default, PartialEq)]
+struct Sides {
+    live: Vec<f64>,
+    fresh: Vec<f64>,
+    live_rates: Vec<f64>,
+    /// The check's own fresh launch's first rate at the point.
+    fresh_rate: Option<f64>,
+}
+
+impl Checking {
+    fn is_fresh(&self, launch: u32) -> bool {
+        launch == self.launch || self.earlier.contains(&launch)
+    }
+
+    /// Splits the point's log-ratios by launch (`ratios`) and its visits between the two
+    /// sides: every launch but the check's fresh ones started at the reference.
+    fn sides(&self, ratios: &[(u32, f64)], visits: &[crate::matrix::Visit]) -> Sides {
+        let mut out = Sides::default();
+        for &(launch, log) in ratios {
+            match self.is_fresh(launch) {
+                true => out.fresh.push(log),
+                false => out.live.push(log),
+            }
+        }
+        for v in visits {
+            if v.launch == self.launch {
+                out.fresh_rate = out.fresh_rate.or(Some(v.samples_per_s));
+            } else if !self.is_fresh(v.launch) {
+                out.live_rates.push(v.samples_per_s);
+            }
+        }
+        out
+    }
 }
 
 impl LiveCheckState {
+    /// Whether the next pass is the check's fresh launch.
     pub(super) fn is_pending(&self) -> bool {
         matches!(self, LiveCheckState::Pending { .. })
+    }
+
+    /// Whether the check needs another pass: its fresh launch, or a launch re-capped down.
+    pub(super) fn owes_a_pass(&self) -> bool {
+        matches!(
+            self,
+            LiveCheckState::Pending { .. } | LiveCheckState::AwaitingLive(_)
+        )
     }
 }
 
@@ -188,14 +240,15 @@ impl Sweep<'_> {
     /// Where the pass has no point below the reference (one CPU level), there is nothing to
     /// check.
     pub(super) fn start_live_check(&mut self, first: Option<&Point>) {
-        let LiveCheckState::Pending { attempts } = self.live_check else {
+        let LiveCheckState::Pending { earlier } = &self.live_check else {
             return;
         };
         self.live_check = match first.filter(|p| **p != self.reference_point(&p.params)) {
             Some(first) => LiveCheckState::Checking(Box::new(Checking {
                 point: first.clone(),
                 launch: self.launch_id() + 1,
-                attempt: attempts,
+                earlier: earlier.clone(),
+                live_again: 0,
             })),
             None => LiveCheckState::NotNeeded,
         };
@@ -245,7 +298,9 @@ impl Sweep<'_> {
         &mut self,
         params: &BTreeMap<String, String>,
     ) -> Result<bool, SweepError> {
-        let LiveCheckState::Checking(c) = self.live_check.clone() else {
+        let (LiveCheckState::Checking(c) | LiveCheckState::AwaitingLive(c)) =
+            self.live_check.clone()
+        else {
             return Ok(false);
         };
         let key = self
@@ -253,32 +308,29 @@ impl Sweep<'_> {
             .bytes()
             .map(|b| CellKey::new(c.point.cpu, b[c.point.mem], &c.point.params));
         let cell = self.cells.iter().find(|x| Some(x.key()) == key);
-        let (mut live, mut fresh, mut live_rates, mut fresh_rate) = (vec![], vec![], vec![], None);
-        let mut left_out = Vec::new();
-        if let Some(cell) = cell {
-            left_out = left_out_launches(&self.blocks, cell);
-            for (launch, log) in ratios_by_launch(&self.blocks, cell) {
-                match launch.cmp(&c.launch) {
-                    std::cmp::Ordering::Less => live.push(log),
-                    std::cmp::Ordering::Equal => fresh.push(log),
-                    std::cmp::Ordering::Greater => {}
-                }
-            }
-            for v in &cell.visits {
-                match v.launch.cmp(&c.launch) {
-                    std::cmp::Ordering::Less => live_rates.push(v.samples_per_s),
-                    std::cmp::Ordering::Equal => {
-                        fresh_rate = fresh_rate.or(Some(v.samples_per_s));
-                    }
-                    std::cmp::Ordering::Greater => {}
-                }
-            }
-        }
+        let (sides, left_out) = match cell {
+            Some(cell) => (
+                c.sides(&ratios_by_launch(&self.blocks, cell), &cell.visits),
+                left_out_launches(&self.blocks, cell),
+            ),
+            None => (Sides::default(), Vec::new()),
+        };
+        let Sides {
+            live,
+            fresh,
+            live_rates,
+            fresh_rate,
+        } = sides;
         // A side whose blocks were all left out says nothing either way.
-        let unheard = (live.is_empty() && left_out.iter().any(|&l| l < c.launch))
-            || (fresh.is_empty() && left_out.contains(&c.launch));
-        if unheard {
-            return self.live_check_unheard(&c, mean(&live_rates), fresh_rate.unwrap_or(0.0));
+        let live_unheard = live.is_empty() && (left_out.iter()).any(|&l| !c.is_fresh(l));
+        let fresh_unheard = fresh.is_empty() && left_out.contains(&c.launch);
+        if live_unheard || fresh_unheard {
+            return self.live_check_unheard(
+                &c,
+                fresh_unheard,
+                mean(&live_rates),
+                fresh_rate.unwrap_or(0.0),
+            );
         }
         // The point's own spread around each launch's mean where it has blocks enough for
         // one (a two-sample pooled variance), else the sweep's.
@@ -318,25 +370,45 @@ impl Sweep<'_> {
         self.relaunch_from_scratch(params)
     }
 
-    /// The check's fresh launch (or the launches before it) had every block it measured the
-    /// point in left out: the check is made again on the next pass's fresh launch, or, after
-    /// [`LIVE_CHECK_ATTEMPTS`] launches, recorded as unproven and the sweep goes on re-capping.
+    /// One side of the check had every block it measured the point in left out: the check's
+    /// fresh launch (`fresh_unheard`), measured again on the next pass's fresh launch, or the
+    /// launches re-capped down, measured again on a next pass that starts at the reference and
+    /// re-caps down (a fresh launch more would say nothing of re-capping). After
+    /// [`LIVE_CHECK_ATTEMPTS`] launches it is recorded as unproven and the sweep goes on
+    /// re-capping.
     fn live_check_unheard(
         &mut self,
         c: &Checking,
+        fresh_unheard: bool,
         live_samples_per_s: f64,
         fresh_samples_per_s: f64,
     ) -> Result<bool, SweepError> {
-        let attempts = c.attempt + 1;
-        let why = "every block that measured it on one of the two launches was left out (other \
-                   processes disturbed it, or the reference drifted)";
+        let attempts = c.earlier.len() as u32 + c.live_again + 1;
+        let (side, again) = match fresh_unheard {
+            true => ("the fresh launch", "on the next pass's fresh launch"),
+            false => (
+                "the launches re-capped down",
+                "on a next pass re-capped down from the reference",
+            ),
+        };
+        let why = format!(
+            "every block that measured it on {side} was left out (other processes disturbed \
+             it, or the reference drifted)"
+        );
         if attempts < LIVE_CHECK_ATTEMPTS {
             self.observer.warn(&format!(
-                "live check at {} CPUs: {why}; the check is made again on the next pass's fresh \
-                 launch",
+                "live check at {} CPUs: {why}; the check is made again {again}",
                 c.point.cpu
             ));
-            self.live_check = LiveCheckState::Pending { attempts };
+            self.live_check = match fresh_unheard {
+                true => LiveCheckState::Pending {
+                    earlier: [c.earlier.as_slice(), &[c.launch]].concat(),
+                },
+                false => LiveCheckState::AwaitingLive(Box::new(Checking {
+                    live_again: c.live_again + 1,
+                    ..c.clone()
+                })),
+            };
             return Ok(false);
         }
         let check = LiveCheck {
@@ -347,7 +419,7 @@ impl Sweep<'_> {
             outcome: "unproven".into(),
             fresh_samples_per_s: Vec::new(),
             between_launch_spread: None,
-            reason: format!("{why}, on {attempts} fresh launches"),
+            reason: format!("{why}, after {attempts} launches for the check"),
             reference_ratio: None,
         };
         self.observer.warn(&describe(&check));
@@ -396,6 +468,52 @@ mod tests {
             sd,
             df,
         )
+    }
+
+    /// The check made again on a second fresh launch: the first fresh launch started at the
+    /// point too, so its ratio joins the fresh side, never the side re-capped down (where it
+    /// would agree with the second fresh launch and pass a job that sizes itself). A later
+    /// pass started at the reference is re-capped down.
+    #[test]
+    fn an_earlier_fresh_launch_is_never_counted_as_re_capped() {
+        let c = Checking {
+            point: Point {
+                cpu: 1.0,
+                mem: 0,
+                params: BTreeMap::new(),
+            },
+            launch: 3,
+            earlier: vec![2],
+            live_again: 0,
+        };
+        let visit = |launch, rate| crate::matrix::Visit {
+            launch,
+            samples_per_s: rate,
+            ci95_low: rate,
+            ci95_high: rate,
+            measured_s: 3.0,
+            windows: 3,
+            measured_unix_s: [0.0, 3.0],
+            disturbed: false,
+            host: None,
+        };
+        let visits = [
+            visit(1, 8.9),
+            visit(2, 80.1),
+            visit(3, 64.8),
+            visit(4, 60.0),
+        ];
+        let ratios = [(1, -2.5), (2, 0.034), (3, 0.031), (4, 0.03)];
+        let sides = c.sides(&ratios, &visits);
+        assert_eq!(
+            sides,
+            Sides {
+                live: vec![-2.5, 0.03],
+                fresh: vec![0.034, 0.031],
+                live_rates: vec![8.9, 60.0],
+                fresh_rate: Some(64.8),
+            }
+        );
     }
 
     /// A job that sizes itself: re-capped down it keeps a quarter of the reference's rate,

@@ -213,7 +213,9 @@ pub(super) fn mode(opts: &SweepOptions, in_step: bool) -> (SweepMode, LiveCheckS
         && !opts.spec.depends_on_cpu_level()
         && !in_step
     {
-        LiveCheckState::Pending { attempts: 0 }
+        LiveCheckState::Pending {
+            earlier: Vec::new(),
+        }
     } else {
         LiveCheckState::NotNeeded
     };

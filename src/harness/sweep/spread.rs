@@ -45,7 +45,7 @@ impl Sweep<'_> {
             // The live check's fresh launch is a pass of its own, also where one was asked for.
             // Where no more passes were asked for, it measures only the check's point and the
             // reference.
-            let checking = self.live_check.is_pending();
+            let checking = self.live_check.owes_a_pass();
             let asked = pass < launches + owed;
             if !asked && !checking {
                 break;
