@@ -216,15 +216,24 @@ fn a_hog_that_stays_leaves_its_blocks_out_and_the_check_unproven() {
     let low = (m.cells.iter())
         .find(|c| c.cpu == 0.5 && c.source == CellSource::Measured)
         .expect("the 0.5-CPU cell is measured");
-    let r = low.relative.clone().expect("a relative rate");
-    eprintln!("0.5 CPU relative to 1 CPU: {r:?}");
     let kept = before.iter().filter(|b| !b.left_out()).count();
-    assert_eq!(r.blocks as usize, kept, "{r:?}");
-    assert!(r.dropped_blocks as usize >= after.len(), "{r:?}");
-    // One quiet block: a host's spell moves it (0.37-0.52 over five runs on a 2-core VM), but
-    // not to the 1 the hogged blocks give (the hog halves the reference and leaves the capped
-    // cell its half core).
-    assert!((0.3..0.7).contains(&r.rate), "{r:?}");
+    // A spell of the host before the hog can drift the quiet blocks too: then no block is
+    // left to read a ratio from, and none is given (one read across the hog is off by 2x).
+    match low.relative.clone() {
+        None => assert_eq!(kept, 0, "a kept quiet block and no relative rate"),
+        Some(r) => {
+            eprintln!("0.5 CPU relative to 1 CPU: {r:?}");
+            assert_eq!(r.blocks as usize, kept, "{r:?}");
+            assert!(r.dropped_blocks as usize >= after.len(), "{r:?}");
+            // One quiet block: a host's spell moves it (0.37-0.52 over five runs on a 2-core
+            // VM), but not to the 1 the hogged blocks give (the hog halves the reference and
+            // leaves the capped cell its half core).
+            assert!((0.3..0.7).contains(&r.rate), "{r:?}");
+        }
+    }
+    if kept == 0 {
+        eprintln!("every quiet block drifted in a spell of the host: no relative rate is read");
+    }
     // The reference's visits under the hog are kept in the record and marked, and its rate
     // is the quiet launch's alone.
     let reference = (m.cells.iter())

@@ -301,8 +301,9 @@ type Candidate = (f64, f64, String);
 /// The assumption furthest off (by how far past its tolerance) among those that push the
 /// prediction the way it is off, in words.
 fn explain(c: &CellCheck, e: &Evidence) -> String {
+    let share = cache_share_off(c, e).filter(|s| s.0 > 1.0);
     let mut candidates: Vec<Candidate> = [
-        cache_share_off(c, e),
+        share.clone(),
         reads_off(e.reads_per_sample),
         storage_off(c, e.storage_bound),
         cpu_off(c, e.cpu_use),
@@ -318,11 +319,19 @@ fn explain(c: &CellCheck, e: &Evidence) -> String {
         let agrees = |c: &Candidate| c.1 * e.error > 0.0;
         agrees(b).cmp(&agrees(a)).then(b.0.total_cmp(&a.0))
     });
-    match candidates.first() {
+    // Hits follow from the share of the dataset cached: where both are off the same way, the
+    // share is named first, as the cause.
+    let cause = |first: &Candidate| {
+        share
+            .as_ref()
+            .filter(|s| s.2 != first.2 && s.1 * first.1 > 0.0)
+            .map_or(first.2.clone(), |s| format!("{}; {}", s.2, first.2))
+    };
+    match candidates.first().map(|first| (first, cause(first))) {
         // The machine's speed is said beside whatever else is furthest off.
-        Some((_, _, why)) => match machine.filter(|m| m.0 > 1.0 && &m.2 != why) {
+        Some((first, why)) => match machine.filter(|m| m.0 > 1.0 && m.2 != first.2) {
             Some((_, _, speed)) => format!("{why}; {speed}"),
-            None => why.clone(),
+            None => why,
         },
         None if c.cache_share_measured.is_none() && c.cpu_per_sample_vs_top.is_none() => {
             "the cell recorded no telemetry to check the model against".into()

@@ -45,6 +45,21 @@ fn reference(rate: f64, start: f64) -> BlockReference {
     }
 }
 
+/// A visit on `launch` at `rate` (its own interval ±[`OWN`]) measured over [start, start + 10].
+fn visit(launch: u32, rate: f64, start: f64) -> crate::matrix::Visit {
+    crate::matrix::Visit {
+        launch,
+        samples_per_s: rate,
+        ci95_low: rate * (1.0 - OWN),
+        ci95_high: rate * (1.0 + OWN),
+        measured_s: 10.0,
+        windows: 0,
+        measured_unix_s: [start, start + 10.0],
+        disturbed: false,
+        host: None,
+    }
+}
+
 /// Block `index` spanning [start, start + 100): reference measured at its start (and at
 /// start + 80 where `closing` is given).
 fn block(index: u32, start: f64, opening: f64, closing: Option<f64>) -> SweepBlock {
@@ -102,15 +117,8 @@ fn the_floor_is_the_windows_standard_error() {
         one.visits = [(120.0, 20.0), (60.0, 1020.0)]
             .iter()
             .map(|&(rate, start)| crate::matrix::Visit {
-                launch: 1,
-                samples_per_s: rate,
-                ci95_low: rate * (1.0 - OWN),
-                ci95_high: rate * (1.0 + OWN),
-                measured_s: 10.0,
                 windows,
-                measured_unix_s: [start, start + 10.0],
-                disturbed: false,
-                host: None,
+                ..visit(1, rate, start)
             })
             .collect();
         let cells = [measured(REF_CPU, &[(200.0, 0.0), (100.0, 1000.0)]), one];
@@ -204,15 +212,8 @@ fn a_disturbed_block_is_left_out_and_its_launch_named() {
     assert!(hogged.left_out() && !hogged.judge_drift(0.0));
     let blocks = [block(0, 0.0, 100.0, None), hogged];
     let visit = |launch: u32, rate: f64, start: f64| crate::matrix::Visit {
-        launch,
-        samples_per_s: rate,
-        ci95_low: rate * (1.0 - OWN),
-        ci95_high: rate * (1.0 + OWN),
-        measured_s: 10.0,
-        windows: 0,
-        measured_unix_s: [start, start + 10.0],
         disturbed: launch == 2,
-        host: None,
+        ..visit(launch, rate, start)
     };
     let mut low = measured(0.5, &[(25.0, 20.0), (25.0, 1020.0)]);
     low.visits = vec![visit(1, 25.0, 20.0), visit(2, 25.0, 1020.0)];
@@ -312,17 +313,7 @@ fn visits_are_read_against_their_own_blocks_and_make_their_own_spread() {
     cell.visits = (0..4)
         .map(|i| {
             let r = speeds[i] * ratios[i];
-            crate::matrix::Visit {
-                launch: 1,
-                samples_per_s: r,
-                ci95_low: r * (1.0 - OWN),
-                ci95_high: r * (1.0 + OWN),
-                measured_s: 10.0,
-                windows: 0,
-                measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
-                disturbed: false,
-                host: None,
-            }
+            visit(1, r, 100.0 * i as f64 + 40.0)
         })
         .collect();
     let blocks: Vec<SweepBlock> = (0..4)
@@ -354,17 +345,7 @@ fn blocks_of_one_launch_are_not_independent_starts() {
     cell.visits = (ratios.iter().enumerate())
         .map(|(i, &(launch, ratio))| {
             let r = 1000.0 * ratio;
-            crate::matrix::Visit {
-                launch,
-                samples_per_s: r,
-                ci95_low: r * (1.0 - OWN),
-                ci95_high: r * (1.0 + OWN),
-                measured_s: 10.0,
-                windows: 0,
-                measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
-                disturbed: false,
-                host: None,
-            }
+            visit(launch, r, 100.0 * i as f64 + 40.0)
         })
         .collect();
     let blocks: Vec<SweepBlock> = (0..4)
@@ -397,14 +378,6 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     let speeds = [1.0, 0.8, 0.95, 0.7, 1.0, 0.85];
     let noise = [1.0, 1.004, 0.996, 1.002, 0.998, 1.0];
     let visit = |i: usize, rate: f64, speed: f64| crate::matrix::Visit {
-        launch: 1,
-        samples_per_s: rate,
-        ci95_low: rate * (1.0 - OWN),
-        ci95_high: rate * (1.0 + OWN),
-        measured_s: 10.0,
-        windows: 0,
-        measured_unix_s: [100.0 * i as f64 + 40.0, 100.0 * i as f64 + 50.0],
-        disturbed: false,
         host: Some(HostSpeed {
             speed: 3e8 * speed,
             // Windows that move with the speed at a slope of one.
@@ -413,6 +386,7 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
                 .map(|w| [rate * w, 3e8 * speed * w])
                 .collect(),
         }),
+        ..visit(1, rate, 100.0 * i as f64 + 40.0)
     };
     let mut cell = measured(0.5, &[(250.0, 0.0)]);
     cell.visits = (0..6)

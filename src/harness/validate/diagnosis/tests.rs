@@ -94,6 +94,22 @@ fn the_assumption_furthest_off_is_named_with_both_figures() {
         "{} (h = {h})",
         c.explanation
     );
+    // The cache held more than its share, and hit far more: the share is named first, as the
+    // cause, with the hits beside it.
+    let c = check(
+        &cell(100, 300.0, 300.0 * 100_000.0 * 0.5, 0.75, 60, 50),
+        &top,
+        &model(),
+        1000,
+    );
+    assert!(
+        c.explanation
+            .starts_with("the cache held 60% of the dataset, the model gave it 50%")
+            && c.explanation
+                .contains("50% of reads hit the cache, the model expects 15%"),
+        "{}",
+        c.explanation
+    );
     // Everything as modelled but CPU time per sample up by half: reclaim.
     let rate = half_cached_prediction();
     let storage = rate * 100_000.0 * (1.0 - h);
