@@ -47,8 +47,8 @@ pub(super) enum LiveCheckState {
     /// Nothing to check: the sweep relaunches, the spec says the job adapts, or no launch
     /// re-caps the CPU (the command depends on the CPU level).
     NotNeeded,
-    /// The next pass is the check's fresh launch; the `earlier` fresh launches had their
-    /// blocks, or those of the launches re-capped down, left out.
+    /// The next pass is the check's fresh launch; the check's `earlier` fresh launches had
+    /// every block that measured its point left out.
     Pending {
         earlier: Vec<u32>,
     },
