@@ -779,6 +779,22 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// A visit on `launch` at `rate`, its own interval ±`half_width` of it, measured over
+    /// [start, start + 10].
+    pub fn visit(launch: u32, rate: f64, start: f64, half_width: f64) -> Visit {
+        Visit {
+            launch,
+            samples_per_s: rate,
+            ci95_low: rate * (1.0 - half_width),
+            ci95_high: rate * (1.0 + half_width),
+            measured_s: 10.0,
+            windows: 0,
+            measured_unix_s: [start, start + 10.0],
+            disturbed: false,
+            host: None,
+        }
+    }
+
     pub fn cell(cpu: f64) -> Cell {
         Cell {
             cpu,

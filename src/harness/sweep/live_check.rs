@@ -486,17 +486,7 @@ mod tests {
             earlier: vec![2],
             live_again: 0,
         };
-        let visit = |launch, rate| crate::matrix::Visit {
-            launch,
-            samples_per_s: rate,
-            ci95_low: rate,
-            ci95_high: rate,
-            measured_s: 3.0,
-            windows: 3,
-            measured_unix_s: [0.0, 3.0],
-            disturbed: false,
-            host: None,
-        };
+        let visit = |launch, rate| crate::matrix::fixtures::visit(launch, rate, 0.0, 0.0);
         let visits = [
             visit(1, 8.9),
             visit(2, 80.1),

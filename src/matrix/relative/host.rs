@@ -235,15 +235,8 @@ mod tests {
             c.source = crate::matrix::CellSource::Measured;
             c.visits = (speeds.iter())
                 .map(|&s| crate::matrix::Visit {
-                    launch: 1,
-                    samples_per_s: 1.0,
-                    ci95_low: 1.0,
-                    ci95_high: 1.0,
-                    measured_s: 1.0,
-                    windows: 0,
-                    measured_unix_s: [0.0, 1.0],
-                    disturbed: false,
                     host: Some(host(s, &[])),
+                    ..crate::matrix::fixtures::visit(1, 1.0, 0.0, 0.0)
                 })
                 .collect();
             c

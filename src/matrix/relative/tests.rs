@@ -47,17 +47,7 @@ fn reference(rate: f64, start: f64) -> BlockReference {
 
 /// A visit on `launch` at `rate` (its own interval ±[`OWN`]) measured over [start, start + 10].
 fn visit(launch: u32, rate: f64, start: f64) -> crate::matrix::Visit {
-    crate::matrix::Visit {
-        launch,
-        samples_per_s: rate,
-        ci95_low: rate * (1.0 - OWN),
-        ci95_high: rate * (1.0 + OWN),
-        measured_s: 10.0,
-        windows: 0,
-        measured_unix_s: [start, start + 10.0],
-        disturbed: false,
-        host: None,
-    }
+    fixtures::visit(launch, rate, start, OWN)
 }
 
 /// Block `index` spanning [start, start + 100): reference measured at its start (and at
