@@ -411,19 +411,11 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
                 });
             }
             let m = mean(&r.logs);
-            // A cell with units enough for a spread of its own uses it: cells of one job
-            // scatter differently (a job throttled to half a core swings more than at two).
-            // Its units are its launches where it has several, else its blocks.
-            let launches = spread::launches(r);
-            let levels = match k > OWN_SPREAD_DF && (launches == 1 || launches > OWN_SPREAD_DF) {
-                true => spread::Levels::of([r]),
-                false => sweep,
-            };
             // The lower median, not the mean: one measurement whose windows say little (a rate
             // over whole epochs of a job that reports in bursts, or whose windows never
             // settled) must not widen every other's floor, nor the one other of two.
             let floor = crate::stats::lower_median(&r.within);
-            let (variance, df) = levels.variance_of_mean(r, floor);
+            let (variance, df) = sweep.variance_of_mean(r, floor);
             let q = if df > 0 { t_975(df) } else { 1.96 };
             // Another sweep's mean spreads as this one's does, and each reads its ratios at
             // its own quiet host's speed (an estimate from many visits: normal quantile) with

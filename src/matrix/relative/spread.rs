@@ -9,7 +9,7 @@
 //! estimated from their means, the block component from the blocks around their launch's
 //! mean, and the quantile is Student's for the launches' degrees of freedom.
 
-use super::Ratios;
+use super::{OWN_SPREAD_DF, Ratios};
 
 /// The variance of a sample about its mean pooled over `groups`, with its degrees of freedom
 /// (0 and 0 where no group has two members).
@@ -34,11 +34,6 @@ fn by_launch(r: &Ratios) -> Vec<Vec<f64>> {
         }
     }
     groups.into_iter().map(|(_, g)| g).collect()
-}
-
-/// The launches `r`'s blocks come from.
-pub(super) fn launches(r: &Ratios) -> usize {
-    by_launch(r).len()
 }
 
 /// The spread of log-ratios at each level, pooled over some cells' ratios.
@@ -84,17 +79,30 @@ impl Levels {
     }
 
     /// The variance of the mean log-ratio of `r` and its degrees of freedom, one ratio's
-    /// variance never below `floor` (what the windows give it). The launch level counts where
-    /// `r`'s blocks come from two launches or more and the launches' means spread beyond what
-    /// their blocks give them; else every block is a unit, as in a relaunching sweep.
+    /// variance never below `floor` (what the windows give it), from these levels pooled over
+    /// the sweep's cells, or from `r`'s own where it has units enough for a spread of its own:
+    /// cells of one job scatter differently (a job throttled to half a core swings more than at
+    /// two). Its units are its launches where it has several, else its blocks.
     pub(super) fn variance_of_mean(&self, r: &Ratios, floor: f64) -> (f64, usize) {
+        let launches = by_launch(r).len();
+        let own = r.logs.len() > OWN_SPREAD_DF && (launches == 1 || launches > OWN_SPREAD_DF);
+        match own {
+            true => Levels::of([r]).of_mean(r, launches, floor),
+            false => self.of_mean(r, launches, floor),
+        }
+    }
+
+    /// The variance of the mean of `r` (on `launches` launches) from these levels. The launch
+    /// level counts where `r`'s blocks come from two launches or more and the launches' means
+    /// spread beyond what their blocks give them; else every block is a unit, as in a
+    /// relaunching sweep.
+    fn of_mean(&self, r: &Ratios, launches: usize, floor: f64) -> (f64, usize) {
         let k = r.logs.len() as f64;
         let (blocks, df) = self.blocks;
         let block = match self.within_launches.1 {
             0 => blocks.max(floor),
             _ => self.within_launches.0.max(floor),
         };
-        let launches = launches(r);
         let (means, launch_df) = self.launch_means;
         let launch = means - block / self.blocks_per_launch;
         if launches > 1 && launch_df > 0 && launch > 0.0 {
