@@ -30,8 +30,11 @@ const STORAGE_MB_S: u32 = 6;
 /// keeps a fixed part of the dataset cached, gave 40.1%; that one must stay further off.
 const MEDIAN_PCT: f64 = 15.0;
 /// How far the share of the dataset the model gives the cache may be off what the kernel held
-/// (`mincore`) for the bounds to apply: a tenth of the dataset, as for the recorded loaders.
-const SHARE_HELD: f64 = 0.1;
+/// (`mincore`) for the bounds to apply: what `validate` itself names as off. One CI run's cells
+/// held 7-9 points more than the model gave them at every level (the job's other memory under
+/// the cap stayed about 20 MB below its peak at the top level, the model's input), and the
+/// model, fed that share, was 15.6% low in the median.
+const SHARE_HELD: f64 = validate::SHARE_TOLERANCE;
 
 fn loader(name: &str) -> String {
     (Path::new(env!("CARGO_MANIFEST_DIR"))

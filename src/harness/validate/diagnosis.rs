@@ -28,7 +28,7 @@ use crate::cache_model::CacheModel;
 use crate::matrix::{Cell, CellCheck, Telemetry};
 
 /// Deviations below these are not worth naming: shares of the dataset or of reads...
-const SHARE_TOLERANCE: f64 = 0.05;
+pub const SHARE_TOLERANCE: f64 = 0.05;
 /// ... and relative differences of rates.
 const RATE_TOLERANCE: f64 = 0.10;
 /// Storage rates are compared only where at least this share of reads misses the cache.

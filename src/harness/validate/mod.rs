@@ -6,6 +6,8 @@
 mod diagnosis;
 mod paired;
 
+pub use diagnosis::SHARE_TOLERANCE;
+
 use crate::cache_model::CacheModel;
 use crate::harness::memory::modelled_cells::modelled_cells;
 use crate::harness::sweep::{SweepError, SweepObserver, SweepOptions, run_sweep};
