@@ -4,9 +4,9 @@
 //! output with a preset and is checked against the script's own record of its progress: every
 //! optimizer step appends `<unix time> <cumulative samples>` to `$TRUTH_FILE`, and a cell's
 //! samples/s must be within 3% of that record's rate over the interval the cell measured
-//! (`measured_unix_s`), swept at 2 and 1 CPUs: the tqdm loop and plain PyTorch live (PyTorch
-//! sizes its threads at start, so the live check relaunches the 1-CPU cell as a fresh start),
-//! the others on a fresh launch a point.
+//! (`measured_unix_s`), swept at 2 and 1 CPUs: plain PyTorch live (PyTorch sizes its threads at
+//! start, so the live check relaunches the 1-CPU cell as a fresh start), the others on a fresh
+//! launch a point (the live check's verdict is the same for every script that sizes itself).
 //!
 //! Without the Python environment (no network) the tests skip with `SKIPPED:` on stderr; under
 //! CI they fail instead. `cargo test --test harness frameworks -- --nocapture --test-threads 1`
@@ -354,22 +354,14 @@ fn assert_rows_match_truth(rows: &[Row]) {
     assert!(bad.is_empty(), "cells off the script's own rate:\n{bad}");
 }
 
-/// Sweeps `job` at 2 and 1 CPUs and checks every cell against the script's record. Live, as a
-/// user runs it: these scripts size their worker pools at start, so the live check finds
-/// re-capping wrong and the 1-CPU cell is a fresh launch's, and the sweep covers a live cell and a
-/// fresh start. `"relaunch"` starts the job afresh at each point, the two launches a reading of
-/// the script's output needs (the live check's verdict is the same for every framework, and
-/// half of these checks' time).
-fn check_job(test: &str, python: &Path, job: &Job, mode: &str) -> Vec<Row> {
+/// Sweeps `job` at 2 and 1 CPUs, a fresh launch a point, and checks every cell against the
+/// script's record: two launches are what a reading of the script's output needs. These scripts
+/// size their worker pools at start, as plain PyTorch does, so a live sweep's check would
+/// relaunch them too (`plain_torch_live_sweep_gives_the_relaunched_curve` checks that verdict).
+fn check_job(python: &Path, job: &Job) {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let (rows, outcome) = sweep_against_truth(python, job, mode, &[1.0, 2.0]);
-    let check = outcome.matrix.header.live_check.as_ref();
-    assert!(
-        mode == "relaunch" || check.is_some_and(|c| c.cpu == 1.0 && c.outcome == "relaunch"),
-        "{test}: the live check relaunches at 1 CPU, so that cell is a fresh start's: {check:?}"
-    );
+    let (rows, _) = sweep_against_truth(python, job, "relaunch", &[1.0, 2.0]);
     assert_rows_match_truth(&rows);
-    rows
 }
 
 /// A small ImageFolder (1,024 training JPEGs), made by the script's first run.
@@ -405,7 +397,7 @@ fn pytorch_imagenet_example_reads_as_its_own_count() {
         throughput: "format = \"pytorch-imagenet\"",
         batch: 8,
     };
-    check_job("pytorch-imagenet", &python, &job, "relaunch");
+    check_job(&python, &job);
 }
 
 #[test]
@@ -418,7 +410,7 @@ fn tqdm_loop_reads_as_its_own_count() {
         throughput: "format = \"tqdm\"",
         batch: 8,
     };
-    check_job("tqdm", &python, &job, "live");
+    check_job(&python, &job);
 }
 
 /// A Lightning script with Lightning's defaults, `rich` installed: Rich's bar, drawn only on a
@@ -433,7 +425,7 @@ fn lightning_default_rich_bar_reads_as_its_own_count() {
         throughput: "format = \"lightning\"",
         batch: 8,
     };
-    check_job("lightning", &python, &job, "relaunch");
+    check_job(&python, &job);
 }
 
 /// Lightning without rich draws its tqdm bar (forced here with `TQDMProgressBar`), through a
@@ -454,7 +446,7 @@ fn lightning_tqdm_bar_reads_as_its_own_count() {
         throughput: "format = \"lightning\"\nterminal = false",
         batch: 8,
     };
-    check_job("lightning", &python, &job, "relaunch");
+    check_job(&python, &job);
 }
 
 /// `disable_tqdm=True`: only the Trainer's log lines (transformers 5 quotes their values), read
@@ -476,7 +468,7 @@ fn hf_trainer_log_lines_read_as_its_own_count() {
         throughput: "format = \"hf-trainer\"\nepoch_length = 20",
         batch: 16,
     };
-    check_job("hf-trainer (log lines)", &python, &job, "relaunch");
+    check_job(&python, &job);
 }
 
 /// With the Trainer's tqdm bar (global steps) on stderr and its log lines on stdout.
@@ -490,7 +482,7 @@ fn hf_trainer_bar_reads_as_its_own_count() {
         throughput: "format = \"hf-trainer\"",
         batch: 16,
     };
-    check_job("hf-trainer (bar)", &python, &job, "relaunch");
+    check_job(&python, &job);
 }
 
 #[test]
@@ -503,7 +495,7 @@ fn keras_progbar_reads_as_its_own_count() {
         throughput: "format = \"keras\"",
         batch: 16,
     };
-    check_job("keras", &python, &job, "relaunch");
+    check_job(&python, &job);
 }
 
 /// What this checks: a live sweep of a job that sizes its threads at start (PyTorch's default
