@@ -33,9 +33,13 @@ pub fn lower_median(xs: &[f64]) -> f64 {
     v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
 }
 
-/// Arithmetic mean; 0 for an empty slice.
+/// Arithmetic mean; 0 for an empty slice (a float sum of nothing is -0, which a file would
+/// show as a rate of "-0.0").
 pub fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 /// Mean and sample standard deviation (0 for fewer than two values); (0, 0) for none.
@@ -94,6 +98,12 @@ pub fn interpolated_percentile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mean_of_nothing_is_a_positive_zero() {
+        assert!(mean(&[]) == 0.0 && mean(&[]).is_sign_positive());
+        assert_eq!(mean(&[1.0, 2.0]), 1.5);
+    }
 
     #[test]
     fn the_lower_median_of_two_is_the_smaller() {
