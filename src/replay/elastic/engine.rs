@@ -646,7 +646,7 @@ fn summarize(
             .sum::<f64>()
             / n,
         decisions: rows.len() as u64,
-        decision_mean_s: walls.iter().sum::<f64>() / walls.len().max(1) as f64,
+        decision_mean_s: crate::stats::mean(&walls),
         decision_max_s: walls.iter().copied().fold(0.0, f64::max),
     }
 }

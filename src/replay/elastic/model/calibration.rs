@@ -395,7 +395,7 @@ fn ones_type((key, shape, b0): (&str, &str, u32), app: &PolluxApp, mine: &[&Run]
         .iter()
         .map(|&(g, x)| (per_gpu(&app.step_time, g, b0 as f64) / x).ln())
         .collect();
-    let time_scale = (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp();
+    let time_scale = crate::stats::mean(&logs).exp();
     let step_time = scaled(&app.step_time, time_scale);
     let throughput_fit = measured
         .iter()
