@@ -2,8 +2,11 @@
 """What a CPU hog started halfway through a sweep does to its relative cells.
 
 Runs the spec's sweep twice, back to back: once on a quiet machine, then again with a CPU hog
-(one process spinning on a core, outside the profiler's cgroups) started when half the quiet
-sweep's wall time has passed and left running to the end. Prints, for the second sweep, the
+(one process spinning on a core, outside the profiler's cgroups) started once the second sweep
+has written half as many blocks as the quiet sweep ended with, and left running to the end. The
+hog is timed from the second sweep's own progress: a sweep that relaunches or measures a block
+again takes twice as long as one that does not, so half the quiet sweep's wall time can fall at
+its end. Prints, for the second sweep, the
 blocks the profiler marked drifted or disturbed (left out) and the passes it measured in their place, and for every
 measured cell its relative rate against the quiet sweep's: the hog must leave them within
 --bound (5%) of each other, where blocks it touched are marked or measured again.
@@ -21,9 +24,17 @@ import sys
 import time
 
 
-def sweep(profiler, job, out, hog_after_s=None):
-    """Sweeps `job` into `out`; with `hog_after_s`, starts a hog that long after the start.
-    Returns (wall seconds, header, cells)."""
+def header_blocks(out):
+    """Blocks in the header `out` holds now (0 before it is written or while it is rewritten)."""
+    try:
+        return len(json.loads(out.read_text().split("\n", 1)[0]).get("blocks") or [])
+    except (OSError, ValueError):
+        return 0
+
+
+def sweep(profiler, job, out, hog_at_blocks=None):
+    """Sweeps `job` into `out`; with `hog_at_blocks`, starts a hog once the sweep's header holds
+    that many blocks. Returns (wall seconds, header, cells)."""
     out.unlink(missing_ok=True)
     started = time.monotonic()
     proc = subprocess.Popen([profiler, "sweep", "--job", str(job), "--output", str(out)],
@@ -31,12 +42,13 @@ def sweep(profiler, job, out, hog_after_s=None):
                             stderr=subprocess.PIPE, text=True)
     hog = None
     try:
-        if hog_after_s is not None:
-            try:
-                proc.wait(timeout=hog_after_s)
-            except subprocess.TimeoutExpired:
+        if hog_at_blocks is not None:
+            while proc.poll() is None and header_blocks(out) < hog_at_blocks:
+                time.sleep(0.5)
+            if proc.poll() is None:
                 hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                print(f"hog started at {time.monotonic() - started:.0f} s", flush=True)
+                print(f"hog started at {time.monotonic() - started:.0f} s, after "
+                      f"{header_blocks(out)} blocks", flush=True)
         _, err = proc.communicate()
     finally:
         if hog is not None:
@@ -45,6 +57,8 @@ def sweep(profiler, job, out, hog_after_s=None):
     wall = time.monotonic() - started
     if proc.returncode != 0:
         sys.exit(f"profiler sweep failed ({proc.returncode}):\n{err[-3000:]}")
+    if hog_at_blocks is not None and hog is None:
+        sys.exit(f"the sweep ended after {wall:.0f} s before its block {hog_at_blocks}: no hog")
     lines = [json.loads(l) for l in out.read_text().splitlines() if l.strip()]
     return wall, lines[0], lines[1:]
 
@@ -68,9 +82,10 @@ def main():
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     quiet_wall, quiet_header, quiet = sweep(args.profiler, args.job, args.out / "quiet.matrix.jsonl")
-    print(f"quiet sweep: {quiet_wall:.0f} s", flush=True)
+    quiet_blocks = len(quiet_header.get("blocks") or [])
+    print(f"quiet sweep: {quiet_wall:.0f} s, {quiet_blocks} blocks", flush=True)
     hog_wall, header, hogged = sweep(args.profiler, args.job, args.out / "hog.matrix.jsonl",
-                                     hog_after_s=quiet_wall / 2)
+                                     hog_at_blocks=max(1, quiet_blocks // 2))
     quiet_check = (quiet_header.get("live_check") or {}).get("outcome")
     hog_check = (header.get("live_check") or {}).get("outcome")
     blocks = header.get("blocks") or []
@@ -96,7 +111,9 @@ def main():
               f"{h[key]['rate']:.3f} [{h[key]['ci95_low']:.3g}, {h[key]['ci95_high']:.3g}] "
               f"({100 * diff:+.1f}%, {h[key]['blocks']} blocks)")
     if not rows:
-        sys.exit("no measured cell other than the reference in both sweeps")
+        kept = len(blocks) - sum(1 for b in blocks if b.get("drifted") or b.get("disturbed"))
+        sys.exit(f"no measured cell other than the reference has a relative rate in both sweeps "
+                 f"(the hogged sweep kept {kept} of its {len(blocks)} blocks)")
     verdict = "within" if worst <= args.bound else "BEYOND"
     print(f"largest difference {100 * worst:.1f}%: {verdict} {100 * args.bound:.0f}%; live "
           f"check: quiet {quiet_check}, with the hog {hog_check}")

@@ -496,11 +496,27 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
         .filter(|r| r.ci95_high > r.ci95_low)
         .map(|r| r.half_width())
         .collect();
-    if widths.is_empty() {
-        return None;
-    }
     let dropped = blocks.iter().filter(|b| b.left_out()).count();
     let disturbed = blocks.iter().filter(|b| b.disturbed).count();
+    let why = match (dropped, disturbed) {
+        (0, _) => String::new(),
+        (n, 0) => format!("{n} block(s) dropped: their reference drifted"),
+        (n, d) if d == n => format!("{n} block(s) dropped: other processes disturbed them"),
+        (n, d) => format!(
+            "{n} block(s) dropped: {} drifted, {d} disturbed by other processes",
+            n - d
+        ),
+    };
+    if widths.is_empty() {
+        // A sweep whose every block was dropped has no ratio to give: say so, rather than
+        // print tables of levels as if nothing had happened.
+        return (dropped > 0 && dropped == blocks.len()).then(|| {
+            format!(
+                "no relative rates: all {why}; the demand falls back to the levels, which \
+                 the host moves between launches: sweep again on a quiet machine"
+            )
+        });
+    }
     Some(format!(
         "relative to the top cell of their own block: {} measured cell(s), 95% intervals of \
          ±{:.1}% median (±{:.1}% at most) over {} block(s){}",
@@ -508,14 +524,9 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
         100.0 * crate::stats::median(&widths),
         100.0 * widths.iter().copied().fold(0.0, f64::max),
         blocks.len() - dropped,
-        match (dropped, disturbed) {
-            (0, _) => String::new(),
-            (n, 0) => format!("; {n} block(s) dropped: their reference drifted"),
-            (n, d) if d == n => format!("; {n} block(s) dropped: other processes disturbed them"),
-            (n, d) => format!(
-                "; {n} block(s) dropped: {} drifted, {d} disturbed by other processes",
-                n - d
-            ),
+        match dropped {
+            0 => String::new(),
+            _ => format!("; {why}"),
         }
     ))
 }

@@ -358,7 +358,10 @@ impl Sweep<'_> {
             cell.relative = r;
         }
         if let Some(line) = describe_relative(&self.cells, &self.blocks) {
-            self.observer.note(&line);
+            match self.cells.iter().any(|c| c.relative.is_some()) {
+                true => self.observer.note(&line),
+                false => self.observer.warn(&line),
+            }
         }
         self.rewrite()
     }

@@ -225,6 +225,25 @@ fn a_disturbed_block_is_left_out_and_its_launch_named() {
         line.contains("1 block(s) dropped: other processes disturbed them"),
         "{line}"
     );
+    // Every block dropped: no ratio at all, and the line says why instead of nothing.
+    let mut all_out = blocks.to_vec();
+    for b in &mut all_out {
+        b.disturbed = true;
+    }
+    let none: Vec<Cell> = cells
+        .iter()
+        .cloned()
+        .map(|c| Cell {
+            relative: None,
+            ..c
+        })
+        .collect();
+    let line = describe_relative(&none, &all_out).unwrap();
+    assert!(
+        line.starts_with("no relative rates: all 2 block(s) dropped: other processes"),
+        "{line}"
+    );
+    assert_eq!(describe_relative(&none, &[]), None);
 }
 
 /// A modelled cell at 1 CPU and less memory: the measured 1-CPU cell's relative rate, times the
