@@ -12,7 +12,10 @@ measured cell its relative rate against the quiet sweep's: the hog must leave th
 --bound (5%) of each other, where blocks it touched are marked or measured again.
 
     scripts/hog-halfway.py --profiler target/release/profiler \
-        --job workloads/input-pipeline.toml --out /tmp/hog
+        --job workloads/input-pipeline.toml --out /tmp/hog --quiet-again
+
+`--quiet-again` sweeps a third time, quiet, and prints how far two quiet sweeps' cells differ:
+on a host that moves in spells that is the floor any two sweeps show, hog or not.
 
 Needs root (cgroups). Run it on a machine with nothing else running.
 """
@@ -72,6 +75,25 @@ def relative(cells):
             for c in cells if c.get("source") == "measured" and c.get("relative")}
 
 
+def differences(quiet, other, label):
+    """Prints each cell's relative rate in `other` against `quiet` (the references left out);
+    returns the rows and the largest relative difference."""
+    rows, worst = [], 0.0
+    for key in sorted(quiet.keys() & other.keys()):
+        q, o = quiet[key], other[key]
+        if q["rate"] == 1.0:
+            continue  # the reference: 1 in both
+        diff = o["rate"] / q["rate"] - 1.0
+        worst = max(worst, abs(diff))
+        rows.append({"cpu": key[0], "memory_level": key[1], "quiet": q, label: o,
+                     "difference": diff})
+        print(f"  {key[0]:>4} CPU, memory level {key[1]}: quiet {q['rate']:.3f} "
+              f"[{q['ci95_low']:.3g}, {q['ci95_high']:.3g}], {label} {o['rate']:.3f} "
+              f"[{o['ci95_low']:.3g}, {o['ci95_high']:.3g}] ({100 * diff:+.1f}%, "
+              f"{o['blocks']} blocks)", flush=True)
+    return rows, worst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profiler", required=True)
@@ -79,6 +101,8 @@ def main():
     ap.add_argument("--out", required=True, type=pathlib.Path)
     ap.add_argument("--bound", type=float, default=0.05,
                     help="largest relative difference allowed between the two sweeps' cells")
+    ap.add_argument("--quiet-again", action="store_true",
+                    help="sweep once more on the quiet machine: how far two quiet sweeps differ")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     quiet_wall, quiet_header, quiet = sweep(args.profiler, args.job, args.out / "quiet.matrix.jsonl")
@@ -97,31 +121,26 @@ def main():
           f"{drifted} drifted, {disturbed_blocks} disturbed, {disturbed} cells marked disturbed",
           flush=True)
     q, h = relative(quiet), relative(hogged)
-    worst = 0.0
-    rows = []
-    for key in sorted(q.keys() & h.keys()):
-        if q[key]["rate"] == 1.0:
-            continue  # the reference: 1 in both
-        diff = h[key]["rate"] / q[key]["rate"] - 1.0
-        worst = max(worst, abs(diff))
-        rows.append({"cpu": key[0], "memory_level": key[1], "quiet": q[key], "hog": h[key],
-                     "difference": diff})
-        print(f"  {key[0]:>4} CPU, memory level {key[1]}: quiet {q[key]['rate']:.3f} "
-              f"[{q[key]['ci95_low']:.3g}, {q[key]['ci95_high']:.3g}], with the hog "
-              f"{h[key]['rate']:.3f} [{h[key]['ci95_low']:.3g}, {h[key]['ci95_high']:.3g}] "
-              f"({100 * diff:+.1f}%, {h[key]['blocks']} blocks)")
+    rows, worst = differences(q, h, "with the hog")
     if not rows:
         kept = len(blocks) - sum(1 for b in blocks if b.get("drifted") or b.get("disturbed"))
         sys.exit(f"no measured cell other than the reference has a relative rate in both sweeps "
                  f"(the hogged sweep kept {kept} of its {len(blocks)} blocks)")
     verdict = "within" if worst <= args.bound else "BEYOND"
     print(f"largest difference {100 * worst:.1f}%: {verdict} {100 * args.bound:.0f}%; live "
-          f"check: quiet {quiet_check}, with the hog {hog_check}")
+          f"check: quiet {quiet_check}, with the hog {hog_check}", flush=True)
+    floor = None
+    if args.quiet_again:
+        # Two quiet sweeps differ too: what any two sweeps' relative cells show on this host.
+        again_wall, _, again = sweep(args.profiler, args.job, args.out / "quiet-again.matrix.jsonl")
+        print(f"second quiet sweep: {again_wall:.0f} s", flush=True)
+        _, floor = differences(q, relative(again), "quiet again")
+        print(f"two quiet sweeps: largest difference {100 * floor:.1f}%")
     (args.out / "hog.json").write_text(json.dumps({
         "quiet_wall_s": quiet_wall, "hog_wall_s": hog_wall, "blocks": len(blocks),
         "drifted_blocks": drifted, "disturbed_blocks": disturbed_blocks,
         "disturbed_cells": disturbed, "launches": launches, "cells": rows,
-        "largest_difference": worst}, indent=1))
+        "largest_difference": worst, "quiet_again_largest_difference": floor}, indent=1))
     sys.exit(0 if worst <= args.bound else 1)
 
 

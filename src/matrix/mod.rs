@@ -7,6 +7,7 @@
 
 pub mod checks;
 pub mod demand;
+pub mod doubt;
 mod file;
 pub mod relative;
 mod summary;

@@ -5,7 +5,10 @@
 //! (one launch for the whole pass where re-capping is valid, as in the first): `measure.launches`
 //! passes in all, and, where that is more than one, one more in place of each block left out
 //! because its reference drifted or other processes disturbed it (at most [`MAX_EXTRA_PASSES`]), while the passes so far took less than
-//! `measure.launches_budget_s`.
+//! `measure.launches_budget_s`. Then, where more than one pass was asked for, up to
+//! [`DOUBT_PASSES`] more of the reference and the cells whose side of the best-case demand's
+//! threshold another sweep could read otherwise (`crate::matrix::doubt`): a demand that rests
+//! on a coin toss is worth a block or two more, a cell far from the threshold is not.
 //! Each point's cell is then the mean of its launches, with an interval for where one more
 //! lands. When the sweep ends, the spread pooled over every point measured on several launches
 //! is the floor of every cell's interval ([`hold_pooled_spread`]), for the cells that had a
@@ -13,11 +16,18 @@
 //! launches happened to agree, and is recorded in the header.
 
 use super::blocks::MAX_EXTRA_PASSES;
+
+/// Passes, at most, made after those asked for where the best-case demand is in doubt
+/// (`crate::matrix::doubt`): each adds a block of the reference and the cells in doubt.
+pub const DOUBT_PASSES: u32 = 2;
 use super::launches::hold_pooled_spread;
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError};
+use crate::harness::sweep::plan::label;
 use crate::harness::sweep::plan::{Point, PointSource};
-use crate::matrix::{CellSource, Matrix};
+use crate::matrix::doubt::in_doubt;
+use crate::matrix::relative::RelativeRate;
+use crate::matrix::{Cell, CellSource, DEFAULT_EPS, Matrix, relative_rates};
 use std::collections::BTreeMap;
 
 impl Sweep<'_> {
@@ -31,7 +41,7 @@ impl Sweep<'_> {
     ) -> Result<bool, SweepError> {
         let started = std::time::Instant::now();
         let launches = self.opts.spec.spec.measure.launches;
-        let mut pass = 1;
+        let (mut pass, mut doubt_passes) = (1, 0);
         loop {
             // One launch a point is what was asked for: a block left out is only marked. A pass
             // that walks in rounds measures as many blocks again.
@@ -47,18 +57,37 @@ impl Sweep<'_> {
             // reference.
             let checking = self.live_check.owes_a_pass();
             let asked = pass < launches + owed;
-            if !asked && !checking {
+            // Once every pass asked for is made, more where the demand is in doubt; not where
+            // one launch a point was asked for.
+            let doubt = match !asked && !checking && launches > 1 && doubt_passes < DOUBT_PASSES {
+                true => self.demand_in_doubt(params),
+                false => Vec::new(),
+            };
+            if !asked && !checking && doubt.is_empty() {
                 break;
             }
             let mut points = self.points_to_launch_again(params);
-            if checking {
+            if !doubt.is_empty() {
+                let reference = self.reference_point(params);
+                points.retain(|p| *p == reference || doubt.iter().any(|(d, _)| d == p));
+                doubt_passes += 1;
+                let cells: Vec<&str> = doubt.iter().map(|(_, why)| why.as_str()).collect();
+                self.observer.note(&format!(
+                    "the best-case demand is in doubt: {}; measuring {} point(s) again (pass {} \
+                     of at most {} for the demand)",
+                    cells.join("; "),
+                    points.len(),
+                    doubt_passes,
+                    DOUBT_PASSES
+                ));
+            } else if checking {
                 // Also where re-capping made the point fail on the first launch.
                 points.extend(
                     self.live_check_point(params)
                         .filter(|p| !points.contains(p)),
                 );
             }
-            if !asked {
+            if !asked && doubt.is_empty() {
                 points = self.live_check_points(points);
                 if points.len() < 2 {
                     // One CPU level: nothing is re-capped, nothing to check.
@@ -82,7 +111,8 @@ impl Sweep<'_> {
                 ));
                 break;
             }
-            self.observer.status(&format!(
+            if doubt.is_empty() {
+                self.observer.status(&format!(
                 "measuring {} point(s) again (pass {} of {}{}), the reference first and the rest \
                  in a fresh random order",
                 points.len(),
@@ -93,6 +123,7 @@ impl Sweep<'_> {
                     n => format!(", {n} of them in place of blocks left out"),
                 }
             ));
+            }
             let mut walk = self.again_walk(points);
             self.start_live_check(walk.peek(&self.recorded()).as_ref());
             self.run_points(&mut walk)?;
@@ -103,6 +134,42 @@ impl Sweep<'_> {
             pass += 1;
         }
         Ok(false)
+    }
+
+    /// The measured points of `params` whose relative rate is in doubt against the best-case
+    /// demand's threshold at the default eps ([`in_doubt`]), each with a few words on why.
+    fn demand_in_doubt(&self, params: &BTreeMap<String, String>) -> Vec<(Point, String)> {
+        let Some(levels) = self.memory.bytes() else {
+            return Vec::new();
+        };
+        let relative = relative_rates(&self.blocks, &self.cells);
+        let ours: Vec<(&Cell, Option<&RelativeRate>)> = (self.cells.iter().zip(&relative))
+            .filter(|(c, _)| c.source == CellSource::Measured && &c.params == params)
+            .map(|(c, r)| (c, r.as_ref()))
+            .collect();
+        let rates: Vec<Option<&RelativeRate>> = ours.iter().map(|(_, r)| *r).collect();
+        (in_doubt(&rates, DEFAULT_EPS).into_iter())
+            .filter_map(|i| {
+                let (c, r) = ours[i];
+                let r = r?;
+                let point = Point {
+                    cpu: c.cpu,
+                    mem: levels.iter().position(|&b| b == c.memory_bytes)?,
+                    params: params.clone(),
+                };
+                let why = format!(
+                    "{} reads {:.3} of the reference [{:.3}, {:.3}] over {} block(s), around \
+                     the {:.2} of the best it must reach to count as best",
+                    label(&point),
+                    r.rate,
+                    r.ci95_low,
+                    r.ci95_high,
+                    r.blocks,
+                    1.0 - DEFAULT_EPS
+                );
+                Some((point, why))
+            })
+            .collect()
     }
 
     /// The measured points of `params`, to measure again.
