@@ -2,6 +2,7 @@
 //! Slurm's cgroups, merged into one matrix with the node of every cell.
 
 use crate::cluster::Cluster;
+use profiler::harness::sweep::DOUBT_PASSES;
 use profiler::matrix::{CellSource, load_matrix};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -73,9 +74,14 @@ fn sweep_1_and_2_cores(c: &Cluster) -> (f64, f64) {
     let (c1, c2) = (measured(1.0), measured(2.0));
     for cell in [c1, c2] {
         assert_eq!(cell.node.as_deref(), Some(c.node().as_str()), "{cell:?}");
-        // Each job launched its point again, as a local sweep does.
+        // Each job launched its point again, as a local sweep does: the passes asked for, and
+        // up to `DOUBT_PASSES` more where a cell's side of the demand's threshold is in doubt
+        // (at 1 CPU the job's measured memory level can read about 0.98 of the reference).
         let launches = cell.throughput.as_ref().map_or(0, |t| t.launches.len());
-        assert!((2..=3).contains(&launches), "{cell:?}");
+        assert!(
+            (2..=3 + DOUBT_PASSES as usize).contains(&launches),
+            "{cell:?}"
+        );
     }
     // The merged matrix holds the spread pooled over both jobs' launches.
     let spread = m

@@ -50,6 +50,7 @@ use live_check::LiveCheckState;
 use run::Run;
 
 pub use live_check::{LIVE_CHECK_MAX_TOLERANCE, LIVE_CHECK_SLACK};
+pub use spread::DOUBT_PASSES;
 
 const POLL: Duration = Duration::from_millis(100);
 
