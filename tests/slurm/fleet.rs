@@ -76,7 +76,8 @@ fn sweep_1_and_2_cores(c: &Cluster) -> (f64, f64) {
         assert_eq!(cell.node.as_deref(), Some(c.node().as_str()), "{cell:?}");
         // Each job launched its point again, as a local sweep does: the passes asked for, and
         // up to `DOUBT_PASSES` more where a cell's side of the demand's threshold is in doubt
-        // (at 1 CPU the job's measured memory level can read about 0.98 of the reference).
+        // (the calibration cell at the lowest memory level rests on two blocks, whose interval,
+        // with Student's quantile for one degree of freedom, can hold the threshold).
         let launches = cell.throughput.as_ref().map_or(0, |t| t.launches.len());
         assert!(
             (2..=3 + DOUBT_PASSES as usize).contains(&launches),
