@@ -16,19 +16,31 @@
 //! launches happened to agree, and is recorded in the header.
 
 use super::blocks::MAX_EXTRA_PASSES;
-
-/// Passes, at most, made after those asked for where the best-case demand is in doubt
-/// (`crate::matrix::doubt`): each adds a block of the reference and the cells in doubt.
-pub const DOUBT_PASSES: u32 = 2;
 use super::launches::hold_pooled_spread;
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError};
-use crate::harness::sweep::plan::label;
-use crate::harness::sweep::plan::{Point, PointSource};
+use crate::harness::sweep::plan::{Point, PointSource, label};
 use crate::matrix::doubt::in_doubt;
 use crate::matrix::relative::RelativeRate;
 use crate::matrix::{Cell, CellSource, DEFAULT_EPS, Matrix, relative_rates};
 use std::collections::BTreeMap;
+
+/// Passes, at most, made after those asked for where the best-case demand is in doubt
+/// (`crate::matrix::doubt`): each adds a block of the reference and the cells in doubt.
+pub const DOUBT_PASSES: u32 = 2;
+
+/// The progress line of a pass: its points, its number of `total`, and the passes `owed` in
+/// place of blocks left out.
+fn pass_status(points: usize, pass: u32, total: u32, owed: u32) -> String {
+    format!(
+        "measuring {points} point(s) again (pass {pass} of {total}{}), the reference first and \
+         the rest in a fresh random order",
+        match owed {
+            0 => String::new(),
+            n => format!(", {n} of them in place of blocks left out"),
+        }
+    )
+}
 
 impl Sweep<'_> {
     /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
@@ -112,17 +124,9 @@ impl Sweep<'_> {
                 break;
             }
             if doubt.is_empty() {
-                self.observer.status(&format!(
-                "measuring {} point(s) again (pass {} of {}{}), the reference first and the rest \
-                 in a fresh random order",
-                points.len(),
-                pass + 1,
-                (launches + owed).max(pass + 1),
-                match owed {
-                    0 => String::new(),
-                    n => format!(", {n} of them in place of blocks left out"),
-                }
-            ));
+                let total = (launches + owed).max(pass + 1);
+                self.observer
+                    .status(&pass_status(points.len(), pass + 1, total, owed));
             }
             let mut walk = self.again_walk(points);
             self.start_live_check(walk.peek(&self.recorded()).as_ref());
