@@ -6,10 +6,10 @@ Runs the spec's sweep twice, back to back: once on a quiet machine, then again w
 has written half as many blocks as the quiet sweep ended with, and left running to the end. The
 hog is timed from the second sweep's own progress: a sweep that relaunches or measures a block
 again takes twice as long as one that does not, so half the quiet sweep's wall time can fall at
-its end. Prints, for the second sweep, the
-blocks the profiler marked drifted or disturbed (left out) and the passes it measured in their place, and for every
-measured cell its relative rate against the quiet sweep's: the hog must leave them within
---bound (5%) of each other, where blocks it touched are marked or measured again.
+its end. Prints, for the second sweep, the blocks the profiler marked drifted or disturbed (left
+out) and the passes it measured in their place, and for every measured cell its relative rate
+against the quiet sweep's: the hog must leave them within --bound (5%) of each other, where
+blocks it touched are marked or measured again.
 
     scripts/hog-halfway.py --profiler target/release/profiler \
         --job workloads/input-pipeline.toml --out /tmp/hog --quiet-again
@@ -75,9 +75,10 @@ def relative(cells):
             for c in cells if c.get("source") == "measured" and c.get("relative")}
 
 
-def differences(quiet, other, label):
-    """Prints each cell's relative rate in `other` against `quiet` (the references left out);
-    returns the rows and the largest relative difference."""
+def differences(quiet, other, key, label):
+    """Prints each cell's relative rate in `other` (`label` on screen, `key` in the rows)
+    against `quiet`, the references left out; returns the rows and the largest relative
+    difference."""
     rows, worst = [], 0.0
     for key in sorted(quiet.keys() & other.keys()):
         q, o = quiet[key], other[key]
@@ -85,7 +86,7 @@ def differences(quiet, other, label):
             continue  # the reference: 1 in both
         diff = o["rate"] / q["rate"] - 1.0
         worst = max(worst, abs(diff))
-        rows.append({"cpu": key[0], "memory_level": key[1], "quiet": q, label: o,
+        rows.append({"cpu": key[0], "memory_level": key[1], "quiet": q, key: o,
                      "difference": diff})
         print(f"  {key[0]:>4} CPU, memory level {key[1]}: quiet {q['rate']:.3f} "
               f"[{q['ci95_low']:.3g}, {q['ci95_high']:.3g}], {label} {o['rate']:.3f} "
@@ -121,7 +122,7 @@ def main():
           f"{drifted} drifted, {disturbed_blocks} disturbed, {disturbed} cells marked disturbed",
           flush=True)
     q, h = relative(quiet), relative(hogged)
-    rows, worst = differences(q, h, "with the hog")
+    rows, worst = differences(q, h, "hog", "with the hog")
     if not rows:
         kept = len(blocks) - sum(1 for b in blocks if b.get("drifted") or b.get("disturbed"))
         sys.exit(f"no measured cell other than the reference has a relative rate in both sweeps "
@@ -134,7 +135,7 @@ def main():
         # Two quiet sweeps differ too: what any two sweeps' relative cells show on this host.
         again_wall, _, again = sweep(args.profiler, args.job, args.out / "quiet-again.matrix.jsonl")
         print(f"second quiet sweep: {again_wall:.0f} s", flush=True)
-        _, floor = differences(q, relative(again), "quiet again")
+        _, floor = differences(q, relative(again), "quiet_again", "quiet again")
         print(f"two quiet sweeps: largest difference {100 * floor:.1f}%")
     (args.out / "hog.json").write_text(json.dumps({
         "quiet_wall_s": quiet_wall, "hog_wall_s": hog_wall, "blocks": len(blocks),
