@@ -80,15 +80,15 @@ def differences(quiet, other, key, label):
     against `quiet`, the references left out; returns the rows and the largest relative
     difference."""
     rows, worst = [], 0.0
-    for key in sorted(quiet.keys() & other.keys()):
-        q, o = quiet[key], other[key]
+    for cpu, level in sorted(quiet.keys() & other.keys()):
+        q, o = quiet[(cpu, level)], other[(cpu, level)]
         if q["rate"] == 1.0:
             continue  # the reference: 1 in both
         diff = o["rate"] / q["rate"] - 1.0
         worst = max(worst, abs(diff))
-        rows.append({"cpu": key[0], "memory_level": key[1], "quiet": q, key: o,
+        rows.append({"cpu": cpu, "memory_level": level, "quiet": q, key: o,
                      "difference": diff})
-        print(f"  {key[0]:>4} CPU, memory level {key[1]}: quiet {q['rate']:.3f} "
+        print(f"  {cpu:>4} CPU, memory level {level}: quiet {q['rate']:.3f} "
               f"[{q['ci95_low']:.3g}, {q['ci95_high']:.3g}], {label} {o['rate']:.3f} "
               f"[{o['ci95_low']:.3g}, {o['ci95_high']:.3g}] ({100 * diff:+.1f}%, "
               f"{o['blocks']} blocks)", flush=True)
