@@ -16,9 +16,12 @@
 //!   point is measured on a fresh launch;
 //! - where a launch's blocks were all left out (other processes disturbed them, or the
 //!   reference drifted), the check has no ratio from it and is made again on the next pass's
-//!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches it is `unproven`: the sweep keeps
-//!   re-capping and says so, since a busy machine would decide a relaunch as wrongly as a
-//!   re-cap, and the blocks measured before it stay in the relative rates.
+//!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches the levels decide what they
+//!   can: rates at the point [`LIVE_CHECK_LEVEL_FACTOR`] times apart or more are a job that
+//!   sizes itself, which no spell of the host or disturbance explains, and the sweep
+//!   relaunches; nearer, the check is `unproven`: the sweep keeps re-capping and says so,
+//!   since a busy machine would decide a relaunch as wrongly as a re-cap, and the blocks
+//!   measured before it stay in the relative rates.
 //!
 //! The header records the rates, the tolerance, the decision and its reason.
 
@@ -40,6 +43,12 @@ pub const LIVE_CHECK_SLACK: f64 = 0.05;
 pub const LIVE_CHECK_MAX_TOLERANCE: f64 = 0.15;
 /// Fresh launches the check makes, at most, where other processes disturbed their blocks.
 pub const LIVE_CHECK_ATTEMPTS: u32 = 2;
+/// Where the check has no ratio from one side, a re-capped rate this many times off the fresh
+/// launch's at the same point still proves the job sizes itself: launches of one job land
+/// 13-30% apart in the host's spells and a disturbance that leaves blocks measured slows a
+/// capped job by less than half, while a job that sizes itself is off by 2x to 40x
+/// (docs/JOB_SPEC.md).
+pub const LIVE_CHECK_LEVEL_FACTOR: f64 = 2.0;
 
 /// Where a sweep stands with the live check.
 #[derive(Debug, Clone, PartialEq)]
@@ -234,6 +243,39 @@ pub fn describe(check: &LiveCheck) -> String {
     }
 }
 
+/// The check at `cpu` where one side had no ratio left after every attempt (`why`): the levels,
+/// re-capped (`live`) and fresh at the point, decide where they are
+/// [`LIVE_CHECK_LEVEL_FACTOR`] times apart or more (a relaunch); nearer, or where a side has
+/// no rate, the check is unproven.
+pub fn unheard_verdict(cpu: f64, live: f64, fresh: f64, why: String) -> LiveCheck {
+    let measured = live > 0.0 && fresh > 0.0 && live.is_finite() && fresh.is_finite();
+    let factor = match measured {
+        true => (live / fresh).max(fresh / live),
+        false => 1.0,
+    };
+    let (outcome, reason) = match factor >= LIVE_CHECK_LEVEL_FACTOR {
+        true => (
+            "relaunch",
+            format!(
+                "{why}; the rates at the point are {factor:.1} times apart, more than the \
+                 {LIVE_CHECK_LEVEL_FACTOR} times a spell of the host or a disturbance explains"
+            ),
+        ),
+        false => ("unproven", why),
+    };
+    LiveCheck {
+        cpu,
+        live_samples_per_s: live,
+        relaunch_samples_per_s: fresh,
+        tolerance: LIVE_CHECK_MAX_TOLERANCE,
+        outcome: outcome.into(),
+        fresh_samples_per_s: Vec::new(),
+        between_launch_spread: None,
+        reason,
+        reference_ratio: None,
+    }
+}
+
 impl Sweep<'_> {
     /// Marks the pass about to start at `first` as the check's fresh launch, where the check is
     /// still to make and `first` is not the reference.
@@ -327,6 +369,7 @@ impl Sweep<'_> {
         if live_unheard || fresh_unheard {
             return self.live_check_unheard(
                 &c,
+                params,
                 fresh_unheard,
                 mean(&live_rates),
                 fresh_rate.unwrap_or(0.0),
@@ -374,11 +417,11 @@ impl Sweep<'_> {
     /// fresh launch (`fresh_unheard`), measured again on the next pass's fresh launch, or the
     /// launches re-capped down, measured again on a next pass that starts at the reference and
     /// re-caps down (a fresh launch more would say nothing of re-capping). After
-    /// [`LIVE_CHECK_ATTEMPTS`] launches it is recorded as unproven and the sweep goes on
-    /// re-capping.
+    /// [`LIVE_CHECK_ATTEMPTS`] launches the levels decide ([`unheard_verdict`]).
     fn live_check_unheard(
         &mut self,
         c: &Checking,
+        params: &BTreeMap<String, String>,
         fresh_unheard: bool,
         live_samples_per_s: f64,
         fresh_samples_per_s: f64,
@@ -411,21 +454,21 @@ impl Sweep<'_> {
             };
             return Ok(false);
         }
-        let check = LiveCheck {
-            cpu: c.point.cpu,
+        let check = unheard_verdict(
+            c.point.cpu,
             live_samples_per_s,
-            relaunch_samples_per_s: fresh_samples_per_s,
-            tolerance: LIVE_CHECK_MAX_TOLERANCE,
-            outcome: "unproven".into(),
-            fresh_samples_per_s: Vec::new(),
-            between_launch_spread: None,
-            reason: format!("{why}, after {attempts} launches for the check"),
-            reference_ratio: None,
-        };
-        self.observer.warn(&describe(&check));
+            fresh_samples_per_s,
+            format!("{why}, after {attempts} launches for the check"),
+        );
+        let line = describe(&check);
+        let relaunch = check.outcome == "relaunch";
         self.live_check = LiveCheckState::Done(check.clone());
         self.update_header(|h| h.live_check = Some(check))?;
-        Ok(false)
+        self.observer.warn(&line);
+        match relaunch {
+            true => self.relaunch_from_scratch(params),
+            false => Ok(false),
+        }
     }
 
     /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped,
@@ -564,5 +607,23 @@ mod tests {
         let c = check(side(&[], 0.0), side(&[0.5], 10.0), 0.0, 0);
         assert_eq!(c.outcome, "relaunch");
         assert!(c.tolerance.is_finite() && c.reference_ratio.is_none());
+    }
+
+    /// With no ratio from one side, levels several times apart still send the job to a
+    /// relaunch; levels a spell could explain, or a side without a rate, leave it unproven.
+    #[test]
+    fn levels_far_apart_decide_an_unheard_check() {
+        let verdict = |live, fresh| unheard_verdict(1.0, live, fresh, "why".into()).outcome;
+        assert_eq!(verdict(8.8, 55.7), "relaunch");
+        assert_eq!(verdict(55.7, 8.8), "relaunch");
+        assert_eq!(verdict(40.0, 55.7), "unproven");
+        assert_eq!(verdict(0.0, 55.7), "unproven");
+        assert_eq!(verdict(8.8, 0.0), "unproven");
+        let c = unheard_verdict(1.0, 8.8, 55.7, "why".into());
+        assert!(
+            c.reason
+                .starts_with("why; the rates at the point are 6.3 times apart")
+        );
+        assert!(describe(&c).contains("every point is measured on a fresh launch"));
     }
 }
