@@ -29,6 +29,19 @@ use std::collections::BTreeMap;
 /// (`crate::matrix::doubt`): each adds a block of the reference and the cells in doubt.
 pub const DOUBT_PASSES: u32 = 2;
 
+/// What a pass after the first is for.
+enum Pass {
+    /// One of the `measure.launches` passes asked for, or one in place of blocks left out (it
+    /// also makes the live check where that is still owed).
+    Asked,
+    /// The live check's fresh launch, beyond the passes asked for: only the check's point and
+    /// the reference.
+    Check,
+    /// The reference and the cells in doubt against the best-case demand's threshold, each
+    /// with why.
+    Doubt(Vec<(Point, String)>),
+}
+
 /// The progress line of a pass: its points, its number of `total`, and the passes `owed` in
 /// place of blocks left out.
 fn pass_status(points: usize, pass: u32, total: u32, owed: u32) -> String {
@@ -64,47 +77,48 @@ impl Sweep<'_> {
                     .div_ceil(self.rounds_per_launch())
                     .min(MAX_EXTRA_PASSES),
             };
-            // The live check's fresh launch is a pass of its own, also where one was asked for.
-            // Where no more passes were asked for, it measures only the check's point and the
-            // reference.
             let checking = self.live_check.owes_a_pass();
-            let asked = pass < launches + owed;
-            // Once every pass asked for is made, more where the demand is in doubt; not where
-            // one launch a point was asked for.
-            let doubt = match !asked && !checking && launches > 1 && doubt_passes < DOUBT_PASSES {
-                true => self.demand_in_doubt(params),
-                false => Vec::new(),
-            };
-            if !asked && !checking && doubt.is_empty() {
-                break;
-            }
-            let mut points = self.points_to_launch_again(params);
-            if !doubt.is_empty() {
-                let reference = self.reference_point(params);
-                points.retain(|p| *p == reference || doubt.iter().any(|(d, _)| d == p));
-                doubt_passes += 1;
-                let cells: Vec<&str> = doubt.iter().map(|(_, why)| why.as_str()).collect();
-                self.observer.note(&format!(
-                    "the best-case demand is in doubt: {}; measuring {} point(s) again (pass {} \
-                     of at most {} for the demand)",
-                    cells.join("; "),
-                    points.len(),
-                    doubt_passes,
-                    DOUBT_PASSES
-                ));
+            let kind = if pass < launches + owed {
+                Pass::Asked
             } else if checking {
+                Pass::Check
+            } else if launches > 1 && doubt_passes < DOUBT_PASSES {
+                match self.demand_in_doubt(params) {
+                    doubt if doubt.is_empty() => break,
+                    doubt => Pass::Doubt(doubt),
+                }
+            } else {
+                break;
+            };
+            let mut points = self.points_to_launch_again(params);
+            if checking {
                 // Also where re-capping made the point fail on the first launch.
                 points.extend(
                     self.live_check_point(params)
                         .filter(|p| !points.contains(p)),
                 );
             }
-            if !asked && doubt.is_empty() {
-                points = self.live_check_points(points);
-                if points.len() < 2 {
-                    // One CPU level: nothing is re-capped, nothing to check.
-                    self.live_check = LiveCheckState::NotNeeded;
-                    break;
+            match &kind {
+                Pass::Asked => {}
+                Pass::Check => {
+                    points = self.live_check_points(points);
+                    if points.len() < 2 {
+                        // One CPU level: nothing is re-capped, nothing to check.
+                        self.live_check = LiveCheckState::NotNeeded;
+                        break;
+                    }
+                }
+                Pass::Doubt(doubt) => {
+                    let reference = self.reference_point(params);
+                    points.retain(|p| *p == reference || doubt.iter().any(|(d, _)| d == p));
+                    doubt_passes += 1;
+                    let cells: Vec<&str> = doubt.iter().map(|(_, why)| why.as_str()).collect();
+                    self.observer.note(&format!(
+                        "the best-case demand is in doubt: {}; measuring {} point(s) again \
+                         (pass {doubt_passes} of at most {DOUBT_PASSES} for the demand)",
+                        cells.join("; "),
+                        points.len(),
+                    ));
                 }
             }
             if points.is_empty() {
@@ -123,7 +137,7 @@ impl Sweep<'_> {
                 ));
                 break;
             }
-            if doubt.is_empty() {
+            if !matches!(kind, Pass::Doubt(_)) {
                 let total = (launches + owed).max(pass + 1);
                 self.observer
                     .status(&pass_status(points.len(), pass + 1, total, owed));
