@@ -12,11 +12,16 @@
 //!   quantile); it is never wider than [`LIVE_CHECK_MAX_TOLERANCE`], so no difference above
 //!   15% is ever accepted;
 //! - within the tolerance: re-capping is valid, and both launches' cells stand;
-//! - beyond it: the job sizes itself, the cells measured by re-capping are dropped and every
+//! - beyond it, but within the slack plus the spread where that is wider than the tolerance
+//!   (two blocks a side in a spell of the host), and less than [`LIVE_CHECK_LEVEL_FACTOR`]
+//!   times apart: too few blocks to tell, the check is
+//!   [`UNDECIDED`] and made again on the next pass's fresh launch, with the blocks of both;
+//! - beyond both: the job sizes itself, the cells measured by re-capping are dropped and every
 //!   point is measured on a fresh launch;
 //! - where a launch's blocks were all left out (other processes disturbed them, or the
 //!   reference drifted), the check has no ratio from it and is made again on the next pass's
-//!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches the levels decide what they
+//!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches (or undecided ones) the levels
+//!   decide what they
 //!   can: rates at the point [`LIVE_CHECK_LEVEL_FACTOR`] times apart or more are a job that
 //!   sizes itself, which no spell of the host or disturbance explains, and the sweep
 //!   relaunches; nearer, the check is `unproven`: the sweep keeps re-capping and says so,
@@ -41,8 +46,12 @@ pub const LIVE_CHECK_SLACK: f64 = 0.05;
 /// accepted. A job that sizes itself from the CPUs it saw at start is off by 2x to 40x
 /// (docs/JOB_SPEC.md).
 pub const LIVE_CHECK_MAX_TOLERANCE: f64 = 0.15;
-/// Fresh launches the check makes, at most, where other processes disturbed their blocks.
+/// Fresh launches the check makes, at most, where other processes disturbed their blocks or
+/// its blocks were too few to tell.
 pub const LIVE_CHECK_ATTEMPTS: u32 = 2;
+/// The verdict of [`compare`] where the ratios are further apart than the tolerance but within
+/// what the blocks' spread explains: the check is made again with more blocks, never recorded.
+pub const UNDECIDED: &str = "undecided";
 /// Where the check has no ratio from one side, a re-capped rate this many times off the fresh
 /// launch's at the same point still proves the job sizes itself: launches of one job land
 /// 13-30% apart in the host's spells and a disturbance that leaves blocks measured slows a
@@ -189,8 +198,11 @@ pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveC
         blocks(kb),
         100.0 * gap
     );
-    match gap <= tolerance {
-        true => check(
+    // Ratios twice apart or more are a job that sizes itself, whatever the spread: the
+    // sweep's spread pools the check's own point, whose two sides differ by what is tested.
+    let explained = (LIVE_CHECK_SLACK + spread).min(LIVE_CHECK_LEVEL_FACTOR - 1.0);
+    if gap <= tolerance {
+        return check(
             "live",
             tolerance,
             ratio,
@@ -200,14 +212,32 @@ pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveC
                 100.0 * spread,
                 100.0 * sd
             ),
-        ),
-        false => check(
-            "relaunch",
+        );
+    }
+    if gap <= explained {
+        return check(
+            UNDECIDED,
             tolerance,
             ratio,
-            format!("{detail}, beyond the {:.1}% tolerance", 100.0 * tolerance),
-        ),
+            format!(
+                "{detail}, beyond the {:.1}% tolerance but within the {:.1}% the blocks' spread \
+                 ({:.1}% a block) explains",
+                100.0 * tolerance,
+                100.0 * explained,
+                100.0 * sd
+            ),
+        );
     }
+    check(
+        "relaunch",
+        tolerance,
+        ratio,
+        format!(
+            "{detail}, beyond the {:.1}% tolerance and the {:.1}% the blocks' spread explains",
+            100.0 * tolerance,
+            100.0 * explained
+        ),
+    )
 }
 
 /// One line saying what the check found, for the screen and `show`.
@@ -401,6 +431,9 @@ impl Sweep<'_> {
             sd,
             df,
         );
+        if check.outcome == UNDECIDED {
+            return self.live_check_undecided(&c, params, check);
+        }
         let line = describe(&check);
         let valid = check.outcome == "live";
         self.live_check = LiveCheckState::Done(check.clone());
@@ -460,6 +493,15 @@ impl Sweep<'_> {
             fresh_samples_per_s,
             format!("{why}, after {attempts} launches for the check"),
         );
+        self.record_unheard(check, params)
+    }
+
+    /// Records a verdict of [`unheard_verdict`] and acts on it.
+    fn record_unheard(
+        &mut self,
+        check: LiveCheck,
+        params: &BTreeMap<String, String>,
+    ) -> Result<bool, SweepError> {
         let line = describe(&check);
         let relaunch = check.outcome == "relaunch";
         self.live_check = LiveCheckState::Done(check.clone());
@@ -469,6 +511,36 @@ impl Sweep<'_> {
             true => self.relaunch_from_scratch(params),
             false => Ok(false),
         }
+    }
+
+    /// The blocks were too few to tell the ratios apart (`check` is [`UNDECIDED`]): the check
+    /// is made again on the next pass's fresh launch, its blocks added to this one's; after
+    /// [`LIVE_CHECK_ATTEMPTS`] launches the levels decide ([`unheard_verdict`]).
+    fn live_check_undecided(
+        &mut self,
+        c: &Checking,
+        params: &BTreeMap<String, String>,
+        check: LiveCheck,
+    ) -> Result<bool, SweepError> {
+        let attempts = c.earlier.len() as u32 + c.live_again + 1;
+        if attempts < LIVE_CHECK_ATTEMPTS {
+            self.observer.warn(&format!(
+                "live check at {} CPUs cannot tell yet: {}; the check is made again on the next \
+                 pass's fresh launch",
+                c.point.cpu, check.reason
+            ));
+            self.live_check = LiveCheckState::Pending {
+                earlier: [c.earlier.as_slice(), &[c.launch]].concat(),
+            };
+            return Ok(false);
+        }
+        let verdict = unheard_verdict(
+            c.point.cpu,
+            check.live_samples_per_s,
+            check.relaunch_samples_per_s,
+            format!("{}, after {attempts} launches for the check", check.reason),
+        );
+        self.record_unheard(verdict, params)
     }
 
     /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped,
@@ -584,7 +656,9 @@ mod tests {
     }
 
     /// The tolerance is the slack plus Student's spread of the two means, never above 15%:
-    /// 12% apart passes with a wide spread, fails with a narrow one, and 16% never passes.
+    /// 12% apart passes with a wide spread, fails with a narrow one, and 16% never passes. Where
+    /// the spread explains more than 15%, ratios beyond the tolerance and within it are
+    /// undecided (more blocks are measured); beyond it they relaunch.
     #[test]
     fn the_tolerance_follows_the_blocks_spread_up_to_fifteen_percent() {
         let live = || side(&[0.5, 0.5], 100.0);
@@ -597,8 +671,31 @@ mod tests {
         for sd in [0.05, 0.2, 1.0] {
             let c = check(live(), side(&[0.58], 116.0), sd, 2);
             assert!(c.tolerance <= LIVE_CHECK_MAX_TOLERANCE + 1e-12, "{c:?}");
-            assert_eq!(c.outcome, "relaunch", "{c:?}");
+            assert_eq!(c.outcome, UNDECIDED, "{c:?}");
         }
+        // 32% apart on two blocks a side of 11% each (a default sweep in a spell): undecided;
+        // a job that sizes itself, 4 times apart, relaunches at that spread.
+        let spell = check(live(), side(&[0.66, 0.66], 132.0), 0.112, 4);
+        assert_eq!(spell.outcome, UNDECIDED, "{spell:?}");
+        assert!(spell.reason.contains("within the"), "{}", spell.reason);
+        let sizes_itself = check(
+            side(&[0.125, 0.125], 25.0),
+            side(&[0.5, 0.5], 100.0),
+            0.112,
+            4,
+        );
+        assert_eq!(sizes_itself.outcome, "relaunch", "{sizes_itself:?}");
+        // Twice apart is never undecided, however wide the spread (one that pools both sides
+        // of a job that sizes itself: 149% a block).
+        let pooled = check(
+            side(&[0.057, 0.057], 497.0),
+            side(&[1.02; 4], 5326.0),
+            1.488,
+            4,
+        );
+        assert_eq!(pooled.outcome, "relaunch", "{pooled:?}");
+        let narrow = check(live(), side(&[0.58], 116.0), 0.01, 4);
+        assert_eq!(narrow.outcome, "relaunch", "{narrow:?}");
     }
 
     /// Without a ratio from either launch the safe mode is chosen, and the record is finite.
