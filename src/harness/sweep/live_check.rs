@@ -14,18 +14,17 @@
 //! - within the tolerance: re-capping is valid, and both launches' cells stand;
 //! - beyond it, but within the slack plus the spread where that is wider than the tolerance
 //!   (two blocks a side in a spell of the host), and less than [`LIVE_CHECK_LEVEL_FACTOR`]
-//!   times apart: too few blocks to tell, the check is
-//!   [`UNDECIDED`] and made again on the next pass's fresh launch, with the blocks of both;
+//!   times apart: too few blocks to tell, the check is [`UNDECIDED`] and made again on the
+//!   next pass's fresh launch, with the blocks of both;
 //! - beyond both: the job sizes itself, the cells measured by re-capping are dropped and every
 //!   point is measured on a fresh launch;
 //! - where a launch's blocks were all left out (other processes disturbed them, or the
 //!   reference drifted), the check has no ratio from it and is made again on the next pass's
 //!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches (or undecided ones) the levels
-//!   decide what they
-//!   can: rates at the point [`LIVE_CHECK_LEVEL_FACTOR`] times apart or more are a job that
-//!   sizes itself, which no spell of the host or disturbance explains, and the sweep
-//!   relaunches; nearer, the check is `unproven`: the sweep keeps re-capping and says so,
-//!   since a busy machine would decide a relaunch as wrongly as a re-cap, and the blocks
+//!   decide what they can: rates at the point [`LIVE_CHECK_LEVEL_FACTOR`] times apart or more
+//!   are a job that sizes itself, which no spell of the host or disturbance explains, and the
+//!   sweep relaunches; nearer, the check is `unproven`: the sweep keeps re-capping and says
+//!   so, since a busy machine would decide a relaunch as wrongly as a re-cap, and the blocks
 //!   measured before it stay in the relative rates.
 //!
 //! The header records the rates, the tolerance, the decision and its reason.
@@ -273,7 +272,8 @@ pub fn describe(check: &LiveCheck) -> String {
     }
 }
 
-/// The check at `cpu` where one side had no ratio left after every attempt (`why`): the levels,
+/// The check at `cpu` where the ratios did not decide it after every attempt (`why`: a side
+/// had no ratio left, or its blocks were too few to tell): the levels,
 /// re-capped (`live`) and fresh at the point, decide where they are
 /// [`LIVE_CHECK_LEVEL_FACTOR`] times apart or more (a relaunch); nearer, or where a side has
 /// no rate, the check is unproven.
@@ -496,7 +496,8 @@ impl Sweep<'_> {
         self.record_unheard(check, params)
     }
 
-    /// Records a verdict of [`unheard_verdict`] and acts on it.
+    /// Records a verdict of [`unheard_verdict`] and acts on it: `true` where the job is
+    /// relaunched at every point.
     fn record_unheard(
         &mut self,
         check: LiveCheck,
