@@ -105,6 +105,18 @@ impl Checking {
         launch == self.launch || self.earlier.contains(&launch)
     }
 
+    /// Launches made for the check so far, this one included.
+    fn attempts(&self) -> u32 {
+        self.earlier.len() as u32 + self.live_again + 1
+    }
+
+    /// The check made again on the next pass's fresh launch, this one's counted as fresh.
+    fn again_fresh(&self) -> LiveCheckState {
+        LiveCheckState::Pending {
+            earlier: [self.earlier.as_slice(), &[self.launch]].concat(),
+        }
+    }
+
     /// Splits the point's log-ratios by launch (`ratios`) and its visits between the two
     /// sides: every launch but the check's fresh ones started at the reference.
     fn sides(&self, ratios: &[(u32, f64)], visits: &[crate::matrix::Visit]) -> Sides {
@@ -459,7 +471,7 @@ impl Sweep<'_> {
         live_samples_per_s: f64,
         fresh_samples_per_s: f64,
     ) -> Result<bool, SweepError> {
-        let attempts = c.earlier.len() as u32 + c.live_again + 1;
+        let attempts = c.attempts();
         let (side, again) = match fresh_unheard {
             true => ("the fresh launch", "on the next pass's fresh launch"),
             false => (
@@ -477,9 +489,7 @@ impl Sweep<'_> {
                 c.point.cpu
             ));
             self.live_check = match fresh_unheard {
-                true => LiveCheckState::Pending {
-                    earlier: [c.earlier.as_slice(), &[c.launch]].concat(),
-                },
+                true => c.again_fresh(),
                 false => LiveCheckState::AwaitingLive(Box::new(Checking {
                     live_again: c.live_again + 1,
                     ..c.clone()
@@ -523,16 +533,14 @@ impl Sweep<'_> {
         params: &BTreeMap<String, String>,
         check: LiveCheck,
     ) -> Result<bool, SweepError> {
-        let attempts = c.earlier.len() as u32 + c.live_again + 1;
+        let attempts = c.attempts();
         if attempts < LIVE_CHECK_ATTEMPTS {
             self.observer.warn(&format!(
                 "live check at {} CPUs cannot tell yet: {}; the check is made again on the next \
                  pass's fresh launch",
                 c.point.cpu, check.reason
             ));
-            self.live_check = LiveCheckState::Pending {
-                earlier: [c.earlier.as_slice(), &[c.launch]].concat(),
-            };
+            self.live_check = c.again_fresh();
             return Ok(false);
         }
         let verdict = unheard_verdict(
