@@ -10,6 +10,7 @@
 //! A machine without a GPU is told so plainly, and every check that needs none still runs.
 
 mod caps;
+mod host_spell;
 mod nvml_facts;
 mod python;
 mod report;
@@ -116,6 +117,7 @@ pub fn run_doctor(
     let cgroups = caps::checks(&opts.cgroup_parent);
     let caps_ok = cgroups.iter().all(|c| c.verdict != Verdict::Fail);
     checks.extend(cgroups);
+    checks.push(host_spell::check(&opts.cgroup_parent, caps_ok));
     let spec = crate::spec::load_spec(&opts.job);
     let torch = python::torch_check(spec.as_ref().ok());
     checks.push(torch.check.clone());

@@ -143,6 +143,7 @@ fn without_a_gpu_the_sweep_is_skipped_and_says_why() {
             "GPM (per-SM activity)",
             "cgroups",
             "cgroup caps",
+            "host speed",
             "PyTorch",
             "GPU sweep"
         ]

@@ -7,7 +7,7 @@
 //! as null too, never as NaN.
 
 use super::{ExportError, ExportOptions, Prepared};
-use crate::matrix::Cell;
+use crate::matrix::{Cell, quiet_host_rates};
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -34,11 +34,16 @@ fn finite(v: f64) -> Option<f64> {
 ///   `source`, `samples_per_s`, `ci95_low`, `ci95_high`, `windows`, `measured_s`, `relative`,
 ///   `relative_ci95_low`, `relative_ci95_high`, `relative_blocks` (the rate over the top cell's
 ///   in the same block, the interval another sweep's lands in, and the blocks behind it),
+///   `relative_raw`, `host_model`, `host_slope`, `host_explained` (the relative rate before
+///   the host's speed was taken out, how the cell's CPU level follows the probe, the slope
+///   its ratios were read with, the share of their spread the probe explained),
 ///   `iteration_p50_s`, `iteration_p95_s`, `cpu_cores_used`, `throttled_s_per_s`,
 ///   `rss_peak_bytes`, `page_cache_bytes`, `storage_read_bytes_per_s`, `gpu_utilization_pct`,
 ///   `gpu_sm_clock_mhz`, `gpu_memory_used_bytes`, `gpu_power_w`, `gpu_sm_activity_pct`,
 ///   `launches` (launches the rate comes from), `other_cores`, `run_wait_cores`,
 ///   `elsewhere_cores`, `disturbed`, `disturbed_by` (the cell's interference), `note`, `wall_s`;
+/// * `quiet_host_samples_per_s`: the cell's rate read at the quiet host's speed, where its CPU
+///   level follows the probe;
 /// * the matrix's best-case demand (per GPU, first parameter combination): `demand_server`,
 ///   `demand_eps`, `demand_params`, `demand_cpus_per_gpu`, `demand_mem_gb_per_gpu`,
 ///   `demand_samples_per_s_per_gpu`, `demand_best_samples_per_s_per_gpu`,
@@ -52,9 +57,13 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
             .flat_map(|p| p.matrix.cells.iter().map(move |c| (p, c)))
             .collect(),
     );
+    let quiet: Vec<Option<f64>> = (matrices.iter())
+        .flat_map(|p| quiet_host_rates(&p.matrix.header.blocks, &p.matrix.cells))
+        .collect();
     let mut columns = rows.matrix_columns();
     columns.extend(rows.param_columns());
     columns.extend(rows.cell_columns());
+    columns.push(col("quiet_host_samples_per_s", quiet));
     columns.extend(rows.demand_columns(opts));
     DataFrame::new(rows.0.len(), columns).map_err(|e| ExportError::Table {
         path: matrices
@@ -175,8 +184,7 @@ impl Rows<'_> {
         let tel = |c: &Cell| c.telemetry.clone();
         let gpu = |c: &Cell| c.gpu.clone();
         let itf = |c: &Cell| c.interference.clone();
-        let rel = |c: &Cell| c.relative.clone();
-        vec![
+        let mut columns = vec![
             col("source", self.s(&|_, c| Some(c.source.as_str().to_owned()))),
             col(
                 "samples_per_s",
@@ -186,16 +194,9 @@ impl Rows<'_> {
             col("ci95_high", self.f(&|_, c| tp(c).map(|t| t.ci95_high))),
             col("windows", self.w(&|_, c| tp(c).map(|t| t.windows))),
             col("measured_s", self.f(&|_, c| tp(c).map(|t| t.measured_s))),
-            col("relative", self.f(&|_, c| rel(c).map(|r| r.rate))),
-            col(
-                "relative_ci95_low",
-                self.f(&|_, c| rel(c).map(|r| r.ci95_low)),
-            ),
-            col(
-                "relative_ci95_high",
-                self.f(&|_, c| rel(c).map(|r| r.ci95_high)),
-            ),
-            col("relative_blocks", self.w(&|_, c| rel(c).map(|r| r.blocks))),
+        ];
+        columns.extend(self.relative_columns());
+        columns.extend([
             col(
                 "iteration_p50_s",
                 self.f(&|_, c| c.iteration_time_s.as_ref().map(|i| i.p50)),
@@ -261,6 +262,41 @@ impl Rows<'_> {
             ),
             col("note", self.s(&|_, c| c.note.clone())),
             col("wall_s", self.f(&|_, c| Some(c.wall_s))),
+        ]);
+        columns
+    }
+
+    /// The rate relative to the top cell of its block, its interval and blocks, and what the
+    /// probe of the host's speed did to it.
+    fn relative_columns(&self) -> Vec<Column> {
+        let rel = |c: &Cell| c.relative.clone();
+        vec![
+            col("relative", self.f(&|_, c| rel(c).map(|r| r.rate))),
+            col(
+                "relative_ci95_low",
+                self.f(&|_, c| rel(c).map(|r| r.ci95_low)),
+            ),
+            col(
+                "relative_ci95_high",
+                self.f(&|_, c| rel(c).map(|r| r.ci95_high)),
+            ),
+            col("relative_blocks", self.w(&|_, c| rel(c).map(|r| r.blocks))),
+            col(
+                "relative_raw",
+                self.f(&|_, c| rel(c).and_then(|r| r.raw_rate)),
+            ),
+            col(
+                "host_model",
+                self.s(&|_, c| rel(c).and_then(|r| r.host_model).map(|m| m.as_str().into())),
+            ),
+            col(
+                "host_slope",
+                self.f(&|_, c| rel(c).and_then(|r| r.host_slope)),
+            ),
+            col(
+                "host_explained",
+                self.f(&|_, c| rel(c).and_then(|r| r.host_explained)),
+            ),
         ]
     }
 

@@ -43,14 +43,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn rel(rate: f64, low: f64, high: f64) -> RelativeRate {
-        RelativeRate {
-            rate,
-            ci95_low: low,
-            ci95_high: high,
-            blocks: 3,
-            dropped_blocks: 0,
-            host_slope: None,
-        }
+        RelativeRate::unadjusted(rate, [low, high], 3, 0)
     }
 
     /// Three relaunched framework scripts' first sweeps: a tqdm loop whose 1-CPU cell read

@@ -18,7 +18,10 @@ pub mod visits;
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
 pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_matrix};
-pub use relative::{BlockReference, RelativeRate, SweepBlock, describe_relative, relative_rates};
+pub use relative::{
+    BlockReference, HostModel, RelativeRate, SweepBlock, describe_host, describe_relative,
+    quiet_host_rates, relative_rates,
+};
 pub use summary::{render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 pub use validation::{CellCheck, ModelAccuracy, PairedRatio, Validation, ValidationCell};
@@ -35,6 +38,10 @@ pub const MATRIX_KIND: &str = "profiler-matrix";
 /// Whether a count is zero (serde leaves such fields out).
 pub(crate) fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+pub(crate) fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// A whole matrix: header plus cells, in the order they were written.
@@ -768,14 +775,8 @@ pub(crate) mod fixtures {
                 measured_s: 1.0,
                 launches: Vec::new(),
             }),
-            relative: relative.map(|[rate, ci95_low, ci95_high]| RelativeRate {
-                rate,
-                ci95_low,
-                ci95_high,
-                blocks: 3,
-                dropped_blocks: 0,
-                host_slope: None,
-            }),
+            relative: relative
+                .map(|[rate, low, high]| RelativeRate::unadjusted(rate, [low, high], 3, 0)),
             ..cell(cpu)
         }
     }
@@ -791,6 +792,7 @@ pub(crate) mod fixtures {
             measured_s: 10.0,
             windows: 0,
             measured_unix_s: [start, start + 10.0],
+            left_out_unix_s: Vec::new(),
             disturbed: false,
             host: None,
         }

@@ -19,7 +19,7 @@
 //! interval for the relative rate another sweep with as many blocks measures:
 //! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
 
-use super::visits::{HostSpeed, Visit};
+use super::visits::HostSpeed;
 use super::{Cell, CellSource};
 use crate::stats::{mean, t_975};
 use serde::{Deserialize, Serialize};
@@ -45,9 +45,33 @@ pub struct RelativeRate {
     /// of log rate on the probe's log speed (`relative/host.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_slope: Option<f64>,
+    /// How the cell's CPU level follows the probe, and so whether its ratios were adjusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_model: Option<HostModel>,
+    /// The relative rate before the host's speed was taken out, where it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_rate: Option<f64>,
+    /// The share of the raw ratios' spread between blocks that the host's speed explained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_explained: Option<f64>,
 }
 
 impl RelativeRate {
+    /// A relative rate read as measured, with no host speed taken out.
+    pub fn unadjusted(rate: f64, ci95: [f64; 2], blocks: u32, dropped_blocks: u32) -> Self {
+        RelativeRate {
+            rate,
+            ci95_low: ci95[0],
+            ci95_high: ci95[1],
+            blocks,
+            dropped_blocks,
+            host_slope: None,
+            host_model: None,
+            raw_rate: None,
+            host_explained: None,
+        }
+    }
+
     /// Relative half-width of the interval, against the rate.
     pub fn half_width(&self) -> f64 {
         (self.ci95_high - self.ci95_low) / 2.0 / self.rate.max(f64::MIN_POSITIVE)
@@ -63,6 +87,7 @@ impl RelativeRate {
             rate: self.rate * factor,
             ci95_low: self.ci95_low * factor,
             ci95_high: self.ci95_high * factor,
+            raw_rate: self.raw_rate.map(|r| r * factor),
             ..self.clone()
         }
     }
@@ -177,15 +202,27 @@ impl SweepBlock {
     /// The reference's rate at unix second `t` and the variance of its log: interpolated
     /// geometrically between opening and closing, the one there is where there is one.
     pub fn reference_at(&self, t: f64) -> Option<(f64, f64)> {
+        match self.interpolation(t)?.as_slice() {
+            [(one, _)] => Some((one.samples_per_s, one.log_variance())),
+            weighted => {
+                let (log, var) = weighted.iter().fold((0.0, 0.0), |(l, v), (r, f)| {
+                    (l + f * r.samples_per_s.ln(), v + f * f * r.log_variance())
+                });
+                Some((log.exp(), var))
+            }
+        }
+    }
+
+    /// The reference measurements the reference at unix second `t` is read from, each with
+    /// its weight in the geometric interpolation.
+    fn interpolation(&self, t: f64) -> Option<Vec<(&BlockReference, f64)>> {
         let positive = |r: &&BlockReference| r.samples_per_s > 0.0;
         let (o, c) = match (
             self.opening.as_ref().filter(positive),
             self.closing.as_ref().filter(positive),
         ) {
             (Some(o), Some(c)) => (o, c),
-            (Some(one), None) | (None, Some(one)) => {
-                return Some((one.samples_per_s, one.log_variance()));
-            }
+            (Some(one), None) | (None, Some(one)) => return Some(vec![(one, 1.0)]),
             (None, None) => return None,
         };
         let span = c.mid() - o.mid();
@@ -194,9 +231,23 @@ impl SweepBlock {
         } else {
             0.5
         };
-        let log = (1.0 - f) * o.samples_per_s.ln() + f * c.samples_per_s.ln();
-        let var = (1.0 - f).powi(2) * o.log_variance() + f.powi(2) * c.log_variance();
-        Some((log.exp(), var))
+        Some(vec![(o, 1.0 - f), (c, f)])
+    }
+
+    /// The probe's log speed over the reference at unix second `t`, interpolated as the
+    /// reference is, from the visits of `reference` that measured the block's references;
+    /// `None` where one of them has no probe speed.
+    fn reference_log_speed(&self, reference: &Cell, t: f64) -> Option<f64> {
+        let speed_of = |r: &BlockReference| {
+            (reference.visits.iter())
+                .find(|v| v.measured_unix_s == r.measured_unix_s)
+                .and_then(|v| v.host.as_ref())
+                .filter(|h| h.speed > 0.0)
+                .map(|h| h.speed.ln())
+        };
+        (self.interpolation(t)?.iter())
+            .map(|(r, f)| Some(f * speed_of(r)?))
+            .sum()
     }
 }
 
@@ -266,10 +317,17 @@ struct Ratios {
     dropped_launches: Vec<u32>,
     /// The host's speed during each kept measurement, where a probe measured it.
     hosts: Vec<Option<HostSpeed>>,
-    /// Where the logs were read at the sweep's host speed: the slope used, and the variances
-    /// the quiet speed's estimate and the slope's add to another sweep's log-ratio.
+    /// The middle of each kept measurement, in unix seconds.
+    mids: Vec<f64>,
+    /// The probe's log speed over each kept measurement's reference, where known.
+    reference_speeds: Vec<Option<f64>>,
+    /// Where the logs were read at the quiet host's speed: the model, the slope used, the raw
+    /// logs' mean, the share of their spread explained, and the variance the slope's estimate
+    /// adds to another sweep's log-ratio.
+    host_model: Option<HostModel>,
     host_slope: Option<f64>,
-    level_variance: f64,
+    raw_mean: Option<f64>,
+    explained: Option<f64>,
     slope_variance: f64,
 }
 
@@ -305,29 +363,9 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
         out.within.push(log_variance + ref_var);
         out.launches.push(launch);
         out.hosts.push(host);
+        out.mids.push(mid);
     }
     out
-}
-
-/// The visits of the kept blocks that measured `cell`: its own, and its references' in those
-/// blocks.
-fn visits_of_blocks<'a>(
-    blocks: &[SweepBlock],
-    cells: &'a [Cell],
-    cell: &'a Cell,
-) -> Vec<&'a Visit> {
-    let mid = |v: &Visit| 0.5 * (v.measured_unix_s[0] + v.measured_unix_s[1]);
-    // Only kept blocks: under a hog (a disturbed block) the probe's speed is not the host's.
-    let own: Vec<&SweepBlock> = (cell.visits.iter())
-        .filter_map(|v| blocks.iter().find(|b| b.holds(&cell.params, mid(v))))
-        .filter(|b| !b.left_out())
-        .collect();
-    let references = (cells.iter())
-        .filter(|c| c.source == CellSource::Measured && own.iter().any(|b| b.is_reference(c)));
-    let in_own = |v: &&Visit| own.iter().any(|b| b.holds(&cell.params, mid(v)));
-    (cell.visits.iter().filter(in_own))
-        .chain(references.flat_map(|c| c.visits.iter().filter(in_own)))
-        .collect()
 }
 
 /// The log of `cell`'s rate over its block's reference in each kept block it was visited in,
@@ -369,6 +407,7 @@ pub const OWN_SPREAD_DF: usize = 5;
 /// `None` where no kept block measured the cell (or its source), and for failed cells.
 pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<RelativeRate>> {
     let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
+    let fits = quiet_host::level_fits(blocks, cells);
     // Measured cells other than the references are read at the quiet host's speed of their
     // blocks where a probe measured them.
     let measured: Vec<Option<Ratios>> = cells
@@ -376,10 +415,8 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
         .map(|c| {
             (c.source == CellSource::Measured).then(|| {
                 let mut r = ratios(blocks, c);
-                if !is_reference(c)
-                    && let Some(level) = host::host_level(visits_of_blocks(blocks, cells, c))
-                {
-                    host::adjust(&mut r, &level);
+                if !is_reference(c) {
+                    quiet_host::read_at_quiet_host(blocks, cells, c, &fits, &mut r);
                 }
                 r
             })
@@ -401,14 +438,12 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
             }
             if is_reference(cell) {
                 // The reference is the unit of its own blocks.
-                return Some(RelativeRate {
-                    rate: 1.0,
-                    ci95_low: 1.0,
-                    ci95_high: 1.0,
-                    blocks: k as u32,
-                    dropped_blocks: r.dropped,
-                    host_slope: None,
-                });
+                return Some(RelativeRate::unadjusted(
+                    1.0,
+                    [1.0, 1.0],
+                    k as u32,
+                    r.dropped,
+                ));
             }
             let m = mean(&r.logs);
             // The lower median, not the mean: one measurement whose windows say little (a rate
@@ -417,12 +452,10 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
             let floor = crate::stats::lower_median(&r.within);
             let (variance, df) = sweep.variance_of_mean(r, floor);
             let q = if df > 0 { t_975(df) } else { 1.96 };
-            // Another sweep's mean spreads as this one's does, and each reads its ratios at
-            // its own quiet host's speed (an estimate from many visits: normal quantile) with
+            // Another sweep's mean spreads as this one's does, and each reads its ratios with
             // a slope of its own.
-            let half = (q.powi(2) * 2.0 * variance
-                + 1.96f64.powi(2) * 2.0 * (r.level_variance + r.slope_variance))
-                .sqrt();
+            let half =
+                (q.powi(2) * 2.0 * variance + 1.96f64.powi(2) * 2.0 * r.slope_variance).sqrt();
             Some(RelativeRate {
                 rate: m.exp(),
                 ci95_low: (m - half).exp(),
@@ -430,6 +463,9 @@ pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<Relat
                 blocks: k as u32,
                 dropped_blocks: r.dropped,
                 host_slope: r.host_slope,
+                host_model: r.host_model,
+                raw_rate: r.raw_mean.map(f64::exp),
+                host_explained: r.explained,
             })
         })
         .collect();
@@ -532,6 +568,9 @@ pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String
 }
 
 mod host;
+mod quiet_host;
+pub use host::HostModel;
+pub use quiet_host::{describe_host, quiet_host_rates};
 mod spread;
 #[cfg(test)]
 mod tests;

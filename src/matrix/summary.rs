@@ -52,6 +52,9 @@ fn write_header(out: &mut String, matrix: &Matrix) {
     if let Some(line) = super::describe_relative(&matrix.cells, &h.blocks) {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(line) = super::describe_host(&matrix.cells, &h.blocks) {
+        let _ = writeln!(out, "{line}");
+    }
 }
 
 /// A table of rates for each parameter combination (and of relative rates, where the cells
@@ -189,6 +192,28 @@ fn rate_text(cell: &Cell) -> String {
     }
 }
 
+/// What the probe of the host's speed did to a measured cell: how its CPU level follows the
+/// probe, its raw relative rate and the share of its ratios' spread explained, and its rate
+/// at the quiet host's speed; `None` where the cell has no word of the probe.
+fn host_line(cell: &Cell, quiet: Option<f64>) -> Option<String> {
+    let r = cell
+        .relative
+        .as_ref()
+        .filter(|_| cell.source == CellSource::Measured)?;
+    let model = r.host_model?;
+    let mut parts = vec![format!("host: {}", model.describe())];
+    if let Some(raw) = r.raw_rate {
+        parts.push(format!("relative {raw:.3} raw"));
+    }
+    if let Some(e) = r.host_explained {
+        parts.push(format!("{:.0}% of its ratios' spread explained", 100.0 * e));
+    }
+    if let Some(q) = quiet {
+        parts.push(format!("{q:.1} samples/s at the quiet host's speed"));
+    }
+    Some(parts.join(", "))
+}
+
 /// A cell's relative rate with its interval's half-width in percent.
 fn relative_text(cell: &Cell) -> String {
     let Some(r) = &cell.relative else {
@@ -284,7 +309,8 @@ pub fn render_cells(matrix: &Matrix) -> String {
         "wall s"
     );
     let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
-    for c in &matrix.cells {
+    let quiet = super::quiet_host_rates(&matrix.header.blocks, &matrix.cells);
+    for (c, quiet) in matrix.cells.iter().zip(quiet) {
         let tp = c.throughput.as_ref();
         let t = c.telemetry.as_ref();
         let ci = tp
@@ -321,6 +347,9 @@ pub fn render_cells(matrix: &Matrix) -> String {
             opt(c.gpu.as_ref().and_then(|g| g.sm_activity_pct), 0),
             c.wall_s
         );
+        if let Some(line) = host_line(c, quiet) {
+            let _ = writeln!(out, "  {line}");
+        }
         // A point measured on several launches: each launch on a line of its own.
         for (k, l) in tp.map_or(&[][..], |t| &t.launches[..]).iter().enumerate() {
             let half = (l.ci95_high - l.ci95_low) / 2.0;

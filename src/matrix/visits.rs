@@ -23,6 +23,9 @@ pub struct Visit {
     pub windows: u32,
     /// Unix seconds of the first and last report the rate covers.
     pub measured_unix_s: [f64; 2],
+    /// Spans inside `measured_unix_s` the rate leaves out: windows discarded as disturbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out_unix_s: Vec<[f64; 2]>,
     /// The visit stayed disturbed (other processes took the job's CPUs after its windows'
     /// re-measurements ran out): the cell's rate leaves it out where it has undisturbed visits.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -45,6 +48,10 @@ pub struct HostSpeed {
     /// `[job's samples/s, probe's speed]` for each window of the visit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<[f64; 2]>,
+    /// The variance of the log of `speed` that is the probe's own noise, from the spread
+    /// between its successive bursts on a CPU (0 where not recorded).
+    #[serde(default, skip_serializing_if = "crate::matrix::is_zero_f64")]
+    pub log_variance: f64,
 }
 
 impl Visit {
@@ -62,7 +69,8 @@ pub struct LaunchOfVisits {
     pub measured_s: f64,
     /// From the first visit's start to the last's end.
     pub measured_unix_s: [f64; 2],
-    /// The gaps between visits inside that span: the launch measured other points then.
+    /// What inside that span the rate leaves out: the gaps between visits (the launch measured
+    /// other points then) and the windows each visit discarded.
     pub left_out_unix_s: Vec<[f64; 2]>,
 }
 
@@ -99,11 +107,15 @@ pub fn launch_of_visits(visits: &[&Visit]) -> Option<LaunchOfVisits> {
         }
     };
     let half = within.max(between);
-    let left_out_unix_s = sorted
-        .windows(2)
-        .map(|w| [w[0].measured_unix_s[1], w[1].measured_unix_s[0]])
-        .filter(|[a, b]| b > a)
+    let mut left_out_unix_s: Vec<[f64; 2]> = (sorted.iter())
+        .flat_map(|v| v.left_out_unix_s.iter().copied())
+        .chain(
+            (sorted.windows(2))
+                .map(|w| [w[0].measured_unix_s[1], w[1].measured_unix_s[0]])
+                .filter(|[a, b]| b > a),
+        )
         .collect();
+    left_out_unix_s.sort_by(|a, b| a[0].total_cmp(&b[0]));
     Some(LaunchOfVisits {
         samples_per_s: rate,
         ci95_low: (rate - half).max(0.0),
@@ -127,6 +139,7 @@ mod tests {
             measured_s: secs,
             windows: 0,
             measured_unix_s: [start, start + secs],
+            left_out_unix_s: Vec::new(),
             disturbed: false,
             host: None,
         }
@@ -150,7 +163,7 @@ mod tests {
         assert_eq!(l.measured_s, 8.0);
     }
 
-    /// One visit is the launch: its rate, its interval, its span.
+    /// One visit is the launch: its rate, its interval, its span and the windows it left out.
     #[test]
     fn one_visit_is_the_launch() {
         let v = visit(2, 50.0, 3.0, 5.0, 2.0);
@@ -160,6 +173,12 @@ mod tests {
             (50.0, 47.0, 53.0)
         );
         assert!(l.left_out_unix_s.is_empty());
+        let discarded = Visit {
+            left_out_unix_s: vec![[5.5, 6.0]],
+            ..v.clone()
+        };
+        let l = launch_of_visits(&[&discarded]).unwrap();
+        assert_eq!(l.left_out_unix_s, vec![[5.5, 6.0]]);
         assert!(launch_of_visits(&[]).is_none());
     }
 }

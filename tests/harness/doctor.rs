@@ -23,6 +23,16 @@ fn doctor_checks_the_cgroups_and_says_when_there_is_no_gpu() {
         text.contains("PASS  cgroup caps\n"),
         "a 0.5-CPU cap must hold a CPU-bound process to 0.5 CPU:\n{text}"
     );
+    // The host's speed beside a capped process: a pass on a quiet host, a warning in a
+    // spell, with the spreads measured either way.
+    assert!(
+        text.contains("PASS  host speed\n") || text.contains("WARN  host speed\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the probe's speed beside it spread ±"),
+        "{text}"
+    );
     let no_gpu = text.contains("FAIL  NVIDIA driver and NVML");
     if no_gpu {
         assert!(

@@ -335,13 +335,9 @@ fn rich_matrix() -> Matrix {
                     }),
                     measured_unix_s: None,
                     left_out_unix_s: Vec::new(),
-                    relative: (j == 1).then(|| RelativeRate {
-                        rate: rate / 220.0,
-                        ci95_low: 0.9 * rate / 220.0,
-                        ci95_high: 1.1 * rate / 220.0,
-                        blocks: 3,
-                        dropped_blocks: 1,
-                        host_slope: None,
+                    relative: (j == 1).then(|| {
+                        let r = rate / 220.0;
+                        RelativeRate::unadjusted(r, [0.9 * r, 1.1 * r], 3, 1)
                     }),
                     visits: Vec::new(),
                 });

@@ -14,7 +14,9 @@ use super::measure::Outcome;
 use super::{Run, Sweep, SweepError};
 use crate::harness::measure::job_output::now_unix_s;
 use crate::harness::sweep::plan::{Point, Walk, joins_launch, label};
-use crate::matrix::{BlockReference, Cell, SweepBlock, describe_relative, relative_rates};
+use crate::matrix::{
+    BlockReference, Cell, SweepBlock, describe_host, describe_relative, relative_rates,
+};
 use crate::spec::SweepMode;
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -362,6 +364,9 @@ impl Sweep<'_> {
                 true => self.observer.note(&line),
                 false => self.observer.warn(&line),
             }
+        }
+        if let Some(line) = describe_host(&self.cells, &self.blocks) {
+            self.observer.note(&line);
         }
         self.rewrite()
     }

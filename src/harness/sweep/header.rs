@@ -118,8 +118,10 @@ impl Sweep<'_> {
         if let Some((step, _)) = &self.step {
             cell.node = Some(step.node.clone());
         }
-        // A live launch walking in rounds visits a point more than once: each visit is kept.
-        if self.blocks_per_launch() && cell.source == CellSource::Measured {
+        // A live launch walking in rounds visits a point more than once: each visit is kept;
+        // so is each fresh launch's measurement where the probe runs, to carry its speed.
+        let probed = self.host_probe.is_some();
+        if (self.blocks_per_launch() || probed) && cell.source == CellSource::Measured {
             cell.visits = visit_of(&cell, self.launch_id()).into_iter().collect();
             if let (Some(visit), Some((span, host))) =
                 (cell.visits.first_mut(), self.pending_host.take())

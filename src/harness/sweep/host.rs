@@ -1,24 +1,22 @@
-//! The probe on the job's CPUs while a live sweep walks its blocks: started with the sweep
-//! where the profiler has cgroups of its own, and read for each measurement, so that a visit
-//! carries the host's speed over it and over each of its windows (`matrix/relative/host.rs`
-//! takes that speed out of the visit's ratio).
+//! The probe on the job's CPUs while a sweep measures: started with the sweep where the
+//! profiler has cgroups of its own, and read for each measurement, so that a visit (a live
+//! launch's, or a fresh launch's one measurement of its point) carries the host's speed over
+//! it and over each of its windows (`matrix/relative/host.rs` takes that speed out of the
+//! visit's ratio, on both its sides).
 
 use super::Sweep;
 use crate::harness::cgroup::pinned_cpus;
-use crate::harness::measure::host_probe::{HostProbe, speed_over};
+use crate::harness::measure::host_probe::{HostProbe, noise_over, speed_over};
 use crate::harness::measure::steady::RateWindows;
 use crate::matrix::visits::HostSpeed;
 
 impl Sweep<'_> {
-    /// Starts the probe on every CPU runs may use, where the sweep walks blocks in live
-    /// launches (the only measurements read as visits); says why not where it cannot start.
+    /// Starts the probe on every CPU runs may use, for live and relaunching sweeps alike;
+    /// says why not where it cannot start.
     pub(super) fn start_host_probe(&mut self) {
         let Some(root) = &self.root else {
             return;
         };
-        if !self.blocks_per_launch() {
-            return;
-        }
         let started = root
             .create_launch("host-probe", 0)
             .map_err(|e| e.to_string())
@@ -48,6 +46,10 @@ impl Sweep<'_> {
         let windows = (windows.kept_within(span).into_iter())
             .filter_map(|(w, rate)| Some([rate, speed_over(&bursts, &cpus, w)?]))
             .collect();
-        Some(HostSpeed { speed, windows })
+        Some(HostSpeed {
+            speed,
+            windows,
+            log_variance: noise_over(&bursts, &cpus, span).unwrap_or(0.0),
+        })
     }
 }

@@ -227,6 +227,7 @@ pub fn visit_of(cell: &Cell, launch: u32) -> Option<Visit> {
         measured_s: t.measured_s,
         windows: t.windows,
         measured_unix_s: cell.measured_unix_s?,
+        left_out_unix_s: cell.left_out_unix_s.clone(),
         disturbed: cell.interference.as_ref().is_some_and(|i| i.disturbed),
         host: None,
     })

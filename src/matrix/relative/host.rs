@@ -1,30 +1,200 @@
-//! The host's speed taken out of a cell's ratios. At a fractional CPU level the host's spells
-//! on the job's virtual CPU swing a visit's rate by 10% or more while the reference, seconds
-//! away or on another CPU, does not share them; a probe on the job's CPUs does
-//! (`crate::harness::measure::host_probe`). Each visit's log-ratio is read at the quiet host's
-//! speed: less the cell's slope on the probe's log speed times how far the visit's
-//! speed lay below it (a control variate). The slope is fitted on the windows inside the
-//! cell's visits, each centred on its visit: the probe's noise over a one-second window
-//! flattens it, so it takes out less than it could, and what it leaves stays in the spread
-//! between blocks. Not on the visits themselves: four or six of them on a host that was
-//! quiet meanwhile barely spread in speed, so their slope is noise, and read at the quiet
-//! speed away from their mean its error took the interval to twice the raw one. The quiet
-//! speed and the slope are estimates, whose variances the interval carries.
+//! The host's speed taken out of both sides of a cell's ratios. A probe on the job's CPUs
+//! (`crate::harness::measure::host_probe`) sees the host's spells on them; each visit's log
+//! rate is read at the quiet host's speed: less its CPU level's slope on the probe's log speed
+//! times how far the visit's speed lay below the quiet one (a control variate), the cell's
+//! visit and its block's reference alike, with the slope of the cell's CPU level, so that the
+//! quiet speed cancels from the ratio.
+//!
+//! The slope is fitted per CPU level (what share of the CPU the probe gets, and so how well
+//! it sees, depends on the level) on the visits of the level's cells, each cell centred on
+//! its own mean, and divided by the reliability of the probe's speeds (the share of their
+//! spread that is not the probe's own noise), the errors-in-variables correction for a noisy
+//! regressor. A slope whose interval holds one is one: a CPU-bound job's rate is proportional
+//! to the host's speed. Where the probe's spread is mostly its noise, or the rates do not
+//! follow it, the level is not adjusted; docs/JOB_SPEC.md has the figures behind each choice.
 
 use super::Ratios;
 use crate::matrix::visits::{HostSpeed, Visit};
-use crate::stats::{interpolated_percentile, mean, mean_sd};
+use crate::stats::{interpolated_percentile, mean, mean_sd, t_975};
+use serde::{Deserialize, Serialize};
 
-/// Least windows (with a probe speed, in visits of two windows or more) a cell's slope rests
-/// on.
-const MIN_WINDOWS: usize = 8;
+/// How a CPU level's rates follow the probe's speed, and so how they are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostModel {
+    /// The fitted slope's interval holds one: rates proportional to the host's speed.
+    Proportional,
+    /// The fitted slope, its bias for the probe's noise corrected.
+    Fitted,
+    /// The probe's spread is mostly its own noise (a quiet host, or a probe a job on whole
+    /// cores leaves little time): not adjusted.
+    Noisy,
+    /// The rates do not follow the probe's speed (a job bound by its storage, its memory or
+    /// a device): not adjusted.
+    NotFollowing,
+    /// Too few visits with a probe speed for a slope: not adjusted.
+    TooFew,
+    /// Read at the quiet host's speed, the cell's ratios spread more than raw: not adjusted.
+    Misleads,
+}
 
-/// The host speed every adjusted ratio is read at: the quiet host's, a high percentile
-/// ([`QUIET_PERCENTILE`]) of the log speeds of the visits of a cell's blocks, and that
-/// estimate's variance (another sweep reads at its own). A spell only slows the host, so the top of the visits' speeds is the quiet
-/// host's, which sweeps share: on a 2-core VM the means of the visits' speeds of four sweeps
-/// spread from 331 to 355 million a second, their 90th percentiles from 372.5 to 377.7 (a
-/// fifth, through a long spell, 332.7).
+impl HostModel {
+    /// The name the matrix file and the exports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostModel::Proportional => "proportional",
+            HostModel::Fitted => "fitted",
+            HostModel::Noisy => "noisy",
+            HostModel::NotFollowing => "not_following",
+            HostModel::TooFew => "too_few",
+            HostModel::Misleads => "misleads",
+        }
+    }
+
+    /// Words for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            HostModel::Proportional => "read at the quiet host's speed (rate proportional)",
+            HostModel::Fitted => "read at the quiet host's speed (fitted slope)",
+            HostModel::Noisy => "not adjusted: the probe's spread there is mostly its own noise",
+            HostModel::NotFollowing => "not adjusted: the job's rate does not follow the probe",
+            HostModel::TooFew => "not adjusted: too few visits with the probe's speed",
+            HostModel::Misleads => "not adjusted: the probe's speed widened the ratios",
+        }
+    }
+}
+
+/// Least visits a level's slope rests on.
+const MIN_VISITS: usize = 4;
+/// Least share of the probe's spread over a level's visits that is the host's, not the
+/// probe's noise, for its slope to be corrected and used.
+const MIN_RELIABILITY: f64 = 0.5;
+
+/// One visit as the fit reads it: the probe's log speed, that log's noise variance, the job's
+/// log rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Point {
+    pub log_speed: f64,
+    pub noise: f64,
+    pub log_rate: f64,
+}
+
+impl Point {
+    pub(super) fn of(v: &Visit) -> Option<Point> {
+        let h = v.host.as_ref().filter(|h| h.speed > 0.0)?;
+        (v.samples_per_s > 0.0).then(|| Point {
+            log_speed: h.speed.ln(),
+            noise: h.log_variance,
+            log_rate: v.samples_per_s.ln(),
+        })
+    }
+}
+
+/// What the visits of one CPU level say of how its rates follow the probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct LevelFit {
+    pub model: HostModel,
+    /// The slope the level's rates are read with (0 where not adjusted).
+    pub slope: f64,
+    /// That slope's variance (0 for a slope of one).
+    pub slope_variance: f64,
+    /// The fitted slope, corrected, and the correlation of the centred visits.
+    pub fitted: f64,
+    pub correlation: f64,
+    /// The share of the probe's centred spread that is the host's.
+    pub reliability: f64,
+    pub visits: usize,
+}
+
+impl LevelFit {
+    pub(super) fn none(model: HostModel, visits: usize) -> LevelFit {
+        LevelFit {
+            model,
+            slope: 0.0,
+            slope_variance: 0.0,
+            fitted: 0.0,
+            correlation: 0.0,
+            reliability: 0.0,
+            visits,
+        }
+    }
+
+    pub(super) fn adjusts(&self) -> bool {
+        self.slope > 0.0
+    }
+}
+
+/// The fit of a level whose cells' visits are `groups` (one group a cell).
+pub(super) fn level_fit(groups: &[Vec<Point>]) -> LevelFit {
+    let (mut sxx, mut sxy, mut syy, mut noise, mut n, mut cells) = (0.0, 0.0, 0.0, 0.0, 0, 0);
+    for g in groups.iter().filter(|g| g.len() > 1) {
+        let k = g.len() as f64;
+        let mx = mean(&g.iter().map(|p| p.log_speed).collect::<Vec<_>>());
+        let my = mean(&g.iter().map(|p| p.log_rate).collect::<Vec<_>>());
+        for p in g {
+            sxx += (p.log_speed - mx).powi(2);
+            sxy += (p.log_speed - mx) * (p.log_rate - my);
+            syy += (p.log_rate - my).powi(2);
+            // What the probe's noise adds to the centred spread in speed.
+            noise += p.noise * (1.0 - 1.0 / k);
+        }
+        n += g.len();
+        cells += 1;
+    }
+    // One degree of freedom for each cell's mean, one for the slope.
+    let df = n.saturating_sub(cells + 1);
+    if n < MIN_VISITS || df < 2 {
+        return LevelFit::none(HostModel::TooFew, n);
+    }
+    if sxx <= 0.0 || syy <= 0.0 {
+        return LevelFit::none(HostModel::Noisy, n);
+    }
+    let correlation = sxy / (sxx * syy).sqrt();
+    // The probe's noise as its successive bursts give it, but never below what the visits'
+    // correlation proves was the host's: a correlation `r` needs a reliability of `r²` at
+    // least (the true slope lies between the regression of rate on speed and the reverse
+    // one's), and the bursts' differences also hold the host's own fast swings, which the
+    // job shares.
+    let reliability = (1.0 - noise / sxx).max(correlation.powi(2)).min(1.0);
+    if reliability < MIN_RELIABILITY {
+        return LevelFit {
+            reliability,
+            correlation,
+            ..LevelFit::none(HostModel::Noisy, n)
+        };
+    }
+    let ols = sxy / sxx;
+    let fitted = ols / reliability;
+    let residual = (syy - ols * sxy).max(0.0) / df as f64;
+    let se = (residual / sxx).sqrt() / reliability;
+    let q = t_975(df);
+    let fit = LevelFit {
+        fitted,
+        correlation,
+        reliability,
+        ..LevelFit::none(HostModel::NotFollowing, n)
+    };
+    if (fitted - 1.0).abs() <= q * se {
+        LevelFit {
+            model: HostModel::Proportional,
+            slope: 1.0,
+            ..fit
+        }
+    } else if fitted - q * se > 0.0 {
+        LevelFit {
+            model: HostModel::Fitted,
+            slope: fitted,
+            slope_variance: se * se,
+            ..fit
+        }
+    } else {
+        fit
+    }
+}
+
+/// The host speed absolute rates are read at: the quiet host's, a high percentile ([`QUIET_PERCENTILE`]) of the log speeds of the visits of a
+/// cell's blocks, and that estimate's variance (another sweep reads at its own). A spell only
+/// slows the host, so the top of the visits' speeds is the quiet host's, which sweeps share.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct HostLevel {
     pub log_speed: f64,
@@ -70,21 +240,10 @@ pub(super) fn host_level<'a>(visits: impl IntoIterator<Item = &'a Visit>) -> Opt
     })
 }
 
-/// What the windows of `visits` say, each centred on its visit's means.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct WindowFit {
-    /// The slope of the job's log rate on the probe's log speed, never below 0.
-    pub slope: f64,
-    /// The share of the windows' variance the slope explains.
-    pub explained: f64,
-    /// The slope's variance: the windows' residual variance over their spread in speed.
-    pub slope_variance: f64,
-}
-
-/// The windows' fit of `visits`; `None` with fewer than [`MIN_WINDOWS`] windows, too few
-/// for a residual, or no spread in either.
-pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<WindowFit> {
-    let (mut xy, mut xx, mut yy, mut n, mut groups) = (0.0, 0.0, 0.0, 0, 0);
+/// The share of the windows' variance inside `visits` that the probe's windows explain: what
+/// a visit's own windows floor a ratio's spread by, less what the host did meanwhile.
+pub(super) fn windows_explained(visits: &[&HostSpeed]) -> Option<f64> {
+    let (mut xy, mut xx, mut yy, mut n) = (0.0, 0.0, 0.0, 0);
     for v in visits {
         let pairs: Vec<(f64, f64)> = (v.windows.iter())
             .filter(|[rate, speed]| *rate > 0.0 && *speed > 0.0)
@@ -94,7 +253,6 @@ pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<WindowFit> {
             continue;
         }
         n += pairs.len();
-        groups += 1;
         let (ys, xs): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
         let (my, mx) = (mean(&ys), mean(&xs));
         for (y, x) in ys.into_iter().zip(xs) {
@@ -103,151 +261,56 @@ pub(super) fn window_fit(visits: &[&HostSpeed]) -> Option<WindowFit> {
             yy += (y - my).powi(2);
         }
     }
-    // One degree of freedom for each visit's mean, one for the slope.
-    let df = n.saturating_sub(groups + 1);
-    if n < MIN_WINDOWS || df == 0 || xx <= 0.0 || yy <= 0.0 {
-        return None;
-    }
-    let slope = (xy / xx).max(0.0);
-    let explained = if slope > 0.0 {
-        xy * xy / (xx * yy)
-    } else {
-        0.0
-    };
-    let residual = (yy - slope * xy).max(0.0) / df as f64;
-    Some(WindowFit {
-        slope,
-        explained,
-        slope_variance: residual / xx,
-    })
+    (n >= 8 && xx > 0.0 && yy > 0.0 && xy > 0.0).then(|| xy * xy / (xx * yy))
 }
 
-/// Reads each of `r`'s log-ratios at `level`'s host speed where every one has a probe speed
-/// and the cell's visits have windows enough for a slope; else leaves `r` as it is.
-pub(super) fn adjust(r: &mut Ratios, level: &HostLevel) {
-    let Some(speeds) = (r.hosts.iter())
-        .map(|h| h.as_ref().filter(|h| h.speed > 0.0))
-        .collect::<Option<Vec<&HostSpeed>>>()
-    else {
+/// Reads each of `r`'s log-ratios at the quiet host's speed with `fit`, the slope of the
+/// cell's CPU level, on both its sides: a ratio loses `b x (x_cell - x_ref)`, the log of its
+/// sides' speed ratio times the slope, so the quiet speed itself cancels. Only where every
+/// ratio has both speeds; records the model, the raw mean and the share of the ratios'
+/// spread explained. A cell whose adjusted ratios would spread more than its raw ones is
+/// left raw.
+pub(super) fn adjust(r: &mut Ratios, fit: &LevelFit) {
+    r.host_model = Some(fit.model);
+    if !fit.adjusts() {
+        return;
+    }
+    let speed = |h: &Option<HostSpeed>| h.as_ref().filter(|h| h.speed > 0.0).map(|h| h.speed.ln());
+    let (Some(xc), Some(xr)) = (
+        r.hosts.iter().map(speed).collect::<Option<Vec<f64>>>(),
+        r.reference_speeds
+            .iter()
+            .copied()
+            .collect::<Option<Vec<f64>>>(),
+    ) else {
         return;
     };
-    let Some(fit) = window_fit(&speeds) else {
-        return;
+    let b = fit.slope;
+    let adjusted: Vec<f64> = (r.logs.iter().zip(xc.iter().zip(&xr)))
+        .map(|(log, (c, f))| log - b * (c - f))
+        .collect();
+    let spread = |logs: &[f64]| mean_sd(logs).1.powi(2);
+    let explained = match r.logs.len() {
+        0 | 1 => None,
+        _ if spread(&r.logs) > 0.0 => Some(1.0 - spread(&adjusted) / spread(&r.logs)),
+        _ => None,
     };
-    // What a visit's windows vary by, less the share the probe's speed explains: the floor
-    // of one ratio's spread.
-    for within in &mut r.within {
-        *within *= 1.0 - fit.explained;
+    if explained.is_some_and(|e| e < 0.0) {
+        r.host_model = Some(HostModel::Misleads);
+        return;
     }
-    let xs: Vec<f64> = speeds.iter().map(|h| h.speed.ln()).collect();
-    for (log, x) in r.logs.iter_mut().zip(&xs) {
-        *log -= fit.slope * (x - level.log_speed);
+    r.raw_mean = Some(mean(&r.logs));
+    r.explained = explained;
+    r.logs = adjusted;
+    if let Some(share) = windows_explained(&r.hosts.iter().flatten().collect::<Vec<_>>()) {
+        for within in &mut r.within {
+            *within *= 1.0 - share;
+        }
     }
-    // The mean is read at the quiet speed, away from the visits' mean speed: the slope's
-    // error times that distance moves it.
-    let distance = level.log_speed - mean(&xs);
-    r.host_slope = Some(fit.slope);
-    r.level_variance = fit.slope.powi(2) * level.variance;
-    r.slope_variance = distance.powi(2) * fit.slope_variance;
+    r.host_slope = Some(b);
+    // Another sweep's slope differs by the estimate's error, times the mean speed ratio.
+    r.slope_variance = fit.slope_variance * (mean(&xc) - mean(&xr)).powi(2);
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn host(speed: f64, windows: &[[f64; 2]]) -> HostSpeed {
-        HostSpeed {
-            speed,
-            windows: windows.to_vec(),
-        }
-    }
-
-    /// The windows' slope is taken within visits: two visits at different levels whose windows
-    /// each move at a slope of one give one, whatever the levels; the share explained is all.
-    #[test]
-    fn the_windows_slope_is_within_visits() {
-        let a = host(
-            1.0,
-            &[[100.0, 1.0], [110.0, 1.1], [90.0, 0.9], [100.0, 1.0]],
-        );
-        let b = host(2.0, &[[10.0, 2.0], [11.0, 2.2], [9.0, 1.8], [10.0, 2.0]]);
-        let fit = window_fit(&[&a, &b]).unwrap();
-        assert!((fit.slope - 1.0).abs() < 1e-9, "{fit:?}");
-        assert!((fit.explained - 1.0).abs() < 1e-9, "{fit:?}");
-        assert!(fit.slope_variance < 1e-12, "{fit:?}");
-        assert!(window_fit(&[&a]).is_none(), "four windows are too few");
-        let flat = host(
-            1.0,
-            &[[100.0, 1.0], [110.0, 1.0], [90.0, 1.0], [100.0, 1.0]],
-        );
-        assert!(
-            window_fit(&[&flat, &flat.clone()]).is_none(),
-            "no spread in the speed"
-        );
-    }
-
-    /// Read at the quiet speed with the windows' slope, a mean whose visits all lay far
-    /// below that speed carries the slope's error times the distance; one whose visits
-    /// surround it, almost none. Windows that follow the speed exactly leave the slope no
-    /// error at all.
-    #[test]
-    fn a_quiet_speed_far_from_the_visits_widens_the_mean() {
-        let slope_variance = |speeds: [f64; 4], noise: f64| {
-            let visits: Vec<HostSpeed> = (speeds.iter())
-                .map(|&s| {
-                    let windows = [0.95, 1.05, 1.0, 0.98]
-                        .iter()
-                        .zip([1.0 + noise, 1.0 - noise, 1.0, 1.0])
-                        .map(|(w, n)| [100.0 * s * w * n, s * w])
-                        .collect::<Vec<_>>();
-                    host(s, &windows)
-                })
-                .collect();
-            let mut r = Ratios {
-                logs: speeds.iter().map(|s: &f64| s.ln() - 1.0).collect(),
-                within: vec![0.0; 4],
-                hosts: visits.into_iter().map(Some).collect(),
-                ..Ratios::default()
-            };
-            let level = HostLevel {
-                log_speed: 0.0,
-                variance: 0.0,
-            };
-            adjust(&mut r, &level);
-            assert!((r.host_slope.unwrap() - 1.0).abs() < 0.2, "{r:?}");
-            r.slope_variance
-        };
-        let (far, around) = (
-            slope_variance([0.6, 0.65, 0.7, 0.75], 0.01),
-            slope_variance([0.9, 0.95, 1.05, 1.1], 0.01),
-        );
-        assert!(far > 100.0 * around, "{far} {around}");
-        assert!(far > 1e-5, "{far}");
-        assert!(slope_variance([0.6, 0.65, 0.7, 0.75], 0.0) < 1e-20);
-    }
-
-    /// The quiet level is the 90th percentile of the visits' log speeds, the same every time
-    /// for the same visits, with a variance that grows with their spread at the top.
-    #[test]
-    fn the_quiet_level_is_the_top_of_the_visits_speeds() {
-        let cell = |speeds: &[f64]| {
-            let mut c = crate::matrix::fixtures::cell(1.0);
-            c.source = crate::matrix::CellSource::Measured;
-            c.visits = (speeds.iter())
-                .map(|&s| crate::matrix::Visit {
-                    host: Some(host(s, &[])),
-                    ..crate::matrix::fixtures::visit(1, 1.0, 0.0, 0.0)
-                })
-                .collect();
-            c
-        };
-        let speeds: Vec<f64> = (1..=11).map(|i| i as f64).collect();
-        let level = host_level(&cell(&speeds).visits).unwrap();
-        // Eleven speeds, 1 to 11: the 90th percentile lies on the tenth.
-        assert!((level.log_speed - 10f64.ln()).abs() < 1e-12, "{level:?}");
-        assert_eq!(host_level(&cell(&speeds).visits), Some(level));
-        let tight = host_level(&cell(&[1.0, 1.0, 1.0, 1.0, 1.0, 0.5]).visits).unwrap();
-        assert!(tight.variance < level.variance, "{tight:?} {level:?}");
-        assert!(host_level(&cell(&[1.0, 2.0, 3.0]).visits).is_none());
-    }
-}
+mod tests;

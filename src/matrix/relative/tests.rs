@@ -376,9 +376,9 @@ fn blocks_of_one_launch_are_not_independent_starts() {
 }
 
 /// A cell at half a core whose visits swing with the host's speed on its CPU (the probe's),
-/// beside a reference that does not: read at the quiet host's speed, the ratios lose the
-/// swing, so the interval is far narrower than the raw one, centred where the quiet visits
-/// lie; the slope is the visits' own, and it costs a degree of freedom.
+/// beside a reference measured at the quiet speed: read at the quiet host's speed, the
+/// ratios lose the swing, so the interval is far narrower than the raw one, centred where the
+/// quiet visits lie; the slope, its level's, is one.
 #[test]
 fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     use crate::matrix::visits::HostSpeed;
@@ -394,6 +394,7 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
                 .iter()
                 .map(|w| [rate * w, 3e8 * speed * w])
                 .collect(),
+            log_variance: 0.0,
         }),
         ..visit(1, rate, 100.0 * i as f64 + 40.0)
     };
@@ -404,7 +405,19 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     let mut reference_cell = measured(REF_CPU, &[(1000.0, 0.0)]);
     reference_cell.memory_bytes = MEM;
     cell.memory_bytes = MEM;
-    reference_cell.visits = (0..6).map(|i| visit(i, 1000.0, 1.0)).collect();
+    // The reference's visits open and close each block, at the quiet speed.
+    let reference_visit = |start: f64| crate::matrix::Visit {
+        host: Some(HostSpeed {
+            speed: 3e8,
+            windows: Vec::new(),
+            log_variance: 0.0,
+        }),
+        ..self::visit(1, 1000.0, start)
+    };
+    reference_cell.visits = (0..6)
+        .flat_map(|i| [100.0 * i as f64, 100.0 * i as f64 + 80.0])
+        .map(reference_visit)
+        .collect();
     let blocks: Vec<SweepBlock> = (0..6)
         .map(|i| block(i as u32, 100.0 * i as f64, 1000.0, Some(1000.0)))
         .collect();
@@ -415,9 +428,12 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     let raw = relative_rates(&blocks, &[cells[0].clone(), raw_cell])[1]
         .clone()
         .unwrap();
-    assert!(raw.host_slope.is_none());
+    assert!(raw.host_slope.is_none() && raw.raw_rate.is_none());
     let slope = adjusted.host_slope.expect("adjusted");
-    assert!((slope - 1.0).abs() < 0.05, "{slope}");
+    assert_eq!(slope, 1.0, "{adjusted:?}");
+    assert_eq!(adjusted.host_model, Some(HostModel::Proportional));
+    assert!((adjusted.raw_rate.unwrap() - raw.rate).abs() < 1e-12 * raw.rate);
+    assert!(adjusted.host_explained.unwrap() > 0.95, "{adjusted:?}");
     assert!((adjusted.rate - 0.25).abs() < 0.25 * 0.01, "{adjusted:?}");
     assert!(raw.rate < 0.23, "{raw:?}");
     assert!(
@@ -437,7 +453,123 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     let mut more_blocks = blocks.clone();
     more_blocks.push(block(6, 600.0, 1000.0, Some(1000.0)));
     let mut reference_cell = cells[0].clone();
-    reference_cell.visits.push(visit(6, 1000.0, 2.0));
+    reference_cell.visits.push(reference_visit(600.0));
+    reference_cell.visits.push(reference_visit(680.0));
     let resumed = relative_rates(&more_blocks, &[reference_cell, cells[1].clone(), later]);
     assert_eq!(resumed[1].as_ref().map(|r| r.rate), Some(adjusted.rate));
+}
+
+/// A block of a sweep whose cell (half a core) and reference (two cores) both run at a rate
+/// proportional to the host's speed on their CPUs, the reference measured at the block's
+/// opening (at `100 i`) and closing (`100 i + 80`), the cell between.
+fn proportional_sweep(speeds: &[[f64; 3]]) -> (Vec<SweepBlock>, Vec<Cell>) {
+    use crate::matrix::visits::HostSpeed;
+    let at = |rate: f64, speed: f64, start: f64| crate::matrix::Visit {
+        host: Some(HostSpeed {
+            speed: 3e8 * speed,
+            windows: Vec::new(),
+            log_variance: 0.0,
+        }),
+        ..visit(1, rate * speed, start)
+    };
+    let blocks: Vec<SweepBlock> = (speeds.iter().enumerate())
+        .map(|(i, [o, _, c])| {
+            let start = 100.0 * i as f64;
+            block(i as u32, start, 1000.0 * o, Some(1000.0 * c))
+        })
+        .collect();
+    let mut reference = measured(REF_CPU, &[(1000.0, 0.0)]);
+    let mut cell = measured(0.5, &[(250.0, 0.0)]);
+    for (i, [o, v, c]) in speeds.iter().enumerate() {
+        let start = 100.0 * i as f64;
+        reference.visits.push(at(1000.0, *o, start));
+        reference.visits.push(at(1000.0, *c, start + 80.0));
+        cell.visits.push(at(250.0, *v, start + 40.0));
+    }
+    reference.memory_bytes = MEM;
+    cell.memory_bytes = MEM;
+    (blocks, vec![reference, cell])
+}
+
+proptest::proptest! {
+    /// Whatever the host's speed on the job's CPUs at each measurement, a job whose rate is
+    /// proportional to it on both sides of every ratio gets its true relative rate, once the
+    /// probe's speed is taken out of both sides.
+    #[test]
+    fn both_sides_read_at_the_quiet_host_give_the_true_ratio(
+        speeds in proptest::collection::vec(
+            proptest::array::uniform3(0.5f64..1.0), 4..8),
+    ) {
+        let (blocks, cells) = proportional_sweep(&speeds);
+        let r = relative_rates(&blocks, &cells)[1].clone().expect("a relative rate");
+        proptest::prop_assert!((r.rate - 0.25).abs() < 1e-6 * 0.25, "{:?}", r);
+        proptest::prop_assert!(r.holds(0.25));
+    }
+}
+
+/// The same sweep read raw (no probe speeds) is off by the speeds' ratios, and its interval
+/// wider than the adjusted one's.
+#[test]
+fn the_same_sweep_read_raw_keeps_the_hosts_swing() {
+    let speeds = [
+        [1.0, 0.7, 0.9],
+        [0.8, 1.0, 1.0],
+        [0.95, 0.6, 0.7],
+        [1.0, 0.9, 0.8],
+        [0.7, 0.75, 1.0],
+    ];
+    let (blocks, cells) = proportional_sweep(&speeds);
+    let adjusted = relative_rates(&blocks, &cells)[1].clone().unwrap();
+    let mut raw_cells = cells.clone();
+    raw_cells
+        .iter_mut()
+        .flat_map(|c| &mut c.visits)
+        .for_each(|v| v.host = None);
+    let raw = relative_rates(&blocks, &raw_cells)[1].clone().unwrap();
+    assert!((adjusted.rate - 0.25).abs() < 1e-9, "{adjusted:?}");
+    assert!((raw.rate - 0.25).abs() > 0.005, "{raw:?}");
+    assert!(
+        adjusted.half_width() < raw.half_width() / 3.0,
+        "{adjusted:?} {raw:?}"
+    );
+}
+
+/// At the quiet host's speed the absolute rates of a job proportional to the host's speed
+/// are those of the quiet host itself, whatever each visit's spell: the cell's and the
+/// reference's stand in the relative rate's ratio, and each is its rate per unit of speed
+/// times the quiet speed.
+#[test]
+fn absolute_rates_at_the_quiet_host_take_the_spells_out() {
+    let speeds = [
+        [1.0, 0.7, 0.9],
+        [0.8, 1.0, 1.0],
+        [0.95, 0.6, 0.7],
+        [1.0, 0.9, 0.8],
+        [0.7, 0.75, 1.0],
+    ];
+    let (blocks, mut cells) = proportional_sweep(&speeds);
+    // Each cell's rate, its visits' geometric mean, as the spells left it.
+    for c in &mut cells {
+        let logs: Vec<f64> = c.visits.iter().map(|v| v.samples_per_s.ln()).collect();
+        c.throughput.as_mut().unwrap().samples_per_s = mean(&logs).exp();
+    }
+    let quiet = quiet_host_rates(&blocks, &cells);
+    let (reference, cell) = (quiet[0].expect("read"), quiet[1].expect("read"));
+    assert!((cell / reference - 0.25).abs() < 1e-9, "{cell} {reference}");
+    // The quiet speed is the 90th percentile of the speeds (in the fixture's unit, 3e8).
+    let mut logs: Vec<f64> = speeds.iter().flatten().map(|s| s.ln()).collect();
+    logs.sort_by(f64::total_cmp);
+    let q = crate::stats::interpolated_percentile(&logs, 90.0).exp();
+    assert!((cell - 250.0 * q).abs() < 1e-9 * cell, "{cell} {q}");
+    let raw = cells[1].samples_per_s().unwrap();
+    assert!(
+        (raw - 250.0 * q).abs() > 0.05 * raw,
+        "the spells moved the raw rate: {raw}"
+    );
+    // Without the probe's speeds nothing is read.
+    let mut bare = cells.clone();
+    bare.iter_mut()
+        .flat_map(|c| &mut c.visits)
+        .for_each(|v| v.host = None);
+    assert!(quiet_host_rates(&blocks, &bare).iter().all(Option::is_none));
 }

@@ -77,6 +77,17 @@ impl HostProbe {
     /// Starts one probe process on each of `cpus`, in `cgroup`, which is made idle first.
     pub fn start(cgroup: RunCgroup, cpus: &[u32]) -> Result<HostProbe, HostProbeError> {
         cgroup.make_idle()?;
+        HostProbe::fork(cgroup, cpus, Duty::Probe)
+    }
+
+    /// Starts a CPU-bound process running the probe's kernel without pause on `cpu`, in
+    /// `cgroup` (whose caps it gets): a reference job whose rate, the work of its records over
+    /// wall time, is the host's speed times the CPU it is given.
+    pub fn start_busy(cgroup: RunCgroup, cpu: u32) -> Result<HostProbe, HostProbeError> {
+        HostProbe::fork(cgroup, &[cpu], Duty::Busy)
+    }
+
+    fn fork(cgroup: RunCgroup, cpus: &[u32], duty: Duty) -> Result<HostProbe, HostProbeError> {
         let procs: Vec<CString> = (cgroup.procs_files().iter())
             .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
             .collect();
@@ -93,7 +104,7 @@ impl HostProbe {
             // nothing: its kernel and paths were made before the fork) and never returns.
             match unsafe { libc::fork() } {
                 -1 => return Err(HostProbeError::Start(std::io::Error::last_os_error())),
-                0 => unsafe { child(kernel, cpu, &procs, write_end) },
+                0 => unsafe { child(kernel, cpu, &procs, write_end, duty) },
                 pid => probe.children.push(pid),
             }
         }
@@ -124,6 +135,34 @@ pub fn speed_over(bursts: &[Burst], cpus: &[u32], span: [f64; 2]) -> Option<f64>
         .filter(|b| cpus.contains(&b.cpu) && span[0] <= b.unix_s && b.unix_s <= span[1])
         .fold((0.0, 0.0), |(w, c), b| (w + b.work, c + b.cpu_s));
     (cpu_s >= MIN_CPU_S && work > 0.0).then(|| work / cpu_s)
+}
+
+/// The variance of the log of [`speed_over`]'s speed that is the probe's own noise. A burst's
+/// log speed is noisier the less CPU time it got (a burst the job preempted after a fraction
+/// of its 2 ms), as `σ² / cpu_s`; bursts 100 ms apart share the host's spell, so the squared
+/// difference of successive bursts' log speeds on one CPU, over `1/c1 + 1/c2`, estimates
+/// `σ²`, and the speed over the span, their work over their CPU time, has `σ² / Σ cpu_s`.
+/// `None` with fewer than two successive pairs.
+pub fn noise_over(bursts: &[Burst], cpus: &[u32], span: [f64; 2]) -> Option<f64> {
+    let inside: Vec<&Burst> = (bursts.iter())
+        .filter(|b| cpus.contains(&b.cpu) && span[0] <= b.unix_s && b.unix_s <= span[1])
+        .filter(|b| b.work > 0.0 && b.cpu_s > 0.0)
+        .collect();
+    let (mut scaled, mut pairs) = (0.0, 0usize);
+    for &cpu in cpus {
+        let mut on: Vec<&&Burst> = inside.iter().filter(|b| b.cpu == cpu).collect();
+        on.sort_by(|a, b| a.unix_s.total_cmp(&b.unix_s));
+        for w in on.windows(2) {
+            let d = (w[1].work / w[1].cpu_s).ln() - (w[0].work / w[0].cpu_s).ln();
+            scaled += d * d / (1.0 / w[0].cpu_s + 1.0 / w[1].cpu_s);
+            pairs += 1;
+        }
+    }
+    if pairs < 2 {
+        return None;
+    }
+    let total: f64 = inside.iter().map(|b| b.cpu_s).sum();
+    Some(scaled / pairs as f64 / total)
 }
 
 impl Drop for HostProbe {
@@ -173,12 +212,26 @@ fn read_records(mut file: std::fs::File, bursts: &Mutex<Vec<Burst>>) {
     }
 }
 
-/// The probe process: joins the idle cgroup, pins itself to `cpu`, goes `SCHED_IDLE` and runs
-/// bursts until its parent goes or the pipe closes.
+/// What a forked process runs: the probe's bursts under `SCHED_IDLE`, or the kernel without
+/// pause at normal priority (a reference job), recording each [`PERIOD`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Duty {
+    Probe,
+    Busy,
+}
+
+/// The probe process: joins its cgroup, pins itself to `cpu`, goes `SCHED_IDLE` (a probe) and
+/// runs bursts (or runs throughout, busy) until its parent goes or the pipe closes.
 ///
 /// # Safety
 /// Call only in a child just forked; it never returns.
-unsafe fn child(mut kernel: kernel::Kernel, cpu: u32, procs: &[CString], out: libc::c_int) -> ! {
+unsafe fn child(
+    mut kernel: kernel::Kernel,
+    cpu: u32,
+    procs: &[CString],
+    out: libc::c_int,
+    duty: Duty,
+) -> ! {
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         let pid = libc::getpid();
@@ -191,11 +244,15 @@ unsafe fn child(mut kernel: kernel::Kernel, cpu: u32, procs: &[CString], out: li
         libc::CPU_SET(cpu as usize, &mut set);
         let param = libc::sched_param { sched_priority: 0 };
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-            || libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0
+            || (duty == Duty::Probe && libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0)
         {
             libc::_exit(1);
         }
-        let (burst, period) = (BURST.as_nanos() as i64, PERIOD.as_nanos() as i64);
+        let period = PERIOD.as_nanos() as i64;
+        let burst = match duty {
+            Duty::Probe => BURST.as_nanos() as i64,
+            Duty::Busy => period,
+        };
         let mut work = 0u64;
         loop {
             let start = now(libc::CLOCK_MONOTONIC);
@@ -287,5 +344,43 @@ mod tests {
         assert_eq!(speed_over(&b, &[0, 1], [0.5, 1.2]), Some(1150.0 / 0.006));
         assert_eq!(speed_over(&b, &[0], [2.0, 3.0]), None);
         assert_eq!(speed_over(&b, &[2], [0.0, 3.0]), None);
+    }
+
+    /// The noise of a span's speed is half the successive bursts' squared log difference,
+    /// over as many bursts as the span holds; a steady probe has none.
+    #[test]
+    fn noise_is_the_successive_bursts_spread_over_their_count() {
+        let alternating: Vec<Burst> = (0..10)
+            .map(|i| {
+                burst(
+                    0,
+                    i as f64 * 0.1,
+                    if i % 2 == 0 { 100.0 } else { 110.0 },
+                    0.002,
+                )
+            })
+            .collect();
+        let d = (110f64 / 100.0).ln();
+        let expected = d * d / 2.0 / 10.0;
+        let noise = noise_over(&alternating, &[0], [0.0, 1.0]).unwrap();
+        assert!((noise - expected).abs() < 1e-12, "{noise} {expected}");
+        // A burst cut short is as noisy as its CPU time is short: ten bursts of which every
+        // other got a tenth of the time, whose log speeds differ by `d` as before, say less
+        // than ten full ones.
+        let cut: Vec<Burst> = (0..10)
+            .map(|i| match i % 2 {
+                0 => burst(0, i as f64 * 0.1, 100.0, 0.002),
+                _ => burst(0, i as f64 * 0.1, 11.0, 0.0002),
+            })
+            .collect();
+        let short = noise_over(&cut, &[0], [0.0, 1.0]).unwrap();
+        let per = d * d / (1.0 / 0.002 + 1.0 / 0.0002);
+        assert!((short - per / (5.0 * 0.0022)).abs() < 1e-12, "{short}");
+        let steady: Vec<Burst> = (0..10)
+            .map(|i| burst(0, i as f64 * 0.1, 100.0, 0.002))
+            .collect();
+        assert_eq!(noise_over(&steady, &[0], [0.0, 1.0]), Some(0.0));
+        assert_eq!(noise_over(&steady[..2], &[0], [0.0, 1.0]), None);
+        assert_eq!(noise_over(&steady, &[1], [0.0, 1.0]), None);
     }
 }
