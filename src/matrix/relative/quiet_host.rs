@@ -21,15 +21,34 @@ fn kept_visits<'a>(blocks: &[SweepBlock], cell: &'a Cell) -> impl Iterator<Item 
 }
 
 /// How each CPU level's rates follow the probe, from the visits of its measured cells in
-/// kept blocks (under a hog, a disturbed block, the probe's speed is not the host's).
+/// kept blocks (under a hog, a disturbed block, the probe's speed is not the host's). A level
+/// with too few visits for a slope of its own (a relaunching sweep's, a visit a pass) takes
+/// the fit of all its parameter combination's levels together, each cell still centred on
+/// its own mean.
 pub(super) fn level_fits(blocks: &[SweepBlock], cells: &[Cell]) -> BTreeMap<CellKey, LevelFit> {
     let mut groups: BTreeMap<CellKey, Vec<Vec<host::Point>>> = BTreeMap::new();
     for c in cells.iter().filter(|c| c.source == CellSource::Measured) {
         let points: Vec<host::Point> = kept_visits(blocks, c).filter_map(host::Point::of).collect();
         groups.entry(level_of(c)).or_default().push(points);
     }
-    (groups.into_iter())
-        .map(|(level, g)| (level, host::level_fit(&g)))
+    let mut pooled: BTreeMap<&BTreeMap<String, String>, Vec<Vec<host::Point>>> = BTreeMap::new();
+    for (level, g) in &groups {
+        pooled
+            .entry(&level.params)
+            .or_default()
+            .extend(g.iter().cloned());
+    }
+    let sweep: BTreeMap<&BTreeMap<String, String>, LevelFit> = (pooled.iter())
+        .map(|(params, g)| (*params, host::level_fit(g)))
+        .collect();
+    (groups.iter())
+        .map(|(level, g)| {
+            let fit = match host::level_fit(g) {
+                few if few.model == HostModel::TooFew => sweep[&level.params],
+                fit => fit,
+            };
+            (level.clone(), fit)
+        })
         .collect()
 }
 

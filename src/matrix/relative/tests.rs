@@ -573,3 +573,22 @@ fn absolute_rates_at_the_quiet_host_take_the_spells_out() {
         .for_each(|v| v.host = None);
     assert!(quiet_host_rates(&blocks, &bare).iter().all(Option::is_none));
 }
+
+/// A relaunching sweep measures a point once a pass: two passes leave each level two visits,
+/// too few for a slope of its own, and the level takes the fit of all the sweep's levels.
+#[test]
+fn a_level_with_too_few_visits_takes_the_sweeps_fit() {
+    let (blocks, cells) = proportional_sweep(&[[1.0, 0.7, 0.9], [0.8, 1.0, 0.6]]);
+    assert_eq!(cells[1].visits.len(), 2);
+    let r = relative_rates(&blocks, &cells)[1]
+        .clone()
+        .expect("a relative rate");
+    assert!(
+        matches!(
+            r.host_model,
+            Some(HostModel::Proportional | HostModel::Fitted)
+        ),
+        "{r:?}"
+    );
+    assert!((r.rate - 0.25).abs() < 1e-6, "{r:?}");
+}
