@@ -138,6 +138,9 @@ fn work_within(bursts: &[Burst], span: [f64; 2]) -> f64 {
     let at = |t: f64| -> Option<f64> {
         let i = cumulative.iter().position(|&(u, _)| u >= t)?;
         let (u1, w1) = cumulative[i];
+        if u1 == t {
+            return Some(w1);
+        }
         let (u0, w0) = *cumulative.get(i.checked_sub(1)?)?;
         Some(w0 + (w1 - w0) * (t - u0) / (u1 - u0).max(f64::MIN_POSITIVE))
     };
