@@ -459,6 +459,22 @@ fn the_host_speed_is_taken_out_of_the_ratios_where_a_probe_measured_it() {
     assert_eq!(resumed[1].as_ref().map(|r| r.rate), Some(adjusted.rate));
 }
 
+/// The host's speed at each block's opening, cell and closing, in spells of up to 40%.
+const SPELLS: [[f64; 3]; 5] = [
+    [1.0, 0.7, 0.9],
+    [0.8, 1.0, 1.0],
+    [0.95, 0.6, 0.7],
+    [1.0, 0.9, 0.8],
+    [0.7, 0.75, 1.0],
+];
+
+/// `cells` as a sweep without the probe would have recorded them.
+fn without_probe(cells: &[Cell]) -> Vec<Cell> {
+    let mut bare = cells.to_vec();
+    (bare.iter_mut().flat_map(|c| &mut c.visits)).for_each(|v| v.host = None);
+    bare
+}
+
 /// A block of a sweep whose cell (half a core) and reference (two cores) both run at a rate
 /// proportional to the host's speed on their CPUs, the reference measured at the block's
 /// opening (at `100 i`) and closing (`100 i + 80`), the cell between.
@@ -511,21 +527,11 @@ proptest::proptest! {
 /// wider than the adjusted one's.
 #[test]
 fn the_same_sweep_read_raw_keeps_the_hosts_swing() {
-    let speeds = [
-        [1.0, 0.7, 0.9],
-        [0.8, 1.0, 1.0],
-        [0.95, 0.6, 0.7],
-        [1.0, 0.9, 0.8],
-        [0.7, 0.75, 1.0],
-    ];
-    let (blocks, cells) = proportional_sweep(&speeds);
+    let (blocks, cells) = proportional_sweep(&SPELLS);
     let adjusted = relative_rates(&blocks, &cells)[1].clone().unwrap();
-    let mut raw_cells = cells.clone();
-    raw_cells
-        .iter_mut()
-        .flat_map(|c| &mut c.visits)
-        .for_each(|v| v.host = None);
-    let raw = relative_rates(&blocks, &raw_cells)[1].clone().unwrap();
+    let raw = relative_rates(&blocks, &without_probe(&cells))[1]
+        .clone()
+        .unwrap();
     assert!((adjusted.rate - 0.25).abs() < 1e-9, "{adjusted:?}");
     assert!((raw.rate - 0.25).abs() > 0.005, "{raw:?}");
     assert!(
@@ -540,14 +546,7 @@ fn the_same_sweep_read_raw_keeps_the_hosts_swing() {
 /// times the quiet speed.
 #[test]
 fn absolute_rates_at_the_quiet_host_take_the_spells_out() {
-    let speeds = [
-        [1.0, 0.7, 0.9],
-        [0.8, 1.0, 1.0],
-        [0.95, 0.6, 0.7],
-        [1.0, 0.9, 0.8],
-        [0.7, 0.75, 1.0],
-    ];
-    let (blocks, mut cells) = proportional_sweep(&speeds);
+    let (blocks, mut cells) = proportional_sweep(&SPELLS);
     // Each cell's rate, its visits' geometric mean, as the spells left it.
     for c in &mut cells {
         let logs: Vec<f64> = c.visits.iter().map(|v| v.samples_per_s.ln()).collect();
@@ -557,7 +556,7 @@ fn absolute_rates_at_the_quiet_host_take_the_spells_out() {
     let (reference, cell) = (quiet[0].expect("read"), quiet[1].expect("read"));
     assert!((cell / reference - 0.25).abs() < 1e-9, "{cell} {reference}");
     // The quiet speed is the 90th percentile of the speeds (in the fixture's unit, 3e8).
-    let mut logs: Vec<f64> = speeds.iter().flatten().map(|s| s.ln()).collect();
+    let mut logs: Vec<f64> = SPELLS.iter().flatten().map(|s| s.ln()).collect();
     logs.sort_by(f64::total_cmp);
     let q = crate::stats::interpolated_percentile(&logs, 90.0).exp();
     assert!((cell - 250.0 * q).abs() < 1e-9 * cell, "{cell} {q}");
@@ -567,10 +566,7 @@ fn absolute_rates_at_the_quiet_host_take_the_spells_out() {
         "the spells moved the raw rate: {raw}"
     );
     // Without the probe's speeds nothing is read.
-    let mut bare = cells.clone();
-    bare.iter_mut()
-        .flat_map(|c| &mut c.visits)
-        .for_each(|v| v.host = None);
+    let bare = without_probe(&cells);
     assert!(quiet_host_rates(&blocks, &bare).iter().all(Option::is_none));
 }
 
