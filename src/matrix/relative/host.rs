@@ -124,23 +124,55 @@ impl LevelFit {
     }
 }
 
+/// Sums of squares and products of `(x, y)` pairs, each group centred on its own means (a
+/// regression within groups), over the groups of two pairs or more.
+#[derive(Debug, Clone, Copy, Default)]
+struct Centred {
+    sxx: f64,
+    sxy: f64,
+    syy: f64,
+    n: usize,
+    groups: usize,
+}
+
+impl Centred {
+    fn of<'a>(groups: impl IntoIterator<Item = &'a [(f64, f64)]>) -> Centred {
+        let mut c = Centred::default();
+        for g in groups.into_iter().filter(|g| g.len() > 1) {
+            let k = g.len() as f64;
+            let mx = g.iter().map(|p| p.0).sum::<f64>() / k;
+            let my = g.iter().map(|p| p.1).sum::<f64>() / k;
+            for (x, y) in g {
+                c.sxx += (x - mx).powi(2);
+                c.sxy += (x - mx) * (y - my);
+                c.syy += (y - my).powi(2);
+            }
+            c.n += g.len();
+            c.groups += 1;
+        }
+        c
+    }
+}
+
 /// The fit of a level whose cells' visits are `groups` (one group a cell).
 pub(super) fn level_fit(groups: &[Vec<Point>]) -> LevelFit {
-    let (mut sxx, mut sxy, mut syy, mut noise, mut n, mut cells) = (0.0, 0.0, 0.0, 0.0, 0, 0);
-    for g in groups.iter().filter(|g| g.len() > 1) {
-        let k = g.len() as f64;
-        let mx = mean(&g.iter().map(|p| p.log_speed).collect::<Vec<_>>());
-        let my = mean(&g.iter().map(|p| p.log_rate).collect::<Vec<_>>());
-        for p in g {
-            sxx += (p.log_speed - mx).powi(2);
-            sxy += (p.log_speed - mx) * (p.log_rate - my);
-            syy += (p.log_rate - my).powi(2);
-            // What the probe's noise adds to the centred spread in speed.
-            noise += p.noise * (1.0 - 1.0 / k);
-        }
-        n += g.len();
-        cells += 1;
-    }
+    let pairs: Vec<Vec<(f64, f64)>> = (groups.iter())
+        .map(|g| g.iter().map(|p| (p.log_speed, p.log_rate)).collect())
+        .collect();
+    let Centred {
+        sxx,
+        sxy,
+        syy,
+        n,
+        groups: cells,
+    } = Centred::of(pairs.iter().map(Vec::as_slice));
+    // What the probe's noise adds to the centred spread in speed.
+    let noise: f64 = (groups.iter().filter(|g| g.len() > 1))
+        .flat_map(|g| {
+            g.iter()
+                .map(move |p| p.noise * (1.0 - 1.0 / g.len() as f64))
+        })
+        .sum();
     // One degree of freedom for each cell's mean, one for the slope.
     let df = n.saturating_sub(cells + 1);
     if n < MIN_VISITS || df < 2 {
@@ -192,26 +224,14 @@ pub(super) fn level_fit(groups: &[Vec<Point>]) -> LevelFit {
     }
 }
 
-/// The host speed absolute rates are read at: the quiet host's, a high percentile ([`QUIET_PERCENTILE`]) of the log speeds of the visits of a
-/// cell's blocks, and that estimate's variance (another sweep reads at its own). A spell only
-/// slows the host, so the top of the visits' speeds is the quiet host's, which sweeps share.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct HostLevel {
-    pub log_speed: f64,
-    pub variance: f64,
-}
-
 /// Where among the visits' speeds the quiet host's is read, in percent.
 const QUIET_PERCENTILE: f64 = 90.0;
-/// Resamples of the visits that give the quiet speed's variance.
-const RESAMPLES: usize = 400;
 
-/// The host level over those of `visits` with a probe speed (a cell's and its reference's in
-/// the blocks that measured it: points measured later, a resumed sweep's, leave it as it
-/// was); `None` with fewer than four. Its variance is a bootstrap's over the visits (a fixed
-/// seed: the same matrix gives the same intervals).
-pub(super) fn host_level<'a>(visits: impl IntoIterator<Item = &'a Visit>) -> Option<HostLevel> {
-    use rand_core::{Rng, SeedableRng};
+/// The quiet host's log speed, the one absolute rates are read at: a high percentile
+/// ([`QUIET_PERCENTILE`]) of the log speeds of those of `visits` with a probe speed; `None`
+/// with fewer than four. A spell only slows the host, so the top of the visits' speeds is the
+/// quiet host's, which sweeps share.
+pub(super) fn quiet_log_speed<'a>(visits: impl IntoIterator<Item = &'a Visit>) -> Option<f64> {
     let mut logs: Vec<f64> = (visits.into_iter())
         .filter_map(|v| v.host.as_ref())
         .filter(|h| h.speed > 0.0)
@@ -221,47 +241,22 @@ pub(super) fn host_level<'a>(visits: impl IntoIterator<Item = &'a Visit>) -> Opt
         return None;
     }
     logs.sort_by(f64::total_cmp);
-    let level = interpolated_percentile(&logs, QUIET_PERCENTILE);
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-    let mut sample = vec![0.0; logs.len()];
-    let resampled: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            for x in sample.iter_mut() {
-                *x = logs[(rng.next_u64() % logs.len() as u64) as usize];
-            }
-            sample.sort_by(f64::total_cmp);
-            interpolated_percentile(&sample, QUIET_PERCENTILE)
-        })
-        .collect();
-    let (_, sd) = mean_sd(&resampled);
-    Some(HostLevel {
-        log_speed: level,
-        variance: sd * sd,
-    })
+    Some(interpolated_percentile(&logs, QUIET_PERCENTILE))
 }
 
 /// The share of the windows' variance inside `visits` that the probe's windows explain: what
 /// a visit's own windows floor a ratio's spread by, less what the host did meanwhile.
 pub(super) fn windows_explained(visits: &[&HostSpeed]) -> Option<f64> {
-    let (mut xy, mut xx, mut yy, mut n) = (0.0, 0.0, 0.0, 0);
-    for v in visits {
-        let pairs: Vec<(f64, f64)> = (v.windows.iter())
-            .filter(|[rate, speed]| *rate > 0.0 && *speed > 0.0)
-            .map(|[rate, speed]| (rate.ln(), speed.ln()))
-            .collect();
-        if pairs.len() < 2 {
-            continue;
-        }
-        n += pairs.len();
-        let (ys, xs): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
-        let (my, mx) = (mean(&ys), mean(&xs));
-        for (y, x) in ys.into_iter().zip(xs) {
-            xy += (y - my) * (x - mx);
-            xx += (x - mx).powi(2);
-            yy += (y - my).powi(2);
-        }
-    }
-    (n >= 8 && xx > 0.0 && yy > 0.0 && xy > 0.0).then(|| xy * xy / (xx * yy))
+    let pairs: Vec<Vec<(f64, f64)>> = (visits.iter())
+        .map(|v| {
+            (v.windows.iter())
+                .filter(|[rate, speed]| *rate > 0.0 && *speed > 0.0)
+                .map(|[rate, speed]| (speed.ln(), rate.ln()))
+                .collect()
+        })
+        .collect();
+    let c = Centred::of(pairs.iter().map(Vec::as_slice));
+    (c.n >= 8 && c.sxx > 0.0 && c.syy > 0.0 && c.sxy > 0.0).then(|| c.sxy * c.sxy / (c.sxx * c.syy))
 }
 
 /// Reads each of `r`'s log-ratios at the quiet host's speed with `fit`, the slope of the

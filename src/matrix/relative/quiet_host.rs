@@ -6,6 +6,7 @@ use super::host::{self, HostModel, LevelFit};
 use super::{Ratios, SweepBlock};
 use crate::matrix::visits::Visit;
 use crate::matrix::{Cell, CellKey, CellSource};
+use crate::stats::mean;
 use std::collections::BTreeMap;
 
 /// A CPU level of a parameter combination: the key of its cells with the memory left out.
@@ -96,17 +97,16 @@ pub fn describe_host(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String> {
         return None;
     }
     let spread = crate::stats::mean_sd(&speeds).1;
-    let levels: Vec<String> = (level_fits(blocks, cells).iter())
+    let host = QuietHost::of(blocks, cells);
+    let levels: Vec<String> = (host.fits.iter())
         .map(|(level, fit)| {
-            let explained: Vec<f64> = (cells.iter())
+            let relative: Vec<&super::RelativeRate> = (cells.iter())
                 .filter(|c| &level_of(c) == level)
-                .filter_map(|c| c.relative.as_ref()?.host_explained)
+                .filter_map(|c| c.relative.as_ref())
                 .collect();
-            let raw = (cells.iter())
-                .filter(|c| &level_of(c) == level)
-                .filter(|c| {
-                    c.relative.as_ref().and_then(|r| r.host_model) == Some(HostModel::Misleads)
-                })
+            let explained: Vec<f64> = relative.iter().filter_map(|r| r.host_explained).collect();
+            let raw = (relative.iter())
+                .filter(|r| r.host_model == Some(HostModel::Misleads))
                 .count();
             let left_raw = match raw {
                 0 => String::new(),
@@ -131,7 +131,7 @@ pub fn describe_host(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String> {
             )
         })
         .collect();
-    let launches = match launch_spreads(blocks, cells) {
+    let launches = match host.launch_spreads(cells) {
         Some((raw, quiet)) => format!(
             "; the launches' rates of those levels lie ±{:.1}% apart, ±{:.1}% at the quiet \
              host's speed",
@@ -148,50 +148,70 @@ pub fn describe_host(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String> {
     ))
 }
 
-/// How far the launches' absolute rates lie apart, raw and read at the quiet host's speed:
-/// the standard deviation of a launch's mean log rate about its cell's, pooled over the
-/// measured cells visited on two launches or more at levels the probe follows; `None` where
-/// no such cell is.
-fn launch_spreads(blocks: &[SweepBlock], cells: &[Cell]) -> Option<(f64, f64)> {
-    let fits = level_fits(blocks, cells);
-    let (mut raw, mut quiet): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (Vec::new(), Vec::new());
-    for c in cells.iter().filter(|c| c.source == CellSource::Measured) {
-        let Some(fit) = fits.get(&level_of(c)).filter(|f| f.adjusts()) else {
-            continue;
-        };
-        let same_params = (cells.iter())
-            .filter(|o| o.source == CellSource::Measured && o.params == c.params)
-            .flat_map(|o| kept_visits(blocks, o));
-        let Some(level) = host::host_level(same_params) else {
-            continue;
-        };
-        let mut by_launch: BTreeMap<u32, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-        for v in kept_visits(blocks, c) {
-            let Some(p) = host::Point::of(v) else {
-                continue;
-            };
-            let (r, q) = by_launch.entry(v.launch).or_default();
-            r.push(p.log_rate);
-            q.push(p.log_rate - fit.slope * (p.log_speed - level.log_speed));
-        }
-        if by_launch.len() > 1 {
-            raw.push(
-                by_launch
-                    .values()
-                    .map(|l| crate::stats::mean(&l.0))
-                    .collect(),
-            );
-            quiet.push(
-                by_launch
-                    .values()
-                    .map(|l| crate::stats::mean(&l.1))
-                    .collect(),
-            );
+/// What reading absolute rates at the quiet host's speed takes of a sweep, worked out once:
+/// each level's fit and each parameter combination's quiet log speed (over its measured
+/// cells' kept visits).
+struct QuietHost<'a> {
+    blocks: &'a [SweepBlock],
+    fits: BTreeMap<CellKey, LevelFit>,
+    quiet: BTreeMap<&'a BTreeMap<String, String>, f64>,
+}
+
+impl<'a> QuietHost<'a> {
+    fn of(blocks: &'a [SweepBlock], cells: &'a [Cell]) -> QuietHost<'a> {
+        let measured = || cells.iter().filter(|c| c.source == CellSource::Measured);
+        let quiet = (measured().map(|c| &c.params))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter_map(|params| {
+                let visits = measured()
+                    .filter(|c| &c.params == params)
+                    .flat_map(|c| kept_visits(blocks, c));
+                Some((params, host::quiet_log_speed(visits)?))
+            })
+            .collect();
+        QuietHost {
+            blocks,
+            fits: level_fits(blocks, cells),
+            quiet,
         }
     }
-    let pooled = |groups: &[Vec<f64>]| super::spread::pooled(groups.iter().map(Vec::as_slice));
-    let ((raw, df), (quiet, _)) = (pooled(&raw), pooled(&quiet));
-    (df > 0).then(|| (raw.sqrt(), quiet.sqrt()))
+
+    /// The slope and the quiet log speed `cell`'s absolute rates are read with, where its
+    /// level follows the probe and its parameter combination has a quiet level.
+    fn reading(&self, cell: &Cell) -> Option<(f64, f64)> {
+        let fit = self.fits.get(&level_of(cell)).filter(|f| f.adjusts())?;
+        Some((fit.slope, *self.quiet.get(&cell.params)?))
+    }
+
+    /// How far the launches' absolute rates lie apart, raw and read at the quiet host's speed:
+    /// the standard deviation of a launch's mean log rate about its cell's, pooled over the
+    /// measured cells visited on two launches or more at levels the probe follows; `None`
+    /// where no such cell is.
+    fn launch_spreads(&self, cells: &[Cell]) -> Option<(f64, f64)> {
+        let (mut raw, mut quiet): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (Vec::new(), Vec::new());
+        for c in cells.iter().filter(|c| c.source == CellSource::Measured) {
+            let Some((slope, q)) = self.reading(c) else {
+                continue;
+            };
+            let mut by_launch: BTreeMap<u32, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+            for v in kept_visits(self.blocks, c) {
+                let Some(p) = host::Point::of(v) else {
+                    continue;
+                };
+                let (r, at_quiet) = by_launch.entry(v.launch).or_default();
+                r.push(p.log_rate);
+                at_quiet.push(p.log_rate - slope * (p.log_speed - q));
+            }
+            if by_launch.len() > 1 {
+                raw.push(by_launch.values().map(|l| mean(&l.0)).collect());
+                quiet.push(by_launch.values().map(|l| mean(&l.1)).collect());
+            }
+        }
+        let pooled = |groups: &[Vec<f64>]| super::spread::pooled(groups.iter().map(Vec::as_slice));
+        let ((raw, df), (quiet, _)) = (pooled(&raw), pooled(&quiet));
+        (df > 0).then(|| (raw.sqrt(), quiet.sqrt()))
+    }
 }
 
 /// Every cell's absolute rate read at the quiet host's speed, in `cells`' order: a measured
@@ -200,14 +220,13 @@ fn launch_spreads(blocks: &[SweepBlock], cells: &[Cell]) -> Option<(f64, f64)> {
 /// its parameter combination's kept visits; `None` elsewhere. Launches measured in different
 /// spells then agree as far as the probe saw the spells.
 pub fn quiet_host_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<f64>> {
-    let fits = level_fits(blocks, cells);
+    let host = QuietHost::of(blocks, cells);
     cells
         .iter()
         .map(|c| {
-            let fit = fits.get(&level_of(c)).filter(|f| f.adjusts())?;
+            let (slope, q) = host.reading(c)?;
             let rate = c.samples_per_s().filter(|r| *r > 0.0)?;
-            let visits: Vec<&Visit> = kept_visits(blocks, c).collect();
-            let speeds = (visits.iter())
+            let speeds = (kept_visits(blocks, c))
                 .map(|v| {
                     v.host
                         .as_ref()
@@ -216,11 +235,7 @@ pub fn quiet_host_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<f64
                 })
                 .collect::<Option<Vec<f64>>>()
                 .filter(|s| !s.is_empty())?;
-            let same_params = (cells.iter())
-                .filter(|o| o.source == CellSource::Measured && o.params == c.params)
-                .flat_map(|o| kept_visits(blocks, o));
-            let level = host::host_level(same_params)?;
-            let factor = (-fit.slope * (crate::stats::mean(&speeds) - level.log_speed)).exp();
+            let factor = (-slope * (mean(&speeds) - q)).exp();
             Some(rate * factor).filter(|r| r.is_finite())
         })
         .collect()

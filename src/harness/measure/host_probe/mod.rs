@@ -129,11 +129,20 @@ impl HostProbe {
     }
 }
 
+/// The bursts of `bursts` on `cpus` that ended inside `span`.
+fn on_within<'a>(
+    bursts: &'a [Burst],
+    cpus: &'a [u32],
+    span: [f64; 2],
+) -> impl Iterator<Item = &'a Burst> {
+    (bursts.iter())
+        .filter(move |b| cpus.contains(&b.cpu) && span[0] <= b.unix_s && b.unix_s <= span[1])
+}
+
 /// The work per CPU-second of `bursts` on `cpus` ending inside `span`.
 pub fn speed_over(bursts: &[Burst], cpus: &[u32], span: [f64; 2]) -> Option<f64> {
-    let (work, cpu_s) = (bursts.iter())
-        .filter(|b| cpus.contains(&b.cpu) && span[0] <= b.unix_s && b.unix_s <= span[1])
-        .fold((0.0, 0.0), |(w, c), b| (w + b.work, c + b.cpu_s));
+    let (work, cpu_s) =
+        on_within(bursts, cpus, span).fold((0.0, 0.0), |(w, c), b| (w + b.work, c + b.cpu_s));
     (cpu_s >= MIN_CPU_S && work > 0.0).then(|| work / cpu_s)
 }
 
@@ -144,8 +153,7 @@ pub fn speed_over(bursts: &[Burst], cpus: &[u32], span: [f64; 2]) -> Option<f64>
 /// `σ²`, and the speed over the span, their work over their CPU time, has `σ² / Σ cpu_s`.
 /// `None` with fewer than two successive pairs.
 pub fn noise_over(bursts: &[Burst], cpus: &[u32], span: [f64; 2]) -> Option<f64> {
-    let inside: Vec<&Burst> = (bursts.iter())
-        .filter(|b| cpus.contains(&b.cpu) && span[0] <= b.unix_s && b.unix_s <= span[1])
+    let inside: Vec<&Burst> = on_within(bursts, cpus, span)
         .filter(|b| b.work > 0.0 && b.cpu_s > 0.0)
         .collect();
     let (mut scaled, mut pairs) = (0.0, 0usize);

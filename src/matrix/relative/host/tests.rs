@@ -161,7 +161,7 @@ fn a_fitted_slope_carries_its_error_and_never_widens() {
 }
 
 /// The quiet level is the 90th percentile of the visits' log speeds, the same every time
-/// for the same visits, with a variance that grows with their spread at the top.
+/// for the same visits; fewer than four visits give none.
 #[test]
 fn the_quiet_level_is_the_top_of_the_visits_speeds() {
     let visits = |speeds: &[f64]| -> Vec<Visit> {
@@ -173,11 +173,9 @@ fn the_quiet_level_is_the_top_of_the_visits_speeds() {
             .collect()
     };
     let speeds: Vec<f64> = (1..=11).map(|i| i as f64).collect();
-    let level = host_level(&visits(&speeds)).unwrap();
+    let level = quiet_log_speed(&visits(&speeds)).unwrap();
     // Eleven speeds, 1 to 11: the 90th percentile lies on the tenth.
-    assert!((level.log_speed - 10f64.ln()).abs() < 1e-12, "{level:?}");
-    assert_eq!(host_level(&visits(&speeds)), Some(level));
-    let tight = host_level(&visits(&[1.0, 1.0, 1.0, 1.0, 1.0, 0.5])).unwrap();
-    assert!(tight.variance < level.variance, "{tight:?} {level:?}");
-    assert!(host_level(&visits(&[1.0, 2.0, 3.0])).is_none());
+    assert!((level - 10f64.ln()).abs() < 1e-12, "{level}");
+    assert_eq!(quiet_log_speed(&visits(&speeds)), Some(level));
+    assert!(quiet_log_speed(&visits(&[1.0, 2.0, 3.0])).is_none());
 }
