@@ -1,4 +1,5 @@
 import io
+import json
 import subprocess
 
 import polars as pl
@@ -101,3 +102,32 @@ def test_cells_carry_the_raw_and_the_host_adjusted_rates():
     assert raw.height >= 2
     assert raw["relative_raw"].null_count() == raw.height
     assert raw["host_slope"].null_count() == raw.height
+
+
+def test_cells_and_headers_carry_the_machine_kind(tmp_path):
+    old = "tests/data/blocks/input-pipeline.matrix.jsonl"
+    # A matrix written before machine kinds were recorded loads as kind "unknown".
+    m = jp.load(old)
+    assert set(m.cells["machine_kind"].to_list()) == {"unknown"}
+    assert "kind" not in m.headers[0]["machine"]
+    # The same matrix with a machine kind in its header carries it on every row.
+    lines = open(old).read().splitlines()
+    header = json.loads(lines[0])
+    header["machine"]["kind"] = "zen-3-2t-24g-0123abcd"
+    header["machine"]["processor"] = {
+        "vendor": "AuthenticAMD",
+        "model_name": "AMD EPYC 7B13",
+        "microarchitecture": "Zen 3",
+        "extensions": ["avx2"],
+        "sockets": 1,
+        "cores": 1,
+        "threads": 2,
+    }
+    path = tmp_path / "kind.matrix.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    k = jp.load(path)
+    assert k.headers[0]["machine"]["kind"] == "zen-3-2t-24g-0123abcd"
+    assert set(k.cells["machine_kind"].to_list()) == {"zen-3-2t-24g-0123abcd"}
+    assert set(k.cells["machine_microarchitecture"].to_list()) == {"Zen 3"}
+    assert set(k.cells["machine_cpu_extensions"].to_list()) == {"avx2"}
+    assert k.cells.height == m.cells.height

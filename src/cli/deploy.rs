@@ -8,9 +8,10 @@ use std::path::PathBuf;
 
 pub const EXAMPLES: &str = "\
 Examples:
-  # The shipped trace on one server carved out of this machine, FIFO and SRTF under the
-  # proportional share and Tune, deployed and replayed, and the comparison
-  profiler deploy --trace workloads/deploy/trace.csv --compare \\
+  # The shipped trace on one server carved out of this machine: the jobs swept here first
+  # (into results/deploy/matrices/), then FIFO and SRTF under the proportional share and Tune,
+  # deployed and replayed, and the comparison
+  profiler deploy --profile --trace workloads/deploy/trace.csv --compare \\
       fifo+proportional,fifo+tune,srtf+proportional,srtf+tune --out results/deploy/
 
   # One scheme, the jobs' cgroups under /profiler-deploy
@@ -21,6 +22,11 @@ The deploy runs in real time: a job arriving at 120 s in the trace is started 12
 deploy starts. Rounds are --round-s long (30 s by default: the jobs of a deploy run minutes, not
 hours). Jobs left out of a round are frozen in place (cgroup freezer) and thawed when placed
 again; a job placed again with other CPUs or memory is re-capped while it runs.
+
+Before the first round the deploy checks its matrices: each one's machine kind against this
+machine's (a matrix of another kind stops it, unless --allow-other-machine), then a spot check
+measures each job kind briefly near the proportional share and stops where its matrix's rate
+is outside the interval (--no-spot-check skips it). Both are in checks.txt under --out.
 
 Ctrl-C, SIGTERM or a crash loses at most the round in progress: every finished round is in
 journal/ under --out, and `--resume` with the same options goes on from there.
@@ -42,9 +48,22 @@ pub struct DeployArgs {
     /// is the trace's runs its jobs.
     #[arg(long, default_value = "workloads/deploy/jobs")]
     pub jobs: PathBuf,
-    /// The matrices the replay and the mechanisms read, one per model.
-    #[arg(long, default_value = "workloads/deploy/matrices")]
-    pub profiles: PathBuf,
+    /// The matrices the replay and the mechanisms read, one per model (default:
+    /// workloads/deploy/matrices, or OUT/matrices with --profile).
+    #[arg(long)]
+    pub profiles: Option<PathBuf>,
+    /// Sweep every job spec of --jobs on this machine first, into --profiles, where its matrix
+    /// is missing or of another machine kind (minutes per job).
+    #[arg(long)]
+    pub profile: bool,
+    /// Deploy with matrices measured on another kind of machine (a warning in the output and
+    /// checks.txt) instead of stopping.
+    #[arg(long)]
+    pub allow_other_machine: bool,
+    /// Skip the spot check: each job kind measured briefly at one allocation before the first
+    /// round, against its matrix.
+    #[arg(long)]
+    pub no_spot_check: bool,
     /// Cluster TOML (or a built-in name); its servers are carved out of this machine's CPUs.
     #[arg(long, default_value = "workloads/deploy/cluster.toml")]
     pub cluster: String,
@@ -94,7 +113,7 @@ impl DeployArgs {
     pub fn to_options(&self) -> Result<DeployOptions, ReplayError> {
         let replay = ReplayOptions {
             cluster: ClusterSpec::resolve(&self.cluster)?,
-            profiles: Some(self.profiles.clone()),
+            profiles: Some(self.profiles_dir()),
             workload: trace_workload(&self.trace, self.trace_format)?,
             schemes: parse_schemes(&self.policy, &self.mechanism, &self.compare)?,
             semantics: Semantics::Exact,
@@ -113,6 +132,21 @@ impl DeployArgs {
                 extra_args: self.slurm_arg.clone(),
             }),
             resume: self.resume,
+            checks: crate::deploy::DeployChecks {
+                profile: self.profile,
+                allow_other_machine: self.allow_other_machine,
+                spot_check: !self.no_spot_check,
+            },
         })
+    }
+
+    /// `--profiles`, or its default: the shipped matrices, or OUT/matrices where `--profile`
+    /// makes them.
+    pub fn profiles_dir(&self) -> PathBuf {
+        match (&self.profiles, self.profile) {
+            (Some(p), _) => p.clone(),
+            (None, true) => self.out.join("matrices"),
+            (None, false) => PathBuf::from("workloads/deploy/matrices"),
+        }
     }
 }

@@ -94,6 +94,16 @@ impl Catalog {
         Ok(())
     }
 
+    /// Every spec, by the model it runs.
+    pub fn specs(&self) -> impl Iterator<Item = (&str, &Arc<LoadedSpec>)> {
+        self.specs.iter().map(|(m, s)| (m.as_str(), s))
+    }
+
+    /// The spec that runs `model`, if any.
+    pub fn spec_of(&self, model: &str) -> Option<&Arc<LoadedSpec>> {
+        self.specs.get(model)
+    }
+
     fn spec(&self, model: &str, job_id: u64) -> Result<&Arc<LoadedSpec>, DeployError> {
         self.specs.get(model).ok_or_else(|| DeployError::NoSpec {
             dir: self.dir.clone(),

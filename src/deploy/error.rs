@@ -40,6 +40,28 @@ pub enum DeployError {
     Machine(String),
     #[error("options: {0}")]
     Options(String),
+    /// Matrices measured on another kind of machine than the one the deploy runs on.
+    #[error(
+        "the matrices were measured on another kind of machine than this one:\n{matrices}\n\
+         this machine: {here}\n\
+         their rates need not hold here: `profiler deploy --profile` sweeps the jobs here first \
+         (or --allow-other-machine goes on with these, and the spot check says how far off \
+         they are)"
+    )]
+    OtherMachine { matrices: String, here: String },
+    /// The spot check measured a job kind outside its matrix's interval.
+    #[error(
+        "the spot check measured {} job kind(s) outside their matrices' intervals:\n{report}\n\
+         bring the matrices up to date with:\n{commands}\n\
+         (or --no-spot-check to deploy with them as they are)", .report.lines().count()
+    )]
+    SpotCheck { report: String, commands: String },
+    /// A sweep `--profile` ran for a job spec failed.
+    #[error("profiling {spec} for the deploy: {source}")]
+    Profile {
+        spec: PathBuf,
+        source: Box<crate::harness::sweep::SweepError>,
+    },
     /// A journal whose rounds this deploy does not decide as it did.
     #[error("{path}: {message}")]
     JournalMismatch { path: PathBuf, message: String },

@@ -14,9 +14,12 @@ pub mod error;
 pub mod grants;
 pub mod journal;
 pub mod local;
+pub mod machines;
+pub mod profile_jobs;
 #[cfg(test)]
 mod sim;
 pub mod slurm;
+pub mod spot_check;
 #[cfg(test)]
 mod tests;
 pub mod work;
@@ -53,6 +56,32 @@ pub struct DeployOptions {
     /// Go on from the journals of an earlier deploy into the same output directory: its
     /// finished rounds are taken as they were, and the rest run.
     pub resume: bool,
+    /// Before the first round, what the jobs' matrices are checked against on this machine.
+    pub checks: DeployChecks,
+}
+
+/// What a deploy checks its matrices against before its first round (on this machine; a
+/// deploy through Slurm runs its jobs elsewhere and checks neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeployChecks {
+    /// Sweep every job spec whose matrix in the profiles directory is missing or of another
+    /// machine kind first ([`profile_jobs`]).
+    pub profile: bool,
+    /// Go on with matrices of another machine kind, with a warning, instead of stopping.
+    pub allow_other_machine: bool,
+    /// Measure each job kind briefly at one allocation and stop where its matrix is outside
+    /// the interval ([`spot_check`]).
+    pub spot_check: bool,
+}
+
+impl Default for DeployChecks {
+    fn default() -> Self {
+        DeployChecks {
+            profile: false,
+            allow_other_machine: false,
+            spot_check: true,
+        }
+    }
 }
 
 /// A deploy's results: per scheme, the deploy's and the replay's, and both summaries.
@@ -60,6 +89,8 @@ pub struct DeployOptions {
 pub struct DeploySummary {
     pub deployed: ReplaySummary,
     pub replayed: ReplaySummary,
+    /// What the checks before the first round found, a line each (`checks.txt`).
+    pub checks: Vec<String>,
 }
 
 /// What the screen shows: a scheme starts (`jobs` to run, the replay's makespan for the time
@@ -68,6 +99,9 @@ pub trait DeployProgress: DeployObserver {
     fn scheme_started(&self, _label: &str, _jobs: usize, _replay_makespan_s: f64) {}
     /// A resumed scheme takes its first `rounds` from its journal and goes on at `t`.
     fn resumed(&self, _rounds: usize, _t: f64) {}
+    /// A line of the checks before the first round: a matrix profiled, the machines
+    /// compared, a spot check's result.
+    fn note(&self, _line: &str) {}
 }
 
 /// Runs every scheme of `opts` on real jobs of this machine, one after the other, after its
@@ -95,8 +129,14 @@ pub fn deploy_schemes(
             "a deploy finishes jobs when they finish: it replays with --semantics exact".into(),
         ));
     }
-    let mut scenario = Scenario::load(&opts.replay)?;
     let catalog = Catalog::load(&opts.jobs_dir)?;
+    let here = (opts.slurm.is_none()).then(crate::machine::this_machine);
+    let mut checks = Vec::new();
+    if let (true, Some(here), Some(dir)) = (opts.checks.profile, &here, &opts.replay.profiles) {
+        let cgroup = &opts.cgroup_parent;
+        checks = profile_jobs::profile_jobs(&catalog, dir, here, cgroup, progress, cancel)?;
+    }
+    let mut scenario = Scenario::load(&opts.replay)?;
     catalog.set_start_costs(&mut scenario.profiles);
     let Some(jobs) = scenario.trace_jobs() else {
         return Err(DeployError::Options(
@@ -105,6 +145,9 @@ pub fn deploy_schemes(
                 .into(),
         ));
     };
+    if let Some(here) = &here {
+        checks = check_matrices(opts, &scenario, &catalog, here, checks, progress, cancel)?;
+    }
     catalog.prepare(jobs)?;
     let replayed = summary_of(
         &scenario,
@@ -138,7 +181,109 @@ pub fn deploy_schemes(
     }
     let deployed = summary_of(&scenario, &opts.replay, runs);
     write(opts, &deployed, &replayed)?;
-    Ok(DeploySummary { deployed, replayed })
+    Ok(DeploySummary {
+        deployed,
+        replayed,
+        checks,
+    })
+}
+
+/// The machine check and the spot check, before the first round: the lines they report after
+/// `profiled` (what `--profile` did), written to `checks.txt` in the output directory whatever
+/// they find.
+fn check_matrices(
+    opts: &DeployOptions,
+    scenario: &Scenario,
+    catalog: &Catalog,
+    here: &crate::matrix::MachineInfo,
+    profiled: Vec<String>,
+    progress: &dyn DeployProgress,
+    cancel: &AtomicBool,
+) -> Result<Vec<String>, DeployError> {
+    let mut models: Vec<&str> = (scenario.trace_jobs().unwrap_or_default().iter())
+        .map(|j| j.model.as_str())
+        .collect();
+    models.sort_unstable();
+    models.dedup();
+    let mut lines = profiled;
+    lines.push(format!("this machine: {}", here.describe()));
+    let save = |lines: &[String]| -> Result<(), DeployError> {
+        let Some(dir) = &opts.replay.out_dir else {
+            return Ok(());
+        };
+        std::fs::create_dir_all(dir).map_err(DeployError::io(dir))?;
+        let path = dir.join("checks.txt");
+        std::fs::write(&path, lines.join("\n") + "\n").map_err(DeployError::io(&path))
+    };
+    match machines::check(
+        &scenario.profiles,
+        &models,
+        here,
+        opts.checks.allow_other_machine,
+    ) {
+        Ok(Some(warning)) => {
+            progress.note(&warning);
+            lines.push(warning);
+        }
+        Ok(None) => lines.push(format!(
+            "every matrix is of this machine's kind ({})",
+            here.kind_key()
+        )),
+        Err(e) => {
+            lines.push(e.to_string());
+            save(&lines)?;
+            return Err(e);
+        }
+    }
+    if !opts.checks.spot_check {
+        lines.push("spot check: not run (--no-spot-check)".into());
+        save(&lines)?;
+        return Ok(lines);
+    }
+    let out_dir = (opts.replay.out_dir.clone())
+        .unwrap_or_else(std::env::temp_dir)
+        .join("spot-check");
+    let mut far = Vec::new();
+    for model in &models {
+        let (Some(spec), Some(i)) = (catalog.spec_of(model), scenario.profiles.lookup(model))
+        else {
+            continue;
+        };
+        let input = spot_check::SpotInput {
+            model,
+            spec,
+            matrix_path: std::path::Path::new(&scenario.profiles.get(i).source),
+            share_per_gpu: scenario.cluster.reference_share(),
+            out_dir: &out_dir,
+            cgroup_parent: &opts.cgroup_parent,
+        };
+        let mut observer = crate::harness::sweep::fleet::PrefixedLines {
+            prefix: format!("spot check {model}"),
+        };
+        let result = spot_check::spot_check(&input, &mut observer, cancel)?;
+        let line = format!("spot check {}", result.describe());
+        progress.note(&line);
+        lines.push(line);
+        if !result.agrees() {
+            far.push(result);
+        }
+    }
+    save(&lines)?;
+    if far.is_empty() {
+        return Ok(lines);
+    }
+    Err(DeployError::SpotCheck {
+        report: far
+            .iter()
+            .map(|r| format!("  {}", r.describe()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        commands: far
+            .iter()
+            .map(spot_check::SpotCheck::sweep_command)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
 }
 
 fn summary_of(scenario: &Scenario, opts: &ReplayOptions, runs: Vec<RunResult>) -> ReplaySummary {

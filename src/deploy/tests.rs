@@ -52,6 +52,7 @@ fn options(dir: &std::path::Path, scheme: &str) -> DeployOptions {
         gpu_ids: Vec::new(),
         slurm: None,
         resume: false,
+        checks: super::DeployChecks::default(),
     }
 }
 

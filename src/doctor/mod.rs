@@ -11,6 +11,7 @@
 
 mod caps;
 mod host_spell;
+mod machine_kind;
 mod nvml_facts;
 mod python;
 mod report;
@@ -110,7 +111,7 @@ pub fn run_doctor(
     observer: &mut dyn SweepObserver,
     cancel: &AtomicBool,
 ) -> Report {
-    let mut checks = Vec::new();
+    let mut checks = vec![machine_kind::check(&crate::machine::this_machine())];
     let facts = gpus.facts();
     checks.push(nvml_facts::driver_check(&facts));
     checks.push(nvml_facts::gpm_check(&facts, gpus));

@@ -64,9 +64,10 @@ pub struct ExportArgs {
     /// `proportional` (the share of --server), or CPUS,GB per GPU (interpolated off the grid).
     #[arg(long, default_value = "best", value_name = "best|proportional|CPUS,GB")]
     pub cell: CellChoice,
-    /// Gavel worker type the throughputs are filed under.
-    #[arg(long, default_value = "v100", value_name = "TYPE")]
-    pub gavel_worker: String,
+    /// Gavel worker type every throughput is filed under (default: each matrix under its
+    /// machine kind, `v100` for a matrix that records none).
+    #[arg(long, value_name = "TYPE")]
+    pub gavel_worker: Option<String>,
     /// Path job_submit.lua reads the Slurm demand table from.
     #[arg(long, default_value = super::slurm::DEFAULT_TABLE, value_name = "PATH")]
     pub slurm_table: String,

@@ -4,6 +4,9 @@
 //! contributes the throughput of one cell (`--cell`); the job type is
 //! `<model> (batch size <B>)`, the scale factor the job's GPUs, and steps/s the per-GPU
 //! samples/s over the per-GPU batch size (a data-parallel step processes one batch per GPU).
+//! Each matrix is filed under its machine kind as Gavel's worker type (`--gavel-worker` puts
+//! them all under one; a matrix that records no kind goes under `v100`), so matrices of one
+//! model measured on several kinds of server give Gavel its throughput per worker type.
 
 use super::{Artifact, ExportError, ExportOptions, Exporter, Layout, Prepared, Rendered, fmt_sig6};
 
@@ -14,13 +17,26 @@ pub fn job_type(model: &str, batch: u64) -> String {
     format!("{model} (batch size {batch})")
 }
 
+/// Gavel's worker type for a matrix: `--gavel-worker` where given, else its machine kind
+/// (`v100` where it records none).
+fn worker_type(p: &Prepared, opts: &ExportOptions) -> String {
+    match (&opts.gavel_worker, &p.matrix.header.machine) {
+        (Some(w), _) => w.clone(),
+        (None, Some(m)) if m.kind.is_some() => m.kind_key().to_string(),
+        (None, _) => DEFAULT_WORKER.to_string(),
+    }
+}
+
+/// The worker type of a matrix with no machine kind.
+pub const DEFAULT_WORKER: &str = "v100";
+
 impl Exporter for Gavel {
     fn layout(&self) -> Layout {
         Layout::File { binary: false }
     }
 
     fn render(&self, matrices: &[Prepared], opts: &ExportOptions) -> Result<Rendered, ExportError> {
-        let mut entries = Vec::new();
+        let mut workers: Vec<(String, Vec<String>)> = Vec::new();
         let mut keys: Vec<(String, &Prepared)> = Vec::new();
         let mut notes = Vec::new();
         for p in matrices {
@@ -33,7 +49,9 @@ impl Exporter for Gavel {
                 ));
             }
             let key = format!("('{}', {})", job_type(model, batch), p.gpus());
-            if let Some((_, first)) = keys.iter().find(|(k, _)| *k == key) {
+            let worker = worker_type(p, opts);
+            let filed = format!("{worker}: {key}");
+            if let Some((_, first)) = keys.iter().find(|(k, _)| *k == filed) {
                 return Err(ExportError::Duplicate {
                     name: key,
                     first: first.path.clone(),
@@ -55,19 +73,25 @@ impl Exporter for Gavel {
                 ));
             }
             notes.push(format!(
-                "{key}: {} steps/s at {} CPUs, {} GB per GPU (--cell {})",
+                "{worker} {key}: {} steps/s at {} CPUs, {} GB per GPU (--cell {})",
                 fmt_sig6(steps),
                 fmt_sig6(cell.cpus_per_gpu),
                 fmt_sig6(cell.mem_gb_per_gpu),
                 opts.cell
             ));
-            entries.push(format!("    \"{key}\": {{\"null\": {steps}}}"));
-            keys.push((key, p));
+            let entry = format!("    \"{key}\": {{\"null\": {steps}}}");
+            match workers.iter_mut().find(|(w, _)| *w == worker) {
+                Some((_, entries)) => entries.push(entry),
+                None => workers.push((worker, vec![entry])),
+            }
+            keys.push((filed, p));
         }
         let text = format!(
-            "{{\n  \"{}\": {{\n{}\n  }}\n}}\n",
-            opts.gavel_worker,
-            entries.join(",\n")
+            "{{\n{}\n}}\n",
+            (workers.iter())
+                .map(|(w, entries)| format!("  \"{w}\": {{\n{}\n  }}", entries.join(",\n")))
+                .collect::<Vec<_>>()
+                .join(",\n")
         );
         Ok(Rendered {
             artifacts: vec![Artifact::text("simulation_throughputs.json", text)],

@@ -89,8 +89,9 @@ pub struct ExportOptions {
     pub eps: f64,
     pub weights: CostWeights,
     pub cell: CellChoice,
-    /// Gavel worker type the throughputs are filed under.
-    pub gavel_worker: String,
+    /// Gavel worker type every throughput is filed under; `None`: each under its matrix's
+    /// machine kind.
+    pub gavel_worker: Option<String>,
     /// Where `job_submit.lua` reads the Slurm demand table from.
     pub slurm_table: String,
 }
@@ -106,7 +107,7 @@ impl ExportOptions {
             eps: crate::matrix::DEFAULT_EPS,
             weights: CostWeights::default(),
             cell: CellChoice::Best,
-            gavel_worker: "v100".into(),
+            gavel_worker: None,
             slurm_table: slurm::DEFAULT_TABLE.into(),
         }
     }
@@ -136,15 +137,14 @@ impl ExportOptions {
                 "--server {s}: CPUs, GPUs and GB must all be positive"
             ));
         }
-        if self.gavel_worker.is_empty()
-            || !self
-                .gavel_worker
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        if let Some(w) = &self.gavel_worker
+            && (w.is_empty()
+                || !w
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
         {
             return bad(format!(
-                "--gavel-worker {:?}: expected a worker type such as v100, p100 or k80",
-                self.gavel_worker
+                "--gavel-worker {w:?}: expected a worker type such as v100, p100 or k80"
             ));
         }
         if self.slurm_table.is_empty()

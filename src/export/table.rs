@@ -29,7 +29,12 @@ fn finite(v: f64) -> Option<f64> {
 /// * the matrix: `matrix_file`, `job_name`, `job_model`, `job_gpus`, `job_batch_size_per_gpu`,
 ///   `job_dataset_bytes`, `job_dataset_samples`, `machine_hostname`, `machine_cpus`,
 ///   `machine_memory_bytes`, `machine_kernel`, `machine_cgroup`, `machine_gpus` (names joined
-///   by `; `), `matrix_validation` (the header's `profiler validate` result in one line);
+///   by `; `), `machine_kind` (the machine-kind key, `unknown` where the header has none),
+///   `machine_cpu_model`, `machine_microarchitecture`, `machine_cpu_extensions` (joined by
+///   spaces), `machine_sockets`, `machine_cores`, `machine_threads`,
+///   `machine_memory_read_bytes_per_s`, `machine_storage_device`, `machine_storage_model`,
+///   `machine_storage_filesystem`, `machine_gpu_memory_bytes`, `machine_gpu_driver` (of the
+///   first GPU), `matrix_validation` (the header's `profiler validate` result in one line);
 /// * the cell: `cpu` (cores), `memory_bytes`, `param_<name>` for every parameter of any input,
 ///   `source`, `samples_per_s`, `ci95_low`, `ci95_high`, `windows`, `measured_s`, `relative`,
 ///   `relative_ci95_low`, `relative_ci95_high`, `relative_blocks` (the rate over the top cell's
@@ -71,6 +76,18 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
             .map_or_else(|| Path::new("<no matrix>").to_owned(), |p| p.path.clone()),
         message: format!("building the cell table: {e}"),
     })
+}
+
+fn machine(p: &Prepared) -> Option<&crate::matrix::MachineInfo> {
+    p.matrix.header.machine.as_ref()
+}
+
+fn processor(p: &Prepared) -> Option<&crate::matrix::Processor> {
+    machine(p).and_then(|m| m.processor.as_ref())
+}
+
+fn storage(p: &Prepared) -> Option<&crate::matrix::Storage> {
+    machine(p).and_then(|m| m.storage.as_ref())
 }
 
 /// The cell table's rows: every cell with the matrix it is from.
@@ -150,6 +167,68 @@ impl Rows<'_> {
             col(
                 "machine_gpus",
                 self.s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.gpus.join("; "))),
+            ),
+            col(
+                "machine_kind",
+                self.s(&|p, _| {
+                    Some(crate::matrix::machine::kind_of(p.matrix.header.machine.as_ref()).into())
+                }),
+            ),
+            col(
+                "machine_cpu_model",
+                self.s(&|p, _| processor(p).map(|c| c.model_name.clone())),
+            ),
+            col(
+                "machine_microarchitecture",
+                self.s(&|p, _| processor(p).map(|c| c.microarchitecture.clone())),
+            ),
+            col(
+                "machine_cpu_extensions",
+                self.s(&|p, _| processor(p).map(|c| c.extensions.join(" "))),
+            ),
+            col(
+                "machine_sockets",
+                self.w(&|p, _| processor(p).map(|c| c.sockets)),
+            ),
+            col(
+                "machine_cores",
+                self.w(&|p, _| processor(p).map(|c| c.cores)),
+            ),
+            col(
+                "machine_threads",
+                self.w(&|p, _| processor(p).map(|c| c.threads)),
+            ),
+            col(
+                "machine_memory_read_bytes_per_s",
+                self.f(&|p, _| machine(p).and_then(|m| m.memory_read_bytes_per_s)),
+            ),
+            col(
+                "machine_storage_device",
+                self.s(&|p, _| storage(p).map(|s| s.device.clone())),
+            ),
+            col(
+                "machine_storage_model",
+                self.s(&|p, _| storage(p).and_then(|s| s.model.clone())),
+            ),
+            col(
+                "machine_storage_filesystem",
+                self.s(&|p, _| storage(p).map(|s| s.filesystem.clone())),
+            ),
+            col(
+                "machine_gpu_memory_bytes",
+                self.u(&|p, _| {
+                    machine(p)
+                        .and_then(|m| m.gpu_devices.first())
+                        .map(|g| g.memory_bytes)
+                }),
+            ),
+            col(
+                "machine_gpu_driver",
+                self.s(&|p, _| {
+                    machine(p)
+                        .and_then(|m| m.gpu_devices.first())
+                        .map(|g| g.driver.clone())
+                }),
             ),
             col("matrix_validation", self.s(&|p, _| p.validation_summary())),
             col("cpu", self.f(&|_, c| Some(c.cpu))),

@@ -9,6 +9,7 @@ pub mod checks;
 pub mod demand;
 pub mod doubt;
 mod file;
+pub mod machine;
 pub mod relative;
 mod summary;
 pub mod surface;
@@ -18,6 +19,7 @@ pub mod visits;
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
 pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_matrix};
+pub use machine::{GpuDevice, MachineInfo, Processor, Storage, UNKNOWN_KIND};
 pub use relative::{
     BlockReference, HostModel, RelativeRate, SweepBlock, describe_host, describe_relative,
     quiet_host_rates, relative_rates,
@@ -142,20 +144,6 @@ pub struct JobInfo {
     pub dataset_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_samples: Option<u64>,
-}
-
-/// The machine a matrix was measured on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MachineInfo {
-    pub hostname: String,
-    pub cpus: u32,
-    pub memory_bytes: u64,
-    pub kernel: String,
-    /// `v1`, `v2` or `none` (caps were not applied).
-    pub cgroup: String,
-    /// GPU model names from NVML; empty when there are none or NVML is unavailable.
-    pub gpus: Vec<String>,
 }
 
 /// The planned grid.

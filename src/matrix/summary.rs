@@ -37,6 +37,14 @@ fn write_header(out: &mut String, matrix: &Matrix) {
             ))
             .unwrap_or_default()
     );
+    match &h.machine {
+        Some(m) => {
+            let _ = writeln!(out, "machine kind: {}", m.describe());
+        }
+        None => {
+            let _ = writeln!(out, "machine kind: unknown (the header names no machine)");
+        }
+    }
     if let Some(p) = &h.provenance {
         let _ = writeln!(out, "provenance: {p}");
     }

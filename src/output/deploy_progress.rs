@@ -49,4 +49,8 @@ impl DeployProgress for DeployLines {
     fn resumed(&self, rounds: usize, t: f64) {
         eprintln!("  resumed: {rounds} round(s) taken from the journal; going on at t={t:.0} s");
     }
+
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
+    }
 }

@@ -8,7 +8,16 @@
 //! cpus = 24           # cores per server
 //! memory_gb = 500     # per server
 //! storage_mb_per_s = 1000   # optional; recorded, not used by the replay yet
+//! machine_kind = "sapphire-rapids-224t-2015g-8xh100-1a2b3c4d"   # optional, see below
 //! ```
+//!
+//! A heterogeneous cluster names each group's machine kind (the key `profiler doctor` prints
+//! and every matrix records): a job then runs at the rate of its model's matrix of the kind of
+//! server it is placed on. Either every group names one or none does. Top-level keys:
+//! `kind_placement` (`by-kind`, the default: each job goes first to the kind of server it
+//! gains most on against the other models; `any`: kinds are ignored when placing) and
+//! `kind_fallback` (a kind whose matrix stands in for a model that has none of a group's kind;
+//! without it that is an error naming both).
 
 use super::bounds;
 use super::error::ReplayError;
@@ -26,6 +35,9 @@ pub struct ServerGroup {
     pub memory_gb: f64,
     #[serde(default)]
     pub storage_mb_per_s: Option<f64>,
+    /// The machine kind of the group's servers: the key a matrix's header records.
+    #[serde(default)]
+    pub machine_kind: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -35,7 +47,29 @@ pub struct ClusterSpec {
     pub name: Option<String>,
     #[serde(rename = "group")]
     pub groups: Vec<ServerGroup>,
+    #[serde(default)]
+    pub kind_placement: KindPlacement,
+    /// The kind whose matrix stands in for a model with none of a server's kind.
+    #[serde(default)]
+    pub kind_fallback: Option<String>,
 }
+
+/// How placement treats the servers' machine kinds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum KindPlacement {
+    /// Each job tries the kinds in the order of its comparative advantage: its rate on a kind
+    /// against its rate on the first group's, over the same ratio averaged over every model
+    /// (Gavel's view of heterogeneity): a job that gains little on the fast kind leaves it to
+    /// those that gain more.
+    #[default]
+    ByKind,
+    /// Kinds play no part in where a job goes (its rate still follows the kind it lands on).
+    Any,
+}
+
+/// Most machine kinds one cluster may mix.
+pub const MAX_KINDS: usize = 64;
 
 /// Slack for floating-point sums of CPUs and GB.
 pub const EPS: f64 = 1e-9;
@@ -68,6 +102,8 @@ pub struct Server {
     pub cpus: f64,
     pub mem_gb: f64,
     pub group: usize,
+    /// Index into [`Cluster::kinds`] (0 where the cluster names no kinds).
+    pub kind: u16,
 }
 
 impl Server {
@@ -91,6 +127,9 @@ pub struct Cluster {
     pub total_cpus: f64,
     pub total_mem_gb: f64,
     pub max_server_gpus: u32,
+    /// The machine kinds its groups name, in order of first appearance; empty where none does
+    /// (every model then has one matrix, whatever machine it came from).
+    pub kinds: Vec<String>,
 }
 
 impl ClusterSpec {
@@ -109,7 +148,10 @@ impl ClusterSpec {
                 cpus: 24.0,
                 memory_gb: 500.0,
                 storage_mb_per_s: None,
+                machine_kind: None,
             }],
+            kind_placement: KindPlacement::default(),
+            kind_fallback: None,
         }
     }
 
@@ -124,7 +166,10 @@ impl ClusterSpec {
                 cpus,
                 memory_gb,
                 storage_mb_per_s: None,
+                machine_kind: None,
             }],
+            kind_placement: KindPlacement::default(),
+            kind_fallback: None,
         }
     }
 
@@ -203,6 +248,24 @@ impl ClusterSpec {
             {
                 return err(m);
             }
+            if let Some(kind) = &g.machine_kind
+                && (kind.is_empty()
+                    || !kind
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            {
+                return err(format!(
+                    "machine_kind {kind:?}: expected a machine-kind key such as `profiler \
+                     doctor` prints (letters, digits, '-', '_', '.')"
+                ));
+            }
+            if g.machine_kind.is_some() != self.groups[0].machine_kind.is_some() {
+                return err(
+                    "either every group names its machine_kind or none does (a job's rate \
+                     comes from the matrix of its server's kind)"
+                        .into(),
+                );
+            }
             servers += u64::from(g.count);
             if servers > bounds::MAX_SERVERS {
                 return err(format!(
@@ -210,6 +273,23 @@ impl ClusterSpec {
                     bounds::MAX_SERVERS
                 ));
             }
+        }
+        let mut kinds: Vec<&str> = (self.groups.iter())
+            .filter_map(|g| g.machine_kind.as_deref())
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        if kinds.len() > MAX_KINDS {
+            return Err((
+                None,
+                format!("{} machine kinds: at most {MAX_KINDS}", kinds.len()),
+            ));
+        }
+        if self.kind_fallback.is_some() && kinds.is_empty() {
+            return Err((
+                None,
+                "kind_fallback names a kind, but no group names its machine_kind".into(),
+            ));
         }
         Ok(())
     }
@@ -260,13 +340,25 @@ impl ClusterSpec {
     pub fn build(&self) -> Result<Cluster, ReplayError> {
         self.validate().map_err(|(_, m)| ReplayError::Cluster(m))?;
         let mut servers = Vec::new();
+        let mut kinds: Vec<String> = Vec::new();
         for (i, g) in self.groups.iter().enumerate() {
+            let kind = match &g.machine_kind {
+                None => 0,
+                Some(k) => match kinds.iter().position(|known| known == k) {
+                    Some(at) => at,
+                    None => {
+                        kinds.push(k.clone());
+                        kinds.len() - 1
+                    }
+                },
+            } as u16;
             for _ in 0..g.count {
                 servers.push(Server {
                     gpus: g.gpus,
                     cpus: g.cpus,
                     mem_gb: g.memory_gb,
                     group: i,
+                    kind,
                 });
             }
         }
@@ -276,6 +368,7 @@ impl ClusterSpec {
             total_cpus: servers.iter().map(|s| s.cpus).sum(),
             total_mem_gb: servers.iter().map(|s| s.mem_gb).sum(),
             max_server_gpus: servers.iter().map(|s| s.gpus).max().unwrap_or(0),
+            kinds,
             spec: self.clone(),
             servers,
         })
@@ -283,16 +376,27 @@ impl ClusterSpec {
 }
 
 impl Cluster {
-    /// The cluster in words: name, servers, GPUs, cores, GB.
+    /// The cluster in words: name, servers, GPUs, cores, GB (and kinds, where it mixes them).
     pub fn describe(&self) -> String {
+        let kinds = if self.kinds.len() > 1 {
+            format!(", {} machine kinds", self.kinds.len())
+        } else {
+            String::new()
+        };
         format!(
-            "{} ({} servers, {} GPUs, {} cores, {} GB)",
+            "{} ({} servers, {} GPUs, {} cores, {} GB{kinds})",
             self.name,
             self.servers.len(),
             self.total_gpus,
             self.total_cpus,
             self.total_mem_gb
         )
+    }
+
+    /// Whether placement should follow the servers' kinds: there are several, and the cluster
+    /// asks for it.
+    pub fn places_by_kind(&self) -> bool {
+        self.kinds.len() > 1 && self.spec.kind_placement == KindPlacement::ByKind
     }
 
     /// Every server's capacity: (GPUs, cores, GB).

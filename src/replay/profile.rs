@@ -92,6 +92,10 @@ pub struct Profile {
     pub declared_best: Option<(f64, f64)>,
     /// What starting the job costs it (nothing, unless a deploy's job specs say).
     pub start: StartCost,
+    /// The machine the matrix was measured on, as its header records it.
+    pub machine: Option<crate::matrix::MachineInfo>,
+    /// The file (or built-in name) it was read from.
+    pub source: String,
 }
 
 /// Seconds a job spends starting before it progresses at its rate, charged under exact
@@ -129,8 +133,15 @@ impl Profile {
             placement_penalty: 1.0,
             declared_best: None,
             start: StartCost::default(),
+            machine: h.machine.clone(),
+            source: origin.to_string(),
             surface,
         })
+    }
+
+    /// The machine-kind key of its matrix (`unknown` where the header records none).
+    pub fn machine_kind(&self) -> &str {
+        crate::matrix::machine::kind_of(self.machine.as_ref())
     }
 
     /// Per-GPU samples/s at `c` cores and `m` GB per GPU.

@@ -175,7 +175,9 @@ fn a_killed_deploy_leaves_nothing_and_resumes_where_it_was() {
     let parent = "profiler-test-deploy-kill";
     // Three jobs of 500 iterations (8,000 samples, ~15 s at 1 CPU) on two slots: two run,
     // the third waits.
-    let args = small_deploy(dir.path(), 3, 500);
+    let mut args = small_deploy(dir.path(), 3, 500);
+    // The shipped matrix is another machine's: this test is about the rounds.
+    args.extend(["--allow-other-machine".into(), "--no-spot-check".into()]);
     let first_log = dir.path().join("first.log");
     let mut first = std::process::Command::new(PROFILER)
         .args(&args)
@@ -356,4 +358,83 @@ fn a_job_that_sizes_itself_is_started_again_and_counts_on() {
     );
     backend.stop(&job);
     assert!(job_cgroups(parent).is_empty());
+}
+
+/// A deploy whose matrix records no machine kind (or another) stops before its first round,
+/// naming both machines. Allowed to go on, its spot check measures the job near the share and
+/// stops where the matrix is far off (here four times what the job does), saying which sweep
+/// brings the matrix up to date.
+#[test]
+fn a_deploy_checks_its_matrices_before_the_first_round() {
+    require_caps!("a_deploy_checks_its_matrices_before_the_first_round");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = small_deploy(dir.path(), 1, 200);
+    let run = |args: &[String]| {
+        let out = std::process::Command::new(PROFILER)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, said) = run(&args);
+    assert!(!ok, "{said}");
+    assert!(said.contains("another kind of machine"), "{said}");
+    assert!(
+        said.contains("input-pipeline") && said.contains("[unknown]"),
+        "{said}"
+    );
+    let here = profiler::machine::this_machine();
+    assert!(
+        said.contains(&format!("this machine: {}", here.describe())),
+        "{said}"
+    );
+    assert!(
+        !dir.path().join("out/journal").exists(),
+        "no round ran: {said}"
+    );
+    // The same matrix with every rate four times over, allowed to go on.
+    let path = dir.path().join("matrices/input-pipeline.matrix.jsonl");
+    let mut m = profiler::matrix::load_matrix(&path).unwrap();
+    for c in &mut m.cells {
+        if let Some(t) = &mut c.throughput {
+            t.samples_per_s *= 4.0;
+            t.ci95_low *= 4.0;
+            t.ci95_high *= 4.0;
+            t.launches.clear();
+        }
+    }
+    profiler::matrix::rewrite_matrix(&path, &m).unwrap();
+    args.push("--allow-other-machine".into());
+    let (ok, said) = run(&args);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("--allow-other-machine: deploying with matrices"),
+        "{said}"
+    );
+    let line = (said.lines())
+        .find(|l| l.starts_with("spot check input-pipeline:"))
+        .unwrap_or_else(|| panic!("no spot check line: {said}"));
+    assert!(line.ends_with("outside the interval"), "{line}");
+    // measured ... : R.RRx [lo, hi]: the job does about a quarter of what the matrix says.
+    let ratio: f64 = line
+        .rsplit_once("]: ")
+        .and_then(|(head, _)| head.rsplit_once(": "))
+        .and_then(|(_, r)| r.split('x').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in {line}"));
+    assert!((0.1..0.5).contains(&ratio), "{line}");
+    assert!(
+        said.contains(&format!(
+            "profiler sweep --job {}",
+            dir.path().join("jobs/input-pipeline.toml").display()
+        )),
+        "{said}"
+    );
+    let checks = std::fs::read_to_string(dir.path().join("out/checks.txt")).unwrap();
+    assert!(checks.contains(line), "{checks}");
+    assert!(!dir.path().join("out/journal").exists(), "{said}");
 }

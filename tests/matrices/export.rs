@@ -649,7 +649,7 @@ fn gavel_keys_parse_with_gavels_regex_and_hold_steps_per_second() {
     ] {
         let mut o = opts(&inputs, ExportFormat::Gavel);
         o.cell = cell;
-        o.gavel_worker = worker.into();
+        o.gavel_worker = Some(worker.into());
         let text = export_stdout(&o);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let entries = v[worker].as_object().unwrap();

@@ -110,6 +110,31 @@ pub fn nvml_device_names() -> Vec<String> {
     }
 }
 
+/// Each GPU's name, memory and the driver's version, from NVML; empty without NVML.
+pub fn nvml_devices() -> Vec<crate::matrix::GpuDevice> {
+    let Ok(nvml) = nvml() else {
+        return Vec::new();
+    };
+    let driver = nvml
+        .sys_driver_version()
+        .unwrap_or_else(|_| "unknown".into());
+    let count = nvml.device_count().unwrap_or(0);
+    (0..count)
+        .map(|i| {
+            let d = nvml.device_by_index(i);
+            crate::matrix::GpuDevice {
+                name: (d.as_ref().ok())
+                    .and_then(|d| d.name().ok())
+                    .unwrap_or_else(|| format!("GPU {i} (name unavailable)")),
+                memory_bytes: (d.as_ref().ok())
+                    .and_then(|d| d.memory_info().ok())
+                    .map_or(0, |m| m.total),
+                driver: driver.clone(),
+            }
+        })
+        .collect()
+}
+
 fn names_of(nvml: &Nvml) -> Vec<String> {
     let count = nvml.device_count().unwrap_or(0);
     (0..count)

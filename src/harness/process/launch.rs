@@ -17,7 +17,10 @@ pub const PROGRESS_FILE_ENV: &str = "PROFILER_PROGRESS_FILE";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    #[error("command not found: {program:?} (looked in the working directory {cwd} and PATH)")]
+    #[error(
+        "command not found: {program:?} (looked in the working directory {cwd} and PATH){}",
+        venv_hint(program)
+    )]
     NotFound { program: String, cwd: PathBuf },
     #[error("working directory {0} does not exist")]
     NoWorkingDir(PathBuf),
@@ -31,6 +34,22 @@ pub enum LaunchError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// Where the missing program is a virtual environment's interpreter, what makes it.
+fn venv_hint(program: &str) -> String {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if !(program.contains("/bin/") && name.starts_with("python")) {
+        return String::new();
+    }
+    let venv = program.rsplit_once("/bin/").map_or(program, |(v, _)| v);
+    let made_here = if venv.ends_with("target/python-frameworks") {
+        ": in this repository `scripts/python-env.sh` makes it (PyTorch, torchvision and \
+         Transformers from PyPI, a few minutes)"
+    } else {
+        ""
+    };
+    format!("; it is a virtual environment's Python: create {venv} first{made_here}")
 }
 
 /// Everything needed to start one run.
@@ -330,4 +349,31 @@ pub fn path_with_own_dir() -> String {
     std::env::join_paths(dirs)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_venv_python_says_what_makes_it() {
+        let e = check_program(
+            "../../../target/python-frameworks/bin/python",
+            Path::new("/"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("scripts/python-env.sh"), "{e}");
+        let e = check_program("/opt/env/bin/python3", Path::new("/"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("create /opt/env first") && !e.contains("python-env.sh"),
+            "{e}"
+        );
+        let e = check_program("no-such-tool", Path::new("/"))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("virtual environment"), "{e}");
+    }
 }

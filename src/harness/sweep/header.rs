@@ -78,7 +78,7 @@ impl Sweep<'_> {
                     .and_then(|d| d.samples)
                     .or(self.dataset.as_ref().map(|d| d.files)),
             },
-            machine: Some(crate::machine::describe_machine(cgroup)),
+            machine: Some(self.machine(cgroup)),
             axes: Axes {
                 cpu: self.axes_cpu.clone(),
                 memory_bytes,
@@ -95,6 +95,17 @@ impl Sweep<'_> {
             launch_spread: None,
             blocks: self.blocks.clone(),
         }
+    }
+
+    /// This machine, with the memory bandwidth the cache model measured and the storage the
+    /// dataset is read from.
+    fn machine(&self, cgroup: &str) -> crate::matrix::MachineInfo {
+        let mut machine = crate::machine::describe_machine(cgroup);
+        machine.memory_read_bytes_per_s =
+            (self.cache_inputs.as_ref()).map(|c| c.memory_bytes_per_s_per_core);
+        machine.storage =
+            (self.opts.spec.dataset_path.as_deref()).and_then(crate::machine::storage_of);
+        machine
     }
 
     pub(super) fn ensure_writer(&mut self) -> Result<&mut MatrixWriter, SweepError> {

@@ -1,6 +1,12 @@
-//! Facts about the machine a matrix is measured on.
+//! Facts about the machine a matrix is measured on, and its machine kind.
 
-use crate::harness::measure::gpu::nvml_device_names;
+mod cpu;
+mod storage;
+
+pub use cpu::{parse_cpuinfo, this_processor};
+pub use storage::storage_of;
+
+use crate::harness::measure::gpu::nvml_devices;
 use crate::matrix::MachineInfo;
 use sysinfo::{CpuRefreshKind, System};
 
@@ -8,7 +14,10 @@ use sysinfo::{CpuRefreshKind, System};
 ///
 /// * `cpus`: logical CPUs of the machine (not of this process; see [`available_cpus`]);
 /// * `memory_bytes`: physical RAM, ignoring any cgroup limit;
-/// * `gpus`: NVML device names, empty when NVML is unavailable.
+/// * `gpus`: NVML device names, empty when NVML is unavailable;
+/// * `kind`: the machine-kind key ([`MachineInfo::derive_kind`]).
+///
+/// The memory bandwidth and the dataset's storage are a sweep's to add.
 ///
 /// Never fails: what cannot be read is reported as `"unknown"` (text) or falls back to
 /// [`available_cpus`] / 0.
@@ -29,14 +38,31 @@ pub fn describe_machine(cgroup: &str) -> MachineInfo {
         Ok(s) if !s.trim().is_empty() => s.trim().to_string(),
         _ => "unknown".to_string(),
     };
-    MachineInfo {
+    let gpu_devices = nvml_devices();
+    let mut machine = MachineInfo {
         hostname: known(System::host_name()),
         cpus,
         memory_bytes,
         kernel: known(System::kernel_version()),
         cgroup: cgroup.to_string(),
-        gpus: nvml_device_names(),
-    }
+        gpus: gpu_devices.iter().map(|g| g.name.clone()).collect(),
+        processor: this_processor(),
+        gpu_devices,
+        ..MachineInfo::default()
+    };
+    machine.kind = machine.derive_kind();
+    machine
+}
+
+/// The machine this process runs on, as [`describe_machine`] gives it with the cgroup version
+/// the profiler's caps use here.
+pub fn this_machine() -> MachineInfo {
+    let cgroup = if cgroups_rs::fs::hierarchies::is_cgroup2_unified_mode() {
+        "v2"
+    } else {
+        "v1"
+    };
+    describe_machine(cgroup)
 }
 
 /// CPUs this process may use (affinity mask and cgroup CPU quota, as
@@ -65,6 +91,11 @@ mod tests {
         assert_eq!(m.cgroup, "v2");
         assert!(m.cpus >= available_cpus() || m.cpus > 0);
         assert!(m.gpus.iter().all(|g| !g.is_empty()));
+        let key = m.kind.expect("this machine's processor reads");
+        assert!(
+            key.contains(&format!("-{}t-", m.processor.unwrap().threads)),
+            "{key}"
+        );
     }
 
     #[test]
