@@ -130,8 +130,17 @@ pub struct ReplayArgs {
     /// for a Pollux workload), or a TOML file of server groups.
     #[arg(long)]
     pub cluster: Option<String>,
-    /// Directory (or file) of `*.matrix.jsonl` profiles. Default: the built-in Synergy model
-    /// zoo (matrices/zoo).
+    /// On a cluster whose groups name machine kinds: `by-kind` places each job first on the
+    /// kind it gains most on against the other models, `any` ignores kinds (overrides the
+    /// cluster file's `kind_placement`).
+    #[arg(long, value_enum)]
+    pub kind_placement: Option<super::cluster::KindPlacement>,
+    /// The machine kind whose matrix stands in for a model with none of a group's kind
+    /// (overrides the cluster file's `kind_fallback`; without either, that is an error).
+    #[arg(long, value_name = "KIND")]
+    pub kind_fallback: Option<String>,
+    /// Directory (or file) of `*.matrix.jsonl` profiles (a model may have one per machine
+    /// kind). Default: the built-in Synergy model zoo (matrices/zoo).
     #[arg(long)]
     pub profiles: Option<PathBuf>,
     /// Replay a trace instead of a synthetic workload.
@@ -407,8 +416,16 @@ impl ReplayArgs {
             Some(p) => trace_workload(p, self.trace_format)?,
         };
         let schemes = parse_schemes(&self.policy, &self.mechanism, &self.compare)?;
+        let mut cluster = ClusterSpec::resolve(self.cluster.as_deref().unwrap_or("synergy-default"))?;
+        if let Some(p) = self.kind_placement {
+            cluster.kind_placement = p;
+        }
+        if let Some(k) = &self.kind_fallback {
+            cluster.kind_fallback = Some(k.clone());
+        }
+        cluster.validate().map_err(|(_, m)| ReplayError::Cluster(m))?;
         Ok(ReplayOptions {
-            cluster: ClusterSpec::resolve(self.cluster.as_deref().unwrap_or("synergy-default"))?,
+            cluster,
             profiles: self.profiles.clone(),
             workload,
             schemes,

@@ -44,6 +44,19 @@ pub struct JobState {
     pub failed: bool,
     /// The counters Synergy's simulator keeps (used under `--semantics synergy`).
     pub synergy: SynergyCounters,
+    /// On a cluster of several machine kinds, its profile on each and the order placement
+    /// tries them in (`None` where the cluster names no kinds: `profile` holds everywhere).
+    pub kinds: Option<Box<JobKinds>>,
+}
+
+/// A job's profiles on a heterogeneous cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobKinds {
+    /// Per cluster kind (as [`crate::replay::cluster::Cluster::kinds`] orders them), the
+    /// index of its model's profile of that kind.
+    pub profiles: Vec<u32>,
+    /// The kinds by the job's comparative advantage, most first.
+    pub order: Vec<u16>,
 }
 
 /// Synergy's per-job bookkeeping: progress in whole iterations, the speed-up the job carries

@@ -165,6 +165,8 @@ impl Profile {
 pub struct ProfileSet {
     pub profiles: Vec<Profile>,
     by_name: BTreeMap<String, usize>,
+    /// Each (model, machine kind) profile.
+    by_kind: BTreeMap<(String, String), usize>,
     /// Where the profiles came from (directory or "built-in zoo").
     pub origin: String,
 }
@@ -299,16 +301,44 @@ impl ProfileSet {
         Ok(set)
     }
 
+    /// Adds a profile. A model may have one matrix per machine kind; the first one read is the
+    /// model's profile where the cluster names no kinds.
     pub fn insert(&mut self, p: Profile) -> Result<(), ReplayError> {
-        if self.by_name.contains_key(&p.model) {
+        let key = (p.model.clone(), p.machine_kind().to_string());
+        if let Some(&other) = self.by_kind.get(&key) {
             return Err(ReplayError::Profile(format!(
-                "two matrices for model {:?}",
-                p.model
+                "two matrices for model {:?} of machine kind {}: {} and {}",
+                p.model,
+                key.1,
+                self.profiles[other].source,
+                p.source
             )));
         }
-        self.by_name.insert(p.model.clone(), self.profiles.len());
+        self.by_kind.insert(key, self.profiles.len());
+        self.by_name
+            .entry(p.model.clone())
+            .or_insert(self.profiles.len());
         self.profiles.push(p);
         Ok(())
+    }
+
+    /// The machine kinds `model` has matrices of (following the aliases).
+    pub fn kinds_of(&self, model: &str) -> Vec<&str> {
+        let Some(i) = self.lookup(model) else {
+            return Vec::new();
+        };
+        let model = &self.profiles[i].model;
+        (self.by_kind.keys())
+            .filter(|(m, _)| m == model)
+            .map(|(_, k)| k.as_str())
+            .collect()
+    }
+
+    /// Index of `model`'s profile of machine kind `kind`, following the aliases.
+    pub fn lookup_kind(&self, model: &str, kind: &str) -> Option<usize> {
+        let i = self.lookup(model)?;
+        let key = (self.profiles[i].model.clone(), kind.to_string());
+        self.by_kind.get(&key).copied()
     }
 
     /// Index of a model's profile, following the explicit aliases.
@@ -343,10 +373,11 @@ impl ProfileSet {
         &self.profiles[i]
     }
 
-    /// Sets what starting a job of `model` costs (a profile it has none of is left alone).
+    /// Sets what starting a job of `model` costs, on every kind (a profile it has none of is
+    /// left alone).
     pub fn set_start_cost(&mut self, model: &str, cost: StartCost) {
-        if let Some(&i) = self.by_name.get(model) {
-            self.profiles[i].start = cost;
+        for p in self.profiles.iter_mut().filter(|p| p.model == model) {
+            p.start = cost;
         }
     }
 

@@ -366,6 +366,31 @@ fn rich_matrix() -> Matrix {
                     "NVIDIA H100 80GB HBM3".into(),
                     "NVIDIA H100 80GB HBM3".into(),
                 ],
+                processor: Some(profiler::matrix::Processor {
+                    vendor: "GenuineIntel".into(),
+                    model_name: "Intel(R) Xeon(R) Platinum 8480+".into(),
+                    microarchitecture: "Sapphire Rapids".into(),
+                    extensions: vec!["avx2".into(), "avx512f".into(), "amx_tile".into()],
+                    sockets: 2,
+                    cores: 32,
+                    threads: 64,
+                }),
+                memory_read_bytes_per_s: Some(1.2e10),
+                storage: Some(profiler::matrix::Storage {
+                    device: "nvme0n1".into(),
+                    model: Some("SAMSUNG MZ1L2".into()),
+                    rotational: Some(false),
+                    filesystem: "ext4".into(),
+                }),
+                gpu_devices: vec![
+                    profiler::matrix::GpuDevice {
+                        name: "NVIDIA H100 80GB HBM3".into(),
+                        memory_bytes: 85_520_809_984,
+                        driver: "550.54.15".into(),
+                    };
+                    2
+                ],
+                kind: Some("sapphire-rapids-64t-477g-2xh100-0a1b2c3d".into()),
             }),
             axes: Axes {
                 cpu: vec![2.0, 4.0],
@@ -490,6 +515,28 @@ fn csv_and_parquet_read_back_with_every_cell_value() {
                 m.map(|m| m.memory_bytes)
             );
             assert_eq!(s(df, "machine_gpus", row), m.map(|m| m.gpus.join("; ")));
+            assert_eq!(
+                s(df, "machine_kind", row).as_deref(),
+                Some(profiler::matrix::machine::kind_of(m))
+            );
+            let cpu = m.and_then(|m| m.processor.as_ref());
+            assert_eq!(
+                s(df, "machine_microarchitecture", row),
+                cpu.map(|c| c.microarchitecture.clone())
+            );
+            assert_eq!(
+                s(df, "machine_cpu_extensions", row),
+                cpu.map(|c| c.extensions.join(" "))
+            );
+            assert_eq!(w(df, "machine_threads", row), cpu.map(|c| c.threads));
+            assert_eq!(
+                s(df, "machine_storage_device", row),
+                m.and_then(|m| m.storage.as_ref()).map(|s| s.device.clone())
+            );
+            assert_eq!(
+                u(df, "machine_gpu_memory_bytes", row),
+                m.and_then(|m| m.gpu_devices.first()).map(|g| g.memory_bytes)
+            );
             assert_eq!(
                 s(df, "matrix_validation", row),
                 h.validation

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 mod elastic_engine;
 mod elastic_search;
 mod grid;
+mod kinds;
 mod semantics;
 mod stepping;
 

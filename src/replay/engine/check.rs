@@ -16,6 +16,8 @@ pub struct Alloc {
     pub cpus: f64,
     pub mem_gb: f64,
     pub servers: u32,
+    /// The machine kinds of its servers, one bit per [`Cluster::kinds`] index.
+    pub kinds: u64,
     /// Samples/s it runs at (the engine fills it in).
     pub rate: f64,
 }
@@ -51,7 +53,7 @@ pub fn allocations(
     let index = &mut scratch.index;
     index.resize(index.len().max(active.len()), 0);
     allocs.clear();
-    let spread = sum_per_job(placements, index, &mut allocs);
+    let spread = sum_per_job(placements, cluster, index, &mut allocs);
     let twice = if spread {
         placed_twice(placements, index, &allocs)
     } else {
@@ -154,9 +156,15 @@ fn check_room(
 /// `index` maps each placed job's slot to 1 + its allocation's position (the caller clears
 /// it). Whether any job spans servers.
 #[inline]
-fn sum_per_job(placements: &[Placement], index: &mut [u32], allocs: &mut Vec<Alloc>) -> bool {
+fn sum_per_job(
+    placements: &[Placement],
+    cluster: &Cluster,
+    index: &mut [u32],
+    allocs: &mut Vec<Alloc>,
+) -> bool {
     let mut spread = false;
     for p in placements {
+        let kind = 1u64 << cluster.servers[p.server].kind;
         match index[p.job] {
             0 => {
                 allocs.push(Alloc {
@@ -165,6 +173,7 @@ fn sum_per_job(placements: &[Placement], index: &mut [u32], allocs: &mut Vec<All
                     cpus: p.cpus,
                     mem_gb: p.mem_gb,
                     servers: 1,
+                    kinds: kind,
                     rate: 0.0,
                 });
                 index[p.job] = allocs.len() as u32;
@@ -176,6 +185,7 @@ fn sum_per_job(placements: &[Placement], index: &mut [u32], allocs: &mut Vec<All
                 a.cpus += p.cpus;
                 a.mem_gb += p.mem_gb;
                 a.servers += 1;
+                a.kinds |= kind;
             }
         }
     }

@@ -156,7 +156,7 @@ struct Slot {
     /// round being made, and a slot stays 64 bytes.
     ran_round: u32,
     /// Its last allocation (cores, GB, servers) and the rate that gave.
-    memo: Option<(f64, f64, u32, f64)>,
+    memo: Option<(f64, f64, u32, u64, f64)>,
     /// The whole CPUs its process was last started on (0: not started), where starting
     /// costs ([`super::profile::StartCost`]).
     started_on: u32,
@@ -553,10 +553,14 @@ impl<'c, 'a> Replay<'c, 'a> {
             // function of the allocation; looking it up in the profile is what costs).
             let memo = &mut self.slots[a.slot].memo;
             a.rate = match *memo {
-                Some((c, m, n, rate)) if c == a.cpus && m == a.mem_gb && n == a.servers => rate,
+                Some((c, m, n, k, rate))
+                    if c == a.cpus && m == a.mem_gb && n == a.servers && k == a.kinds =>
+                {
+                    rate
+                }
                 _ => {
-                    let rate = mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers);
-                    *memo = Some((a.cpus, a.mem_gb, a.servers, rate));
+                    let rate = mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers, a.kinds);
+                    *memo = Some((a.cpus, a.mem_gb, a.servers, a.kinds, rate));
                     rate
                 }
             };

@@ -33,6 +33,8 @@ pub struct Free {
     alike: Vec<Alike>,
     /// Per server, its run in `alike`.
     alike_of: Vec<usize>,
+    /// Per server, its machine kind (servers of other kinds are never alike).
+    kind: Vec<u16>,
     /// The placements made through [`Free::place`], per server as a list, latest first:
     /// `last_on[s]` (`NONE`: none yet), then `prev_on[k]` for placement `k` in `out`.
     last_on: Vec<usize>,
@@ -57,7 +59,7 @@ impl Free {
         let mut alike: Vec<Alike> = Vec::new();
         let mut alike_of = Vec::with_capacity(n);
         for (s, r) in servers.iter().enumerate() {
-            if s == 0 || *r != servers[s - 1] {
+            if s == 0 || *r != servers[s - 1] || c.servers[s].kind != c.servers[s - 1].kind {
                 alike.push(Alike {
                     gpus: r.gpus,
                     end: s,
@@ -75,6 +77,7 @@ impl Free {
             untouched: vec![true; n],
             alike,
             alike_of,
+            kind: c.servers.iter().map(|s| s.kind).collect(),
             last_on: vec![NONE; n],
             prev_on: Vec::with_capacity(c.total_gpus as usize),
             servers,
@@ -160,12 +163,25 @@ impl Free {
     /// Best fit: the fitting server left with the fewest free GPUs, then the fewest CPUs, then
     /// the lowest id. Stops at the first GPU count that has a fitting server.
     pub fn best_fit(&self, g: u32, demand: impl Fn(usize) -> (f64, f64)) -> Option<usize> {
+        self.best_fit_of_kind(g, demand, None)
+    }
+
+    /// [`Free::best_fit`] among the servers of machine kind `kind` (`None`: of any kind).
+    pub fn best_fit_of_kind(
+        &self,
+        g: u32,
+        demand: impl Fn(usize) -> (f64, f64),
+        kind: Option<u16>,
+    ) -> Option<usize> {
         if g > self.max_free {
             return None;
         }
         for k in g as usize..=self.max_free as usize {
             let mut best: Option<(f64, usize)> = None;
             for s in self.bucket(k) {
+                if kind.is_some_and(|want| self.kind[s] != want) {
+                    continue;
+                }
                 let (c, m) = demand(s);
                 if !self.fits(s, g, c, m) {
                     continue;

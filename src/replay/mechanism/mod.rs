@@ -53,19 +53,59 @@ impl MechCtx<'_> {
     /// Synergy's semantics a job given its best-case demand runs at its speed-up over the
     /// proportional share, as Synergy's simulator has it (the speed-up interpolated when the
     /// demand was capped at a server's size, and the demand Synergy's zoo declares).
-    pub fn rate_spread(&self, j: usize, cpus: f64, mem_gb: f64, servers: u32) -> f64 {
+    /// On servers of several machine kinds (`kinds`, one bit per kind) it runs at the slowest
+    /// kind's rate: a data-parallel step waits for its slowest worker.
+    pub fn rate_spread(&self, j: usize, cpus: f64, mem_gb: f64, servers: u32, kinds: u64) -> f64 {
         let job = &self.jobs[j];
         let at_best = cpus + EPS >= job.best_cpu && mem_gb + EPS >= job.best_mem;
-        let rate = if self.semantics == Semantics::Synergy && at_best {
-            job.prop_rate * job.synergy.speedup_orig
-        } else {
-            self.rate(j, cpus, mem_gb)
+        let rate = match &job.kinds {
+            Some(k) => (0..k.profiles.len())
+                .filter(|&i| kinds & (1 << i) != 0)
+                .map(|i| {
+                    (self.profiles.get(k.profiles[i] as usize))
+                        .rate(job.spec.gpus, cpus, mem_gb, self.semantics)
+                })
+                .fold(f64::INFINITY, f64::min),
+            None if self.semantics == Semantics::Synergy && at_best => {
+                job.prop_rate * job.synergy.speedup_orig
+            }
+            None => self.rate(j, cpus, mem_gb),
         };
+        let rate = if rate.is_finite() { rate } else { 0.0 };
         let penalty = self.profiles.get(job.profile as usize).placement_penalty;
         if servers > 1 && penalty != 1.0 {
             rate * penalty
         } else {
             rate
+        }
+    }
+
+    /// Where job `j` of `g` GPUs goes at `demand(server)`: on a cluster placed by kind, the
+    /// best-fitting server of the first kind in the job's order that has one; else (or where
+    /// none fits on one server) as [`Free::find`] places it.
+    pub fn find(&self, free: &Free, j: usize, demand: impl Fn(usize) -> (f64, f64)) -> Option<Home> {
+        let g = self.jobs[j].spec.gpus;
+        if self.semantics == Semantics::Exact
+            && self.cluster.places_by_kind()
+            && let Some(kinds) = &self.jobs[j].kinds
+        {
+            for &k in &kinds.order {
+                if let Some(s) = free.best_fit_of_kind(g, &demand, Some(k)) {
+                    return Some(Home::One((s, g)));
+                }
+            }
+        }
+        free.find(self.semantics, g, demand)
+    }
+
+    /// The rank of server `s`'s kind in job `j`'s order (0 on a cluster not placed by kind).
+    pub fn kind_rank(&self, j: usize, s: usize) -> usize {
+        match &self.jobs[j].kinds {
+            Some(k) if self.cluster.places_by_kind() => {
+                let kind = self.cluster.servers[s].kind;
+                k.order.iter().position(|&o| o == kind).unwrap_or(0)
+            }
+            _ => 0,
         }
     }
 
@@ -183,19 +223,20 @@ pub fn reclaim_and_place(
         return false;
     }
     let parts: Home = if g <= free.max_free {
-        // Least reclaiming, then fewest GPUs left, then lowest id.
-        let mut best: Option<(f64, u32, usize)> = None;
+        // The job's kinds in order (placed by kind), then least reclaiming, then fewest GPUs
+        // left, then lowest id.
+        let mut best: Option<(usize, f64, u32, usize)> = None;
         for s in free.with_gpus(g) {
             let (c, m) = ctx.proportional(j, s);
             let need = (c - free.server(s).cpus).max(0.0) / ctx.cluster.servers[s].cpus
                 + (m - free.server(s).mem_gb).max(0.0) / ctx.cluster.servers[s].mem_gb;
-            let key = (need, free.server(s).gpus - g, s);
+            let key = (ctx.kind_rank(j, s), need, free.server(s).gpus - g, s);
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
         }
         match best {
-            Some((_, _, s)) => Home::One((s, g)),
+            Some((_, _, _, s)) => Home::One((s, g)),
             None => return false,
         }
     } else {
@@ -268,7 +309,7 @@ pub fn place_in_order(
     while free.total_gpus > 0 {
         let Some(j) = order.next() else { break };
         let g = ctx.jobs[j].spec.gpus;
-        if let Some(parts) = free.find(ctx.semantics, g, |s| demand(j, s)) {
+        if let Some(parts) = ctx.find(&free, j, |s| demand(j, s)) {
             free.place_parts(out, j, g, &parts, |s| demand(j, s));
         }
     }

@@ -36,7 +36,7 @@ impl Mechanism for Tune {
             let Some(j) = order.next() else { break };
             let g = ctx.jobs[j].spec.gpus;
             let best = |s| best_on(ctx, j, s);
-            if let Some(parts) = free.find(Semantics::Exact, g, best) {
+            if let Some(parts) = ctx.find(&free, j, best) {
                 free.place_parts(out, j, g, &parts, best);
                 continue;
             }
