@@ -416,14 +416,17 @@ impl ReplayArgs {
             Some(p) => trace_workload(p, self.trace_format)?,
         };
         let schemes = parse_schemes(&self.policy, &self.mechanism, &self.compare)?;
-        let mut cluster = ClusterSpec::resolve(self.cluster.as_deref().unwrap_or("synergy-default"))?;
+        let mut cluster =
+            ClusterSpec::resolve(self.cluster.as_deref().unwrap_or("synergy-default"))?;
         if let Some(p) = self.kind_placement {
             cluster.kind_placement = p;
         }
         if let Some(k) = &self.kind_fallback {
             cluster.kind_fallback = Some(k.clone());
         }
-        cluster.validate().map_err(|(_, m)| ReplayError::Cluster(m))?;
+        cluster
+            .validate()
+            .map_err(|(_, m)| ReplayError::Cluster(m))?;
         Ok(ReplayOptions {
             cluster,
             profiles: self.profiles.clone(),

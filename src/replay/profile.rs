@@ -308,10 +308,7 @@ impl ProfileSet {
         if let Some(&other) = self.by_kind.get(&key) {
             return Err(ReplayError::Profile(format!(
                 "two matrices for model {:?} of machine kind {}: {} and {}",
-                p.model,
-                key.1,
-                self.profiles[other].source,
-                p.source
+                p.model, key.1, self.profiles[other].source, p.source
             )));
         }
         self.by_kind.insert(key, self.profiles.len());

@@ -535,7 +535,8 @@ fn csv_and_parquet_read_back_with_every_cell_value() {
             );
             assert_eq!(
                 u(df, "machine_gpu_memory_bytes", row),
-                m.and_then(|m| m.gpu_devices.first()).map(|g| g.memory_bytes)
+                m.and_then(|m| m.gpu_devices.first())
+                    .map(|g| g.memory_bytes)
             );
             assert_eq!(
                 s(df, "matrix_validation", row),

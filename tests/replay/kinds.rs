@@ -105,7 +105,10 @@ fn matrices_of_several_kinds_need_a_cluster_that_names_kinds() {
     )
     .unwrap();
     let e = replay(dir.path(), plain).unwrap_err();
-    assert!(e.contains("machine_kind") && e.contains("fast, slow"), "{e}");
+    assert!(
+        e.contains("machine_kind") && e.contains("fast, slow"),
+        "{e}"
+    );
     // Groups must all name a kind, or none.
     let e = ClusterSpec::from_toml(
         "[[group]]\ncount = 1\ngpus = 1\ncpus = 2\nmemory_gb = 20\nmachine_kind = \"fast\"\n\
@@ -114,5 +117,8 @@ fn matrices_of_several_kinds_need_a_cluster_that_names_kinds() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("half.toml:7") && e.contains("every group"), "{e}");
+    assert!(
+        e.contains("half.toml:7") && e.contains("every group"),
+        "{e}"
+    );
 }

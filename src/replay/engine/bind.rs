@@ -43,8 +43,7 @@ pub fn bind(
             "model {} has no throughput at the proportional share ({c} cores, {m} GB per GPU): \
              its matrix's cells there failed or are missing (`profiler show --cells {}` says \
              why)",
-            p.model,
-            p.source
+            p.model, p.source
         )));
     }
     // Synergy counts iterations: a trace gives them (work = iterations x batch x GPUs, exact),
@@ -200,7 +199,12 @@ fn advantage_order(per_kind: &[u32], cluster: &Cluster, profiles: &ProfileSet) -
     let reference_profile = profiles.get(per_kind[reference] as usize);
     let advantage: Vec<f64> = (0..cluster.kinds.len())
         .map(|k| {
-            speed_on(profiles.get(per_kind[k] as usize), cluster, k, reference_profile) / typical[k]
+            speed_on(
+                profiles.get(per_kind[k] as usize),
+                cluster,
+                k,
+                reference_profile,
+            ) / typical[k]
         })
         .collect();
     let mut order: Vec<u16> = (0..cluster.kinds.len() as u16).collect();

@@ -62,8 +62,12 @@ impl MechCtx<'_> {
             Some(k) => (0..k.profiles.len())
                 .filter(|&i| kinds & (1 << i) != 0)
                 .map(|i| {
-                    (self.profiles.get(k.profiles[i] as usize))
-                        .rate(job.spec.gpus, cpus, mem_gb, self.semantics)
+                    (self.profiles.get(k.profiles[i] as usize)).rate(
+                        job.spec.gpus,
+                        cpus,
+                        mem_gb,
+                        self.semantics,
+                    )
                 })
                 .fold(f64::INFINITY, f64::min),
             None if self.semantics == Semantics::Synergy && at_best => {
@@ -83,7 +87,12 @@ impl MechCtx<'_> {
     /// Where job `j` of `g` GPUs goes at `demand(server)`: on a cluster placed by kind, the
     /// best-fitting server of the first kind in the job's order that has one; else (or where
     /// none fits on one server) as [`Free::find`] places it.
-    pub fn find(&self, free: &Free, j: usize, demand: impl Fn(usize) -> (f64, f64)) -> Option<Home> {
+    pub fn find(
+        &self,
+        free: &Free,
+        j: usize,
+        demand: impl Fn(usize) -> (f64, f64),
+    ) -> Option<Home> {
         let g = self.jobs[j].spec.gpus;
         if self.semantics == Semantics::Exact
             && self.cluster.places_by_kind()
