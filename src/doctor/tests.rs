@@ -139,6 +139,7 @@ fn without_a_gpu_the_sweep_is_skipped_and_says_why() {
     assert_eq!(
         names,
         [
+            "machine kind",
             "NVIDIA driver and NVML",
             "GPM (per-SM activity)",
             "cgroups",

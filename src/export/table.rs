@@ -118,7 +118,7 @@ impl Rows<'_> {
 
     /// The matrix's job and machine, and the cell's place on its axes.
     fn matrix_columns(&self) -> Vec<Column> {
-        vec![
+        let mut columns = vec![
             col(
                 "matrix_file",
                 self.s(&|p, _| Some(p.path.display().to_string())),
@@ -144,6 +144,19 @@ impl Rows<'_> {
                 "job_dataset_samples",
                 self.u(&|p, _| p.matrix.header.job.dataset_samples),
             ),
+        ];
+        columns.extend(self.machine_columns());
+        columns.extend([
+            col("matrix_validation", self.s(&|p, _| p.validation_summary())),
+            col("cpu", self.f(&|_, c| Some(c.cpu))),
+            col("memory_bytes", self.u(&|_, c| Some(c.memory_bytes))),
+        ]);
+        columns
+    }
+
+    /// The machine the matrix was measured on, and its kind.
+    fn machine_columns(&self) -> Vec<Column> {
+        vec![
             col(
                 "machine_hostname",
                 self.s(&|p, _| p.matrix.header.machine.as_ref().map(|m| m.hostname.clone())),
@@ -230,9 +243,6 @@ impl Rows<'_> {
                         .map(|g| g.driver.clone())
                 }),
             ),
-            col("matrix_validation", self.s(&|p, _| p.validation_summary())),
-            col("cpu", self.f(&|_, c| Some(c.cpu))),
-            col("memory_bytes", self.u(&|_, c| Some(c.memory_bytes))),
         ]
     }
 

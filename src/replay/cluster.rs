@@ -69,7 +69,7 @@ pub enum KindPlacement {
 }
 
 /// Most machine kinds one cluster may mix.
-pub const MAX_KINDS: usize = 64;
+pub const MAX_KINDS: usize = 32;
 
 /// Slack for floating-point sums of CPUs and GB.
 pub const EPS: f64 = 1e-9;

@@ -106,11 +106,12 @@ impl SynergyCounters {
 #[cfg(test)]
 mod tests {
     /// The replay moves job states between its lists every round: keep them as small as
-    /// they were (272 bytes on 64-bit targets).
+    /// they were (280 bytes on 64-bit targets: 272, and the pointer to its kinds on a
+    /// heterogeneous cluster).
     #[test]
     fn a_job_state_stays_small() {
         assert!(
-            std::mem::size_of::<super::JobState>() <= 272,
+            std::mem::size_of::<super::JobState>() <= 280,
             "{}",
             std::mem::size_of::<super::JobState>()
         );

@@ -17,7 +17,7 @@ pub struct Alloc {
     pub mem_gb: f64,
     pub servers: u32,
     /// The machine kinds of its servers, one bit per [`Cluster::kinds`] index.
-    pub kinds: u64,
+    pub kinds: u32,
     /// Samples/s it runs at (the engine fills it in).
     pub rate: f64,
 }
@@ -164,7 +164,7 @@ fn sum_per_job(
 ) -> bool {
     let mut spread = false;
     for p in placements {
-        let kind = 1u64 << cluster.servers[p.server].kind;
+        let kind = 1u32 << cluster.servers[p.server].kind;
         match index[p.job] {
             0 => {
                 allocs.push(Alloc {

@@ -156,7 +156,7 @@ struct Slot {
     /// round being made, and a slot stays 64 bytes.
     ran_round: u32,
     /// Its last allocation (cores, GB, servers) and the rate that gave.
-    memo: Option<(f64, f64, u32, u64, f64)>,
+    memo: Option<(f64, f64, u32, u32, f64)>,
     /// The whole CPUs its process was last started on (0: not started), where starting
     /// costs ([`super::profile::StartCost`]).
     started_on: u32,

@@ -55,7 +55,7 @@ impl MechCtx<'_> {
     /// demand was capped at a server's size, and the demand Synergy's zoo declares).
     /// On servers of several machine kinds (`kinds`, one bit per kind) it runs at the slowest
     /// kind's rate: a data-parallel step waits for its slowest worker.
-    pub fn rate_spread(&self, j: usize, cpus: f64, mem_gb: f64, servers: u32, kinds: u64) -> f64 {
+    pub fn rate_spread(&self, j: usize, cpus: f64, mem_gb: f64, servers: u32, kinds: u32) -> f64 {
         let job = &self.jobs[j];
         let at_best = cpus + EPS >= job.best_cpu && mem_gb + EPS >= job.best_mem;
         let rate = match &job.kinds {
