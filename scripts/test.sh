@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs what the tests need where it is missing, then runs every
 # test. Idempotent: on a machine that has it all, it goes straight to `cargo test`.
+#   - Chromium (the report's tests open its pages headless, tests/matrices/report.rs)
 #   - Lua 5.1 (the Slurm export test runs the generated job_submit.lua under Slurm's plugin Lua)
 #   - Slurm's daemons, client and munge (the Slurm tests bring up a local single-node cluster,
 #     scripts/local-slurm.sh)
@@ -15,6 +16,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v lua5.1 >/dev/null || missing+=(lua5.1)
 command -v slurmctld >/dev/null || missing+=(slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins)
+[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 if ((${#missing[@]})); then
     if [[ $(id -u) -ne 0 ]]; then
         echo "scripts/test.sh: missing Debian packages ${missing[*]}; run as root to install them" >&2

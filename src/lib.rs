@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod output;
 pub mod plot;
 pub mod replay;
+pub mod report;
 pub mod slurm;
 pub mod spec;
 pub mod stats;

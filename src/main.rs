@@ -55,6 +55,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(args) => local_sweep(args),
         Command::Validate(args) => run_validate(args),
         Command::Plot(args) => plot(args),
+        Command::Report(args) => report(args),
         Command::Replay(args) if args.is_elastic() => replay_elastic(&args),
         Command::Replay(args) if args.grid.grid.is_some() => replay_grid(&args),
         Command::Replay(args) => replay(&args),
@@ -190,6 +191,23 @@ fn plot(args: profiler::cli::PlotArgs) -> anyhow::Result<ExitCode> {
     let written = profiler::plot::sensitivity::plot_files(&args.matrices, &args.to_options())?;
     for p in &written {
         println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(args: profiler::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+    let opts = args.to_options();
+    let written = profiler::report::write_report(&args.matrices, &opts, &mut |k, n| {
+        if n > 20 && (k % 100 == 0 || k == n) {
+            eprintln!("report: {k}/{n} pages");
+        }
+    })?;
+    match written.first() {
+        Some(first) => println!("open {}", first.display()),
+        None => println!("no page written"),
+    }
+    if written.len() > 1 {
+        println!("{} pages in {}", written.len() - 1, opts.out_dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -20,6 +20,7 @@ cluster schedules with them offline.\n\n\
 Start with:\n  profiler sweep --job workloads/input-pipeline.toml\n  \
 profiler show matrices/input-pipeline.matrix.jsonl --demand\n  \
 profiler plot matrices/input-pipeline.matrix.jsonl\n  \
+profiler report matrices/input-pipeline.matrix.jsonl    (one HTML page: charts, cells, provenance)\n  \
 profiler export matrices/input-pipeline.matrix.jsonl --format csv -o input-pipeline.csv\n  \
 profiler validate --job workloads/input-pipeline.toml\n  \
 profiler replay --compare fifo+proportional,fifo+tune,fifo+opt\n  \
@@ -106,6 +107,27 @@ profiler plot matrices/examples/*.matrix.jsonl -o plots/examples\n  \
 profiler plot matrices/zoo/resnet18.matrix.jsonl --normalize proportional --server 32:8:1000"
     )]
     Plot(PlotArgs),
+    /// Write matrices as self-contained HTML pages (charts with every measured cell's interval,
+    /// the demand, each cell's story, provenance) and an index of several.
+    #[command(
+        long_about = "Write one self-contained HTML page per matrix, and an index.html when \
+given several, into -o DIR (default report/).\n\n\
+A page shows the best-case demand and the allocations its intervals cannot tell apart from it, \
+the speed-up over the proportional share of --server, the heat map and the curves (the charts \
+`profiler plot` draws, each measured cell with its 95% interval), every cell on a sortable row \
+(rate and interval, relative rate, blocks, visits, CPU used, throttling, memory, page cache, \
+storage reads, GPU), the story of each cell that has one (why it failed or was modelled, its \
+visits, blocks left out, the cache model's prediction and why it missed), how the sweep went \
+(live check, spread between launches, blocks, host speed) and where and when it was measured.\n\n\
+The index lists every job's demand, speed-up and widest interval, sortable, each linking to its \
+page, with the overview chart (up to 40 jobs). Pages need no network: scripts and styles are \
+inline and their Content-Security-Policy forbids every request, so they open from file:// on an \
+air-gapped server. A folder stands for the *.matrix.jsonl files in it.\n\n\
+Examples:\n  profiler report matrices/input-pipeline.matrix.jsonl\n  \
+profiler report matrices/zoo -o report/zoo\n  \
+profiler report results/fleet/*.matrix.jsonl --server 32:8:1000"
+    )]
+    Report(ReportArgs),
     /// Replay a cluster schedule (trace or synthetic arrivals) with Synergy's policies and
     /// mechanisms, and report JCT, makespan and utilisation.
     // Boxed: the replay options are far larger than the other commands' (clippy
@@ -441,6 +463,29 @@ pub struct PlotArgs {
     pub normalize: Option<NormalizeArg>,
     #[command(flatten)]
     pub demand_args: DemandArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Matrix files (`*.matrix.jsonl`), or folders of them.
+    #[arg(required = true, value_name = "MATRIX")]
+    pub matrices: Vec<PathBuf>,
+    /// Folder the pages are written into (created when missing).
+    #[arg(long, short = 'o', default_value = "report", value_name = "DIR")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub demand_args: DemandArgs,
+}
+
+impl ReportArgs {
+    pub fn to_options(&self) -> crate::report::ReportOptions {
+        crate::report::ReportOptions {
+            out_dir: self.output.clone(),
+            server: self.demand_args.server,
+            eps: self.demand_args.eps,
+            weights: self.demand_args.weights(),
+        }
+    }
 }
 
 impl PlotArgs {

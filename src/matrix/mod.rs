@@ -24,7 +24,7 @@ pub use relative::{
     BlockReference, HostModel, RelativeRate, SweepBlock, describe_host, describe_relative,
     quiet_host_rates, relative_rates,
 };
-pub use summary::{render_cells, render_summary};
+pub use summary::{live_check_line, render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 pub use validation::{CellCheck, ModelAccuracy, PairedRatio, Validation, ValidationCell};
 pub use visits::Visit;
@@ -70,6 +70,10 @@ pub struct MatrixHeader {
     /// Where the numbers come from (for example a published artifact), free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<String>,
+    /// The profiler that wrote the matrix, `profiler 0.1.0`; absent in older files and in
+    /// matrices from published artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler: Option<String>,
     /// Inputs of the cache model used for `modelled` cells, when there are any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<CacheModelInputs>,
@@ -740,6 +744,7 @@ pub(crate) mod fixtures {
             },
             created_unix_s: 0,
             provenance: None,
+            profiler: None,
             cache_model: None,
             validation: None,
             live_check: None,

@@ -239,7 +239,8 @@ fn relative_text(cell: &Cell) -> String {
 }
 
 /// What the live check of a live sweep found.
-fn live_check_line(c: &LiveCheck) -> String {
+/// The live check in one line: what it compared, its verdict and what the sweep did then.
+pub fn live_check_line(c: &LiveCheck) -> String {
     if c.outcome == "unproven" {
         return format!(
             "live check at {} CPUs unproven: {}; the sweep went on re-capping the running job, \

@@ -13,6 +13,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
+/// Stroke width of an error bar, and the width of its caps, pixels.
+const INTERVAL_WIDTH: u32 = 1;
+const INTERVAL_CAP: u32 = 8;
+
 /// Axis scale. A logarithmic axis drops points at or below zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scale {
@@ -34,6 +38,8 @@ pub struct Series {
     /// Per point: an estimate rather than a measurement, drawn with a hollow symbol and dashed
     /// segments to its neighbours. Empty: every point is a measurement.
     pub estimated: Vec<bool>,
+    /// Per point: its 95% interval (low, high), drawn as an error bar. Empty or `None`: no bar.
+    pub intervals: Vec<Option<(f64, f64)>>,
 }
 
 /// A symbol at one point of the plot, outside any series (a failure, an optimum), with an
@@ -150,6 +156,7 @@ impl Chart {
             width: 2,
             marker: None,
             estimated: Vec::new(),
+            intervals: Vec::new(),
         });
         self
     }
@@ -163,6 +170,7 @@ impl Chart {
             width: 2,
             marker: None,
             estimated: Vec::new(),
+            intervals: Vec::new(),
         });
         self
     }
@@ -189,6 +197,15 @@ impl Chart {
     pub fn estimated(mut self, flags: Vec<bool>) -> Self {
         if let Some(s) = self.series.last_mut() {
             s.estimated = flags;
+        }
+        self
+    }
+
+    /// Gives points of the last line added their 95% intervals (one entry per point, `None`
+    /// for none), drawn as error bars.
+    pub fn intervals(mut self, bars: Vec<Option<(f64, f64)>>) -> Self {
+        if let Some(s) = self.series.last_mut() {
+            s.intervals = bars;
         }
         self
     }
@@ -446,6 +463,7 @@ impl Chart {
                 }
             }
         }
+        self.draw_intervals(chart, placer, k, s)?;
         let pts: Vec<((f64, f64), bool)> = pieces.into_iter().flatten().collect();
         if let Some(shape) = s.marker {
             chart
@@ -459,6 +477,40 @@ impl Chart {
                 placer.occupy_point(chart.backend_coord(p), MARKER_RADIUS + 2);
             }
         }
+        Ok(())
+    }
+
+    /// Each point's interval as an error bar in the series' colour, under its symbol.
+    fn draw_intervals<DB, XC>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<XC, RangedCoordf64>>,
+        placer: &mut LabelPlacer,
+        k: usize,
+        s: &Series,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend,
+        XC: Ranged<ValueType = f64>,
+    {
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        let bars: Vec<(f64, f64, f64, f64)> = (s.points.iter().zip(&s.intervals))
+            .filter_map(|(&(x, y), bar)| {
+                let (lo, hi) = (*bar)?;
+                (hi > lo && self.visible(&(x, y))).then_some((x, lo, y, hi))
+            })
+            .collect();
+        for &(x, lo, _, hi) in &bars {
+            let (top, bottom) = (chart.backend_coord(&(x, hi)), chart.backend_coord(&(x, lo)));
+            placer.occupy_polyline(&[top, bottom], INTERVAL_CAP as i32 / 2 + 1);
+        }
+        let style = color(k).stroke_width(INTERVAL_WIDTH);
+        chart
+            .draw_series(
+                bars.into_iter().map(|(x, lo, y, hi)| {
+                    ErrorBar::new_vertical(x, lo, y, hi, style, INTERVAL_CAP)
+                }),
+            )
+            .map_err(e)?;
         Ok(())
     }
 
@@ -513,9 +565,16 @@ impl Chart {
 
     fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
         let log = self.x_scale == Scale::Log;
+        // An interval's ends count, so that no bar runs off the plot.
+        let ends = self.series.iter().flat_map(|s| {
+            (s.points.iter().zip(&s.intervals))
+                .filter_map(|(&(x, _), bar)| bar.map(|(lo, hi)| [(x, lo), (x, hi)]))
+                .flatten()
+        });
         self.series
             .iter()
             .flat_map(|s| s.points.iter().copied())
+            .chain(ends)
             .chain(self.marks.iter().map(|m| m.at))
             .filter(move |(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0))
     }

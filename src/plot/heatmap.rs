@@ -32,6 +32,8 @@ pub struct HeatCell {
     pub value: Option<f64>,
     /// Printed in the cell.
     pub text: String,
+    /// Printed smaller under `text` where the cell has room: a measured cell's interval.
+    pub detail: Option<String>,
     pub kind: HeatCellKind,
 }
 
@@ -555,12 +557,32 @@ fn draw_cell<DB: DrawingBackend>(
     };
     let value_style = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 2).into_font())
         .pos(Pos::new(HPos::Center, VPos::Center));
+    // The detail goes under the value where the cell is tall enough for two lines.
+    let detail = cell
+        .detail
+        .as_deref()
+        .filter(|_| p1.1 - p0.1 >= 2 * TEXT_SIZE as i32 + 4);
+    let shift = if detail.is_some() {
+        TEXT_SIZE as i32 / 2
+    } else {
+        0
+    };
     root.draw(&Text::new(
         cell.text.as_str(),
-        text_at,
+        (text_at.0, text_at.1 - shift),
         value_style.color(&ink),
     ))
     .map_err(e)?;
+    if let Some(detail) = detail {
+        let small = TextStyle::from((FONT_FAMILY, TEXT_SIZE - 5).into_font())
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        root.draw(&Text::new(
+            detail,
+            (text_at.0, text_at.1 + shift + 2),
+            small.color(&ink),
+        ))
+        .map_err(e)?;
+    }
     Ok(())
 }
 

@@ -106,6 +106,8 @@ pub struct ViewCell {
     pub source: Option<CellSource>,
     /// Measured while other processes took the job's CPUs (see `matrix::checks`).
     pub disturbed: bool,
+    /// A measured cell's 95% interval (low, high) in the view's units.
+    pub interval: Option<(f64, f64)>,
 }
 
 /// The best-case demand in a view's units.
@@ -379,6 +381,7 @@ impl ViewUnits {
                 value: None,
                 source: None,
                 disturbed: false,
+                interval: None,
             };
             cpu.len() * nm
         ];
@@ -392,11 +395,16 @@ impl ViewUnits {
                     .filter(|v| v.is_finite())
                     .map(|v| self.value(v)),
             };
+            let interval = (c.throughput.as_ref())
+                .filter(|_| value.is_some() && c.source == CellSource::Measured)
+                .filter(|t| t.ci95_low.is_finite() && t.ci95_high.is_finite())
+                .map(|t| (self.value(t.ci95_low), self.value(t.ci95_high)));
             // A repeated cell: the later one wins, as in the matrix file.
             grid[ci * nm + mi] = ViewCell {
                 value,
                 source: Some(c.source),
                 disturbed: value.is_some() && is_disturbed(c),
+                interval,
             };
         }
         ViewGrid {

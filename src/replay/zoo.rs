@@ -144,6 +144,7 @@ fn zoo_header(shape: u32, zoo_name: &str, pts: &[(f64, f64, f64)], sc: Scalars) 
         },
         created_unix_s: 0,
         provenance: Some(provenance),
+        profiler: None,
         cache_model: None,
         validation: None,
         live_check: None,

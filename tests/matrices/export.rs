@@ -402,6 +402,7 @@ fn rich_matrix() -> Matrix {
             },
             created_unix_s: 1_700_000_000,
             provenance: Some("test fixture".into()),
+            profiler: None,
             cache_model: Some(CacheModelInputs::new(
                 CacheKind::PageCache,
                 10_000_000_000,

@@ -9,3 +9,4 @@ mod fuzz;
 mod many_files;
 mod marks;
 mod plot;
+mod report;

@@ -86,6 +86,7 @@ impl Sweep<'_> {
             },
             created_unix_s: now_unix_s() as u64,
             provenance: Some(provenance),
+            profiler: Some(concat!("profiler ", env!("CARGO_PKG_VERSION")).into()),
             cache_model: self.cache_inputs.clone(),
             validation: None,
             live_check: match &self.live_check {

@@ -109,23 +109,30 @@ struct Drawn {
 fn draw_lines(mut chart: Chart, lines: Vec<Line>, unit: &str) -> (Chart, Drawn) {
     let mut drawn = Drawn::default();
     for (k, (line_levels, cells)) in merge_identical(lines).into_iter().enumerate() {
-        let (points, estimated) = drawn.line(cells);
+        let (points, estimated, intervals) = drawn.line(cells);
         let shape = MarkerShape::for_series(k);
         chart = chart
             .line(levels_label(&line_levels, unit), points)
             .markers(shape)
-            .estimated(estimated);
+            .estimated(estimated)
+            .intervals(intervals);
     }
     (chart, drawn)
 }
 
 impl Drawn {
-    /// A line's points and which of them are modelled, noting what the marks and the legend
-    /// need.
-    fn line(&mut self, cells: Vec<(f64, ViewCell)>) -> (Vec<(f64, f64)>, Vec<bool>) {
+    /// A line's points, which of them are modelled and their intervals, noting what the marks
+    /// and the legend need.
+    #[allow(clippy::type_complexity)]
+    fn line(
+        &mut self,
+        cells: Vec<(f64, ViewCell)>,
+    ) -> (Vec<(f64, f64)>, Vec<bool>, Vec<Option<(f64, f64)>>) {
         let mut points = Vec::new();
         let mut estimated = Vec::new();
+        let mut intervals = Vec::new();
         for (x, cell) in cells {
+            intervals.push(cell.interval);
             match (cell.value, cell.source) {
                 (Some(y), Some(source)) => {
                     points.push((x, y));
@@ -133,7 +140,8 @@ impl Drawn {
                     estimated.push(est);
                     self.any_estimated |= est;
                     self.any_measured |= !est;
-                    self.y_max = self.y_max.max(y);
+                    let top = cell.interval.map_or(y, |(_, hi)| hi.max(y));
+                    self.y_max = self.y_max.max(top);
                     if cell.disturbed {
                         self.disturbed_at.push((x, y));
                     }
@@ -147,10 +155,12 @@ impl Drawn {
                         self.failed_at.push(x);
                     }
                 }
-                _ => {}
+                _ => {
+                    intervals.pop();
+                }
             }
         }
-        (points, estimated)
+        (points, estimated, intervals)
     }
 
     /// Failed levels and disturbed points, marked over the lines.

@@ -1,6 +1,6 @@
 //! The CPU x memory heat map of one view.
 
-use super::units::{amount, num};
+use super::units::{amount, num, trim};
 use super::{SHARE_LABEL, View};
 use crate::matrix::CellSource;
 use crate::matrix::surface::same_level;
@@ -25,9 +25,14 @@ pub fn heatmap(v: &View) -> Heatmap {
                 }
                 (Some(_), Some(x)) => (HeatCellKind::Measured, v.value_text(x)),
             };
+            let measured = matches!(kind, HeatCellKind::Measured | HeatCellKind::Disturbed);
+            let detail = (c.interval.zip(c.value))
+                .filter(|&(_, x)| measured && x > 0.0)
+                .map(|((lo, hi), x)| format!("±{}%", trim(format!("{:.1}", 50.0 * (hi - lo) / x))));
             cells.push(HeatCell {
                 value: c.value,
                 text,
+                detail,
                 kind,
             });
         }

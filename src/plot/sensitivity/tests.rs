@@ -64,6 +64,7 @@ fn view_per_gpu_and_normalised() {
             value: None,
             source: Some(CellSource::Failed),
             disturbed: false,
+            interval: None,
         }
     );
     assert_eq!((v.best.ci, v.best.mi), (1, 1));
@@ -100,6 +101,93 @@ fn view_in_the_matrix_units() {
         .collect();
     assert_eq!(fails.len(), 1);
     assert_eq!(fails[0].at, (2.0, 0.0));
+}
+
+/// The error bars of an SVG's series in `stroke`: each vertical `<line>`'s x and its length.
+fn error_bars(svg: &str, stroke: &str) -> Vec<(i64, i64)> {
+    let attr = |tag: &str, name: &str| -> Option<i64> {
+        let key = format!(" {name}=\"");
+        let at = tag.find(&key)? + key.len();
+        tag[at..].split('"').next()?.parse().ok()
+    };
+    svg.split("<line")
+        .skip(1)
+        .map(|t| &t[..t.find("/>").unwrap_or(t.len())])
+        .filter(|t| t.contains(&format!("stroke=\"{stroke}\"")))
+        .filter_map(|t| {
+            let (x1, y1, x2, y2) = (
+                attr(t, "x1")?,
+                attr(t, "y1")?,
+                attr(t, "x2")?,
+                attr(t, "y2")?,
+            );
+            (x1 == x2 && y1 != y2).then_some((x1, (y2 - y1).abs()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_measured_cell_s_interval_is_an_error_bar_of_its_width() {
+    let mut header = fixtures::header("job");
+    header.job.gpus = 1;
+    let with_interval = |cpu: f64, rate: f64, half: f64| {
+        let mut c = cell(cpu, 1.0, CellSource::Measured, Some(rate));
+        let t = c.throughput.as_mut().unwrap();
+        (t.ci95_low, t.ci95_high) = (rate - half, rate + half);
+        c
+    };
+    let mut modelled = with_interval(8.0, 350.0, 50.0);
+    modelled.source = CellSource::Modelled;
+    let m = Matrix {
+        header,
+        cells: vec![
+            with_interval(1.0, 100.0, 5.0),
+            with_interval(2.0, 200.0, 10.0),
+            with_interval(4.0, 300.0, 60.0),
+            modelled,
+        ],
+    };
+    let v = view(
+        Path::new("m"),
+        &m,
+        &BTreeMap::new(),
+        "job".into(),
+        &PlotOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(v.cell(2, 0).interval, Some((240.0, 360.0)));
+    assert_eq!(
+        v.cell(3, 0).interval,
+        None,
+        "a modelled cell has no interval"
+    );
+    let chart = cpu_chart(&v);
+    let svg = chart.to_svg_string().unwrap();
+    let bars = error_bars(&svg, "#1F77B4");
+    // One bar a measured cell, left to right, as long as its interval is wide: 10, 20 and 120
+    // samples/s on one linear axis.
+    assert_eq!(bars.len(), 3, "{bars:?}");
+    assert!(bars[0].0 < bars[1].0 && bars[1].0 < bars[2].0);
+    // Pixels per sample/s, fitted over the three (each length is rounded to a pixel).
+    let unit = bars.iter().map(|b| b.1 as f64).sum::<f64>() / 150.0;
+    for (bar, width) in bars.iter().zip([10.0, 20.0, 120.0]) {
+        assert!((bar.1 as f64 - width * unit).abs() <= 1.5, "{bars:?}");
+    }
+    // The highest bar's top is inside the plot: the y axis reaches 360.
+    let top = chart.y_range.unwrap().1;
+    assert!(top >= 360.0, "{top}");
+    // The heat map gives the half-width under each measured value.
+    let h = heatmap(&v);
+    let texts: Vec<_> = h.cells.iter().map(|c| c.detail.clone()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            Some("±5%".into()),
+            Some("±5%".into()),
+            Some("±20%".into()),
+            None
+        ]
+    );
 }
 
 #[test]
