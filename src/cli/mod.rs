@@ -122,9 +122,14 @@ visits, blocks left out, the cache model's prediction and why it missed), how th
 The index lists every job's demand, speed-up and widest interval, sortable, each linking to its \
 page, with the overview chart (up to 40 jobs). Pages need no network: scripts and styles are \
 inline and their Content-Security-Policy forbids every request, so they open from file:// on an \
-air-gapped server. A folder stands for the *.matrix.jsonl files in it.\n\n\
+air-gapped server. A folder stands for the *.matrix.jsonl files in it, or, where it is a \
+deploy's or a replay's --out, for that run: a deploy's page has the deploy against its replay \
+scheme by scheme (makespan, mean and p99 JCT, the gaps, the gain over the proportional share), \
+both JCT distributions and each job's timeline (running, queued or suspended, re-capped); a \
+replay's has its schemes' summary and JCT distributions.\n\n\
 Examples:\n  profiler report matrices/input-pipeline.matrix.jsonl\n  \
 profiler report matrices/zoo -o report/zoo\n  \
+profiler report results/deploy\n  \
 profiler report results/fleet/*.matrix.jsonl --server 32:8:1000"
     )]
     Report(ReportArgs),
@@ -467,8 +472,8 @@ pub struct PlotArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Matrix files (`*.matrix.jsonl`), or folders of them.
-    #[arg(required = true, value_name = "MATRIX")]
+    /// Matrix files (`*.matrix.jsonl`), folders of them, or a deploy's or a replay's `--out`.
+    #[arg(required = true, value_name = "MATRIX|DIR")]
     pub matrices: Vec<PathBuf>,
     /// Folder the pages are written into (created when missing).
     #[arg(long, short = 'o', default_value = "report", value_name = "DIR")]

@@ -77,6 +77,12 @@ pub struct JobOutcome {
     /// Why it could not go on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The cores and memory it held in the round (a report's timeline tells re-caps from
+    /// them); absent in older journals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_bytes: Option<u64>,
 }
 
 /// A round the deploy finished: its start and its placed jobs, in placement order.
@@ -158,9 +164,25 @@ impl Journal {
     }
 }
 
-/// The rounds of the journal at `path`, checked against `header`. A last line cut short (the
-/// deploy died writing it) is left out; any other line that does not parse is an error.
+/// The rounds of the journal at `path`, checked against `header`.
 fn read(path: &Path, header: &JournalHeader) -> Result<VecDeque<RoundRecord>, DeployError> {
+    let (written, rounds) = read_journal(path)?;
+    if let Some(what) = written.differs(header) {
+        return Err(DeployError::Journal {
+            path: path.to_owned(),
+            line: 1,
+            message: format!(
+                "written for {what}: resume with the options it was started with, or start \
+                 again without --resume"
+            ),
+        });
+    }
+    Ok(rounds)
+}
+
+/// The header and the rounds of the journal at `path`. A last line cut short (the deploy died
+/// writing it) is left out; any other line that does not parse is an error.
+pub fn read_journal(path: &Path) -> Result<(JournalHeader, VecDeque<RoundRecord>), DeployError> {
     let file = File::open(path).map_err(DeployError::io(path))?;
     let error = |line: usize, message: String| DeployError::Journal {
         path: path.to_owned(),
@@ -182,15 +204,6 @@ fn read(path: &Path, header: &JournalHeader) -> Result<VecDeque<RoundRecord>, De
             format!("kind {:?}, expected {KIND:?}", written.kind),
         ));
     }
-    if let Some(what) = written.differs(header) {
-        return Err(error(
-            1,
-            format!(
-                "written for {what}: resume with the options it was started with, or start \
-                 again without --resume"
-            ),
-        ));
-    }
     let mut rounds = VecDeque::new();
     for (i, line) in lines.iter().enumerate().skip(1) {
         match serde_json::from_str::<RoundRecord>(line) {
@@ -199,7 +212,7 @@ fn read(path: &Path, header: &JournalHeader) -> Result<VecDeque<RoundRecord>, De
             Err(e) => return Err(error(i + 1, format!("expected a round: {e}"))),
         }
     }
-    Ok(rounds)
+    Ok((written, rounds))
 }
 
 #[cfg(test)]
@@ -227,6 +240,8 @@ mod tests {
                 ran_s: 30.0,
                 finish: None,
                 failure: Some("exited".into()),
+                cpus: Some(0.5),
+                mem_bytes: Some(1 << 30),
             }],
         }
     }

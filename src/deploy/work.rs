@@ -62,6 +62,8 @@ impl Tracked {
             ran_s: end.map_or(round_s, |e| (e - t0).clamp(0.0, round_s)),
             finish: self.finish.map(|f| f.max(t0)),
             failure: failure.map(|(_, why)| why.clone()),
+            cpus: Some(self.grant.cpus),
+            mem_bytes: Some(self.grant.mem_bytes),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `profiler replay`: cluster-scheduling replay with Synergy's (OSDI'22) policies and
-//! mechanisms. See `docs/REPLAY.md` for the model, the semantics and every difference from
-//! Synergy's simulator.
+//! mechanisms. See `docs/REPLAY.md` for the model and the semantics, and
+//! `docs/findings/synergy-fidelity.md` for every difference from Synergy's simulator.
 //!
 //! The CLI builds a [`ReplayOptions`] (see [`cli::ReplayArgs`]) and calls [`run`].
 

@@ -89,7 +89,11 @@ impl Td {
 
 /// A table with a header row; `sortable` lets a click on a column's header sort by it.
 pub fn table(class: &str, columns: &[&str], rows: &[(String, Vec<Td>)]) -> String {
-    let mut out = format!("<table class=\"{}\">\n<thead><tr>", esc(class));
+    // Wrapped so that a wide table scrolls on its own instead of widening the page.
+    let mut out = format!(
+        "<div class=\"scroll\"><table class=\"{}\">\n<thead><tr>",
+        esc(class)
+    );
     for c in columns {
         let _ = write!(out, "<th>{}</th>", esc(c));
     }
@@ -108,7 +112,7 @@ pub fn table(class: &str, columns: &[&str], rows: &[(String, Vec<Td>)]) -> Strin
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table></div>\n");
     out
 }
 

@@ -10,8 +10,24 @@ use std::fmt::Write;
 /// read, and the table says the same.
 pub const OVERVIEW_MAX_LINES: usize = 40;
 
-pub fn index_page(pages: &[PageSummary], opts: &ReportOptions) -> Result<String, ReportError> {
+/// The index of the matrices' `pages` and of the deploys' and replays' pages `runs` (file
+/// names beside it).
+pub fn index_page(
+    pages: &[PageSummary],
+    runs: &[String],
+    opts: &ReportOptions,
+) -> Result<String, ReportError> {
     let mut body = String::new();
+    if !runs.is_empty() {
+        body.push_str("<h1>Deploys and replays</h1>\n<ul>\n");
+        for r in runs {
+            let _ = writeln!(body, "<li><a href=\"{0}\">{0}</a></li>", esc(r));
+        }
+        body.push_str("</ul>\n");
+    }
+    if pages.is_empty() {
+        return Ok(page("report", &body));
+    }
     let _ = writeln!(
         body,
         "<h1>{} profiles</h1>\n<p class=\"sub\">best case within {}% of the best throughput, \

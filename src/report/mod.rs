@@ -7,6 +7,7 @@
 pub mod html;
 mod index;
 mod matrix_page;
+mod runs_page;
 
 pub use index::OVERVIEW_MAX_LINES;
 pub use matrix_page::worst_half_width_pct;
@@ -35,8 +36,12 @@ pub enum ReportError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: no *{MATRIX_SUFFIX} file in this folder")]
+    #[error("{path}: no *{MATRIX_SUFFIX} file in this folder, and no deploy's or replay's tables")]
     EmptyFolder { path: PathBuf },
+    #[error("{path}: {message}")]
+    Table { path: PathBuf, message: String },
+    #[error(transparent)]
+    Journal(#[from] crate::deploy::DeployError),
 }
 
 impl ReportError {
@@ -114,16 +119,32 @@ pub fn matrix_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReportError> {
     Ok(files)
 }
 
-/// Writes a page per matrix into `opts.out_dir` and, for several, `index.html`; returns the
-/// files written, the index (or the only page) first. `progress` is called after each page.
+/// Writes a page per matrix, deploy and replay into `opts.out_dir` and, for several pages,
+/// `index.html`; returns the files written, the index (or the only page) first. A folder
+/// stands for a deploy's or a replay's `--out` where it holds their tables, else for its
+/// matrix files. `progress` is called after each matrix's page.
 pub fn write_report(
     paths: &[PathBuf],
     opts: &ReportOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<PathBuf>, ReportError> {
-    let files = matrix_files(paths)?;
+    let (runs, matrices): (Vec<PathBuf>, Vec<PathBuf>) =
+        (paths.iter().cloned()).partition(|p| runs_page::is_deploy(p) || runs_page::is_replay(p));
+    let files = matrix_files(&matrices)?;
     std::fs::create_dir_all(&opts.out_dir).map_err(ReportError::io(&opts.out_dir))?;
     let mut used = HashSet::new();
+    let mut run_pages = Vec::with_capacity(runs.len());
+    for dir in &runs {
+        let html = match runs_page::is_deploy(dir) {
+            true => runs_page::deploy_page(dir)?,
+            false => runs_page::replay_page(dir)?,
+        };
+        let stem = (dir.file_name().and_then(|n| n.to_str())).unwrap_or("run");
+        let name = unique_name(&mut used, &format!("{}.run", sanitize(stem)));
+        let out = opts.out_dir.join(format!("{name}.html"));
+        std::fs::write(&out, html).map_err(ReportError::io(&out))?;
+        run_pages.push(out);
+    }
     let mut pages = Vec::with_capacity(files.len());
     let mut written = Vec::with_capacity(files.len() + 1);
     for (k, path) in files.iter().enumerate() {
@@ -136,9 +157,13 @@ pub fn write_report(
         pages.push(summary);
         progress(k + 1, files.len());
     }
-    if pages.len() > 1 {
+    let run_names: Vec<String> = (run_pages.iter())
+        .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+        .collect();
+    written.splice(0..0, run_pages);
+    if written.len() > 1 {
         let out = opts.out_dir.join("index.html");
-        let html = index::index_page(&pages, opts)?;
+        let html = index::index_page(&pages, &run_names, opts)?;
         std::fs::write(&out, html).map_err(ReportError::io(&out))?;
         written.insert(0, out);
     }

@@ -118,3 +118,106 @@ fn a_folder_without_matrices_is_an_error_naming_it() {
     .unwrap_err();
     assert!(err.to_string().contains("no *.matrix.jsonl file"), "{err}");
 }
+
+/// A deploy's `--out` as `profiler deploy` writes it: the comparison, each side's jobs table
+/// and the journal, for one scheme of two jobs; job 1 re-capped from 2 to 1 CPU.
+fn deploy_out(dir: &Path) {
+    use crate::deploy::compare::{self, CompareRow};
+    use crate::deploy::journal::{JobOutcome, RoundRecord};
+    use crate::replay::metrics::JobRecord;
+    use crate::replay::tables::{jobs_frame, write_table};
+    compare::write(
+        &[CompareRow {
+            policy: "fifo".into(),
+            mechanism: "tune".into(),
+            jobs: 2,
+            unfinished: 0,
+            makespan: (110.0, 100.0),
+            mean_jct: (80.0, 75.0),
+            p99_jct: (110.0, 100.0),
+            gain_over_proportional: Some((6.0, 7.0)),
+        }],
+        dir,
+    )
+    .unwrap();
+    let job = |id: u64, finish: f64| JobRecord {
+        id,
+        model: "decode".into(),
+        gpus: 1,
+        arrival_s: 0.0,
+        start_s: Some(0.0),
+        finish_s: Some(finish),
+        jct_s: Some(finish),
+        queue_s: Some(0.0),
+        alone_proportional_s: finish,
+        alone_best_s: finish,
+        ftf_rho: None,
+        rounds_run: 2,
+        gpu_s: finish,
+        cpu_request: None,
+        mem_request_gb: None,
+        failure: None,
+    };
+    for (sub, finish) in [("", [50.0, 110.0]), ("replay", [50.0, 100.0])] {
+        let d = dir.join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        let mut df = jobs_frame(&[job(0, finish[0]), job(1, finish[1])]).unwrap();
+        write_table(&mut df, &d, "fifo-tune.jobs").unwrap();
+    }
+    let outcome = |id: u64, ran_s: f64, cpus: f64| JobOutcome {
+        id,
+        remaining: 0.0,
+        ran_s,
+        finish: None,
+        failure: None,
+        cpus: Some(cpus),
+        mem_bytes: Some(GIB),
+    };
+    let rounds = [
+        RoundRecord {
+            t: 0.0,
+            round_s: 60.0,
+            jobs: vec![outcome(0, 50.0, 1.0), outcome(1, 60.0, 2.0)],
+        },
+        RoundRecord {
+            t: 60.0,
+            round_s: 60.0,
+            jobs: vec![outcome(1, 50.0, 1.0)],
+        },
+    ];
+    let header = crate::deploy::journal::JournalHeader {
+        kind: "profiler-deploy-journal".into(),
+        scheme: "fifo+tune".into(),
+        round_s: 60.0,
+        jobs: 2,
+        work_samples: 1000.0,
+        last_arrival_s: 0.0,
+    };
+    let journal: String = std::iter::once(serde_json::to_string(&header).unwrap())
+        .chain(rounds.iter().map(|r| serde_json::to_string(r).unwrap()))
+        .map(|l| l + "\n")
+        .collect();
+    std::fs::create_dir_all(dir.join("journal")).unwrap();
+    std::fs::write(dir.join("journal/fifo-tune.jsonl"), journal).unwrap();
+}
+
+#[test]
+fn a_deploy_s_page_has_synergy_s_table_and_each_job_s_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("deploy");
+    deploy_out(&run);
+    let out = dir.path().join("out");
+    let written = write_report(&[run], &options(&out), &mut |_, _| {}).unwrap();
+    assert_eq!(written, vec![out.join("deploy.run.html")]);
+    let html = std::fs::read_to_string(&written[0]).unwrap();
+    assert_eq!(data(&html, "makespan-deploy"), vec![110.0]);
+    assert_eq!(data(&html, "makespan-gap"), vec![10.0]);
+    assert_eq!(data(&html, "gain-replay"), vec![7.0]);
+    // Three bars (one a round each job ran), one re-cap (job 1 from 2 CPUs to 1).
+    assert_eq!(html.matches("<title>t=").count(), 3);
+    assert_eq!(
+        html.matches("stroke=\"#000\" stroke-width=\"2\"").count(),
+        1
+    );
+    assert!(html.contains("ran 50 s with 1 CPUs and 1.00 GiB"));
+}

@@ -10,7 +10,7 @@
 //!
 //! Without the Python environment (no network) the tests skip with `SKIPPED:` on stderr; under
 //! CI they fail instead. `cargo test --test harness frameworks -- --nocapture --test-threads 1`
-//! prints the table of docs/JOB_SPEC.md, "Real framework scripts".
+//! prints the table of docs/findings/framework-scripts.md.
 
 use super::*;
 use std::fmt::Write as _;

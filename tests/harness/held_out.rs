@@ -25,9 +25,10 @@ const SAMPLES: u64 = 60_000;
 /// spec allows 300 s for the first progress.
 const STORAGE_MB_S: u32 = 6;
 /// Median |error| of the page-cache model this short validation must stay within. The full
-/// validation (docs/JOB_SPEC.md) is held to 5% median and 15% at most; this one has 30-s cells,
-/// on a machine where other tests may run beside it. It gave 6.2% where the MinIO model, which
-/// keeps a fixed part of the dataset cached, gave 40.1%; that one must stay further off.
+/// validation (docs/findings/held-out-loaders.md) is held to 5% median and 15% at most; this one
+/// has 30-s cells, on a machine where other tests may run beside it. It gave 6.2% where the MinIO
+/// model, which keeps a fixed part of the dataset cached, gave 40.1%; that one must stay further
+/// off.
 const MEDIAN_PCT: f64 = 15.0;
 /// How far the share of the dataset the model gives the cache may be off what the kernel held
 /// (`mincore`) for the bounds to apply: what `validate` itself names as off. One CI run's cells

@@ -184,11 +184,12 @@ fn validate_explains_each_cell_from_its_own_telemetry() {
     }
 }
 
-/// The held-out webdataset loader, where the model does not hold (docs/JOB_SPEC.md, "Loaders the
-/// model was not built on"): webdataset read its shards in the same order every epoch, so LRU
-/// served almost nothing from a cache smaller than the data, and storage delivered less than its
-/// cap to 8 readers. The cells' own telemetry says both: where LRU under a shuffle would hit
-/// 10% or more, far fewer hits, and everywhere less storage bandwidth, the model off upwards.
+/// The held-out webdataset loader, where the model does not hold
+/// (docs/findings/held-out-loaders.md, "The loaders and their first results"): webdataset read its
+/// shards in the same order every epoch, so LRU served almost nothing from a cache smaller than the
+/// data, and storage delivered less than its cap to 8 readers. The cells' own telemetry says both:
+/// where LRU under a shuffle would hit 10% or more, far fewer hits, and everywhere less storage
+/// bandwidth, the model off upwards.
 #[test]
 fn the_held_out_webdataset_loader_hits_far_less_than_a_shuffle_would() {
     let m = recorded("loader-webdataset.matrix.jsonl");
@@ -306,7 +307,8 @@ fn a_calibration_cell_changes_only_loaders_that_wait_on_their_reads() {
 /// once, recorded by the sweep), which the kernel reads ahead of their use. Where the page
 /// cache has less room than that, what was read ahead is evicted before use and read again:
 /// counting it brings the cells that have less room closer and leaves the rest as they were.
-/// It does not bring them within the bound (docs/JOB_SPEC.md says what else is off there).
+/// It does not bring them within the bound (docs/findings/held-out-loaders.md says what else is
+/// off there).
 #[test]
 fn read_ahead_evicted_before_use_is_counted_as_read_again() {
     let m = recorded("loader-litdata.matrix.jsonl");
@@ -391,8 +393,9 @@ fn only_a_calibration_cell_that_used_its_cpus_says_what_a_read_costs() {
 /// The torchdata loader reads per-sample JPEG files through `torchvision.io.read_file`, which
 /// maps each one: a fault reads its 39 KB file, not the 8 MiB read-ahead window, so the read
 /// unit recorded is the file and the page-cache model stays within a third of every cell (at 1 CPU the
-/// kernel kept more of the dataset than the model's room: docs/JOB_SPEC.md, "A fifth held-out
-/// loader"), closer than MinIO's median. Counted as 8 MiB reads it was 99% low everywhere.
+/// kernel kept more of the dataset than the model's room: docs/findings/held-out-loaders.md, "A
+/// fifth held-out loader"), closer than MinIO's median. Counted as 8 MiB reads it was 99% low
+/// everywhere.
 #[test]
 fn a_loader_that_maps_per_sample_files_reads_each_file_whole() {
     let m = recorded("loader-torchdata.matrix.jsonl");

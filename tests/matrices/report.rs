@@ -207,3 +207,38 @@ fn the_zoo_s_index_links_every_job_with_its_demand() {
     // One overview chart for twelve jobs.
     assert_eq!(shown.dom.matches("<svg").count(), 1);
 }
+
+#[test]
+fn a_deploy_s_page_shows_synergy_s_table_from_its_comparison() {
+    let Some(browser) = chromium() else { return };
+    // A real deploy's tables and journals: the shipped workload, four schemes (tests/data).
+    let run = Path::new("tests/data/deploy-run");
+    let out = out_dir("deploy");
+    report(&[run.to_str().unwrap()], &out);
+    let shown = render(
+        &browser,
+        &out.join("deploy-run.run.html"),
+        &out.with_extension("png"),
+    );
+    assert!(shown.console.is_empty(), "console: {:?}", shown.console);
+    use polars::prelude::{ParquetReader, SerReader};
+    let file = std::fs::File::open(run.join("compare.parquet")).unwrap();
+    let df = ParquetReader::new(file).finish().unwrap();
+    let column = |name: &str| -> Vec<f64> {
+        let c = df.column(name).unwrap().f64().unwrap();
+        c.iter().map(|v| v.unwrap()).collect()
+    };
+    let rows = rows(&shown.dom, "data-scheme");
+    assert_eq!(rows.len(), df.height());
+    for (name, data) in [
+        ("makespan_deploy_s", "makespan-deploy"),
+        ("makespan_replay_s", "makespan-replay"),
+        ("mean_jct_deploy_s", "mean-jct-deploy"),
+        ("mean_jct_replay_s", "mean-jct-replay"),
+    ] {
+        let shown: Vec<f64> = rows.iter().map(|r| number(r, data)).collect();
+        assert_eq!(shown, column(name), "{name}");
+    }
+    // One timeline a scheme, each job's rounds a bar.
+    assert_eq!(shown.dom.matches("class=\"timeline\"").count(), df.height());
+}

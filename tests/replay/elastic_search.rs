@@ -339,8 +339,8 @@ pub fn ones_scenario() -> (Vec<ElasticJobSpec>, AppModels) {
     (jobs, models)
 }
 
-/// The figures of docs/REPLAY.md ("Improvements over ONES", "Joint batch x CPU x memory
-/// search"): `cargo test --test replay -- --ignored elastic_search_tables --nocapture`.
+/// The figures of docs/findings/elastic-results.md ("Improvements over ONES", "Joint batch x CPU
+/// x memory search"): `cargo test --test replay -- --ignored elastic_search_tables --nocapture`.
 /// ONES's scenario (first 50 jobs of trace_1.csv on ones-64) for every ONES variant; then the
 /// same jobs, with CPU/memory models from the zoo matrices, on ones-64 and on half its cores.
 #[test]

@@ -276,7 +276,8 @@ fn traces_and_cluster_files_are_relative_to_the_grid() {
     );
     assert_eq!(r[0].scenario.jobs_per_hour, None);
     assert_eq!(r[1].summary.jobs_measured, 100);
-    // The deployment trace's figure (docs/REPLAY.md): SRTF + Tune beats proportional.
+    // The deployment trace's figure (docs/findings/synergy-fidelity.md): SRTF + Tune beats
+    // proportional.
     assert!(r[0].summary.mean_jct_s > 1.2 * r[1].summary.mean_jct_s);
     // A failing scenario is named.
     let e: GridError = grid::run_local(

@@ -172,7 +172,7 @@ fn deploy_dynamic_srtf_jct_tune_beats_proportional() {
 /// round crediting `floor(300 / iteration time)` iterations, with 300 s rounds from the first
 /// boundary after an arrival. The replay has to agree job by job; it does, so the gap to the
 /// paper's proportional numbers (mean 4.52 h, p99 16.85 h) is not in how we model throughput or
-/// ordering (see docs/REPLAY.md, "Fidelity").
+/// ordering (see docs/findings/synergy-fidelity.md, "Fidelity").
 #[test]
 fn deploy_dynamic_proportional_equals_independent_srtf_queue() {
     let trace = repo("workloads/traces/synergy/deploy_dynamic_100job.csv");
@@ -383,7 +383,7 @@ fn record_then_trace_replays_bit_exactly() {
 }
 
 #[test]
-fn every_policy_with_every_mechanism_runs_and_compare_is_parallel() {
+fn every_policy_with_every_mechanism_runs_every_job() {
     let mut opts = synth_opts(3, 60);
     opts.schemes = policy::ALL
         .iter()

@@ -9,7 +9,8 @@
 //!
 //! The search is a pure function of the points measured so far (it keeps no state), so a
 //! resumed sweep continues where it stopped, and it is tested on curves without running
-//! anything (`cpu_search/tests.rs`). Semantics and figures: docs/JOB_SPEC.md.
+//! anything (`cpu_search/tests.rs`). Semantics: docs/JOB_SPEC.md; figures:
+//! docs/findings/cpu-search.md.
 
 /// Which rule chooses the levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

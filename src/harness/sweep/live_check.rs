@@ -43,7 +43,7 @@ use std::collections::BTreeMap;
 pub const LIVE_CHECK_SLACK: f64 = 0.05;
 /// The widest tolerance: a re-capped ratio more than this far from a fresh launch's is never
 /// accepted. A job that sizes itself from the CPUs it saw at start is off by 2x to 40x
-/// (docs/JOB_SPEC.md).
+/// (docs/findings/live-check.md).
 pub const LIVE_CHECK_MAX_TOLERANCE: f64 = 0.15;
 /// Fresh launches the check makes, at most, where other processes disturbed their blocks or
 /// its blocks were too few to tell.
@@ -55,7 +55,7 @@ pub const UNDECIDED: &str = "undecided";
 /// launch's at the same point still proves the job sizes itself: launches of one job land
 /// 13-30% apart in the host's spells and a disturbance that leaves blocks measured slows a
 /// capped job by less than half, while a job that sizes itself is off by 2x to 40x
-/// (docs/JOB_SPEC.md).
+/// (docs/findings/live-check.md).
 pub const LIVE_CHECK_LEVEL_FACTOR: f64 = 2.0;
 
 /// Where a sweep stands with the live check.

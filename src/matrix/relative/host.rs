@@ -11,7 +11,8 @@
 //! spread that is not the probe's own noise), the errors-in-variables correction for a noisy
 //! regressor. A slope whose interval holds one is one: a CPU-bound job's rate is proportional
 //! to the host's speed. Where the probe's spread is mostly its noise, or the rates do not
-//! follow it, the level is not adjusted; docs/JOB_SPEC.md has the figures behind each choice.
+//! follow it, the level is not adjusted; docs/findings/host-speed-probe.md has the figures
+//! behind each choice.
 
 use super::Ratios;
 use crate::matrix::visits::{HostSpeed, Visit};

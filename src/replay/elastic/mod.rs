@@ -17,8 +17,8 @@
 //!   advances progress;
 //! - [`bound`]: the least JCT the model allows a job (alone, best GPUs and batch throughout).
 //!
-//! See docs/REPLAY.md ("Elastic jobs") for the model, its calibration and every departure from
-//! ONES and Pollux.
+//! See docs/REPLAY.md ("Elastic jobs") and docs/findings/ (elastic-model.md, ones-search.md,
+//! pollux-fidelity.md) for the model, its calibration and every departure from ONES and Pollux.
 
 pub mod allocation;
 pub mod bound;

@@ -1,6 +1,6 @@
 //! The searches on curves: exact paths, invariants (property tests), and the comparison of the
 //! knee search with Synergy's rule on Synergy's model zoo and on synthetic curves. The table in
-//! docs/JOB_SPEC.md comes from `cargo test --lib cpu_search -- --ignored --nocapture`.
+//! docs/findings/cpu-search.md comes from `cargo test --lib cpu_search -- --ignored --nocapture`.
 
 use super::*;
 use proptest::prelude::*;
@@ -500,7 +500,7 @@ fn the_knee_search_is_accurate_with_fewer_points_than_synergy_where_curves_have_
     }
 }
 
-/// Prints the comparison table of docs/JOB_SPEC.md:
+/// Prints the comparison table of docs/findings/cpu-search.md:
 /// `cargo test --lib cpu_search -- --ignored --nocapture`.
 #[test]
 #[ignore = "prints the comparison table for the docs"]

@@ -1,7 +1,6 @@
 //! The calibrated application table: Pollux's six applications, fitted to their measured step
 //! times and gradient statistics, and ONES's ten job types, each on the shape of the closest
-//! Pollux application scaled to ONES's measured throughputs (see docs/REPLAY.md, "Model and
-//! calibration").
+//! Pollux application scaled to ONES's measured throughputs (see docs/findings/elastic-model.md).
 //!
 //! [`calibrate`] computes the table from the data under `workloads/elastic/`; the result is
 //! committed as `workloads/elastic/models.json` and compiled into the binary

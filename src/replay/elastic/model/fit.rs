@@ -389,7 +389,7 @@ pub fn fit_efficiency_from(
 }
 
 /// The efficiency model of the source whose worst iteration error over the curves is the
-/// smaller (see docs/REPLAY.md for both sources' errors per application).
+/// smaller (see docs/findings/elastic-model.md for both sources' errors per application).
 pub fn fit_efficiency(curves: &[ValidationCurve]) -> Option<(EfficiencyModel, PhiSource)> {
     let worst = |m: &EfficiencyModel| {
         check_efficiency(m, curves)

@@ -1,7 +1,7 @@
 //! The elastic job model: how fast a job runs on a given allocation ([`step_time`]), how much
 //! progress each sample makes at a given batch ([`efficiency`]), and how its rate depends on the
 //! CPU and memory it gets ([`resources`]). One [`AppModel`] per application, calibrated from
-//! measured data (see docs/REPLAY.md, "Elastic jobs").
+//! measured data (see docs/findings/elastic-model.md).
 
 pub mod calibration;
 pub mod efficiency;

@@ -2,7 +2,7 @@
 //! carries each job's CPU and memory per GPU (a level per job, read from the job's matrix
 //! through [`super::super::model::resources::ResourceModel`]), placed against every server's
 //! cores and GB; and its CPU/memory-only counterpart (GPUs and batch by the job's rule).
-//! See docs/REPLAY.md ("Joint batch x CPU x memory search").
+//! See docs/findings/ones-search.md ("Joint batch x CPU x memory search").
 
 use super::ElasticPolicy;
 use super::evolution::{Evolution, Variant};

@@ -1,5 +1,5 @@
 //! ONES (SC'21) and its improvements, one change each, on the shared evolutionary search
-//! ([`super::evolution`]); see docs/REPLAY.md ("ONES", "Improvements over ONES").
+//! ([`super::evolution`]); see docs/findings/ones-search.md ("ONES", "Improvements over ONES").
 
 use super::ElasticPolicy;
 use super::evolution::{Evolution, Variant};

@@ -7,8 +7,8 @@
 //! repair every one of the 48 (pad idle GPUs: new jobs at one GPU first-come first-served, then
 //! executed jobs by shortest predicted remaining time up to their caps; then place them, jobs
 //! that keep their GPU count keeping their GPUs), score, keep the best 16. The population
-//! carries over from one decision to the next. See docs/REPLAY.md ("ONES") for what differs from
-//! the artifact.
+//! carries over from one decision to the next. See docs/findings/ones-search.md ("ONES") for
+//! what differs from the artifact.
 
 use super::super::super::cluster::{Cluster, EPS};
 use super::super::allocation::Allocation;
