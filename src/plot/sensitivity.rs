@@ -28,7 +28,7 @@ mod units;
 pub use curves::{cpu_chart, memory_chart};
 pub use grid::heatmap;
 pub use overview::overview_chart;
-pub use units::{num, sanitize};
+pub use units::{num, sanitize, unique_name};
 
 use super::{Figure, PlotError};
 use crate::matrix::surface::{BYTES_PER_GB, same_level};
@@ -248,12 +248,7 @@ pub fn views(
                 let p: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 name = format!("{name}.{}", sanitize(&p.join(",")));
             }
-            let mut unique = name.clone();
-            let mut k = 2;
-            while !used.insert(unique.clone()) {
-                unique = format!("{name}-{k}");
-                k += 1;
-            }
+            let unique = unique_name(&mut used, &name);
             let mut v = view(path, m, params, unique, opts)?;
             if shared {
                 // Legends and titles must tell the files apart too.

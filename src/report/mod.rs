@@ -14,7 +14,7 @@ pub use matrix_page::worst_half_width_pct;
 
 use crate::matrix::{CostWeights, MatrixError, ServerShape, SurfaceError, load_matrix};
 use crate::plot::PlotError;
-use crate::plot::sensitivity::{PlotOptions, SensitivityError, View, sanitize};
+use crate::plot::sensitivity::{PlotOptions, SensitivityError, View, sanitize, unique_name};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -180,16 +180,6 @@ fn page_stem(path: &Path, job: &str) -> String {
     } else {
         name
     }
-}
-
-fn unique_name(used: &mut HashSet<String>, name: &str) -> String {
-    let mut unique = name.to_string();
-    let mut k = 2;
-    while !used.insert(unique.clone()) {
-        unique = format!("{name}-{k}");
-        k += 1;
-    }
-    unique
 }
 
 #[cfg(test)]

@@ -81,3 +81,14 @@ pub(super) fn file_stem(path: &Path) -> String {
         .unwrap_or(&name)
         .to_string()
 }
+
+/// `name`, or `name-2`, `name-3`, ... where an earlier one took it; the one returned is taken.
+pub fn unique_name(used: &mut std::collections::HashSet<String>, name: &str) -> String {
+    let mut unique = name.to_string();
+    let mut k = 2;
+    while !used.insert(unique.clone()) {
+        unique = format!("{name}-{k}");
+        k += 1;
+    }
+    unique
+}
