@@ -64,13 +64,23 @@ pub enum Exit {
     },
 }
 
+/// How a started job took a new grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regranted {
+    /// Re-capped (or let run) where it was.
+    InPlace,
+    /// Stopped and started again on its new grant, its count going on.
+    Restarted,
+}
+
 /// Runs a deploy's jobs.
 pub trait Backend {
     /// Starts `job` with `grant`, its count going on from `done` samples (0 for a job that has
     /// not run yet; what it did before a resumed deploy, where it resumes).
     fn start(&mut self, job: &DeployJob, grant: &Grant, done: f64) -> Result<(), DeployError>;
-    /// Gives a started job `grant` (re-capped in place) and lets it run if it was suspended.
-    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError>;
+    /// Gives a started job `grant` and lets it run if it was suspended; says whether it
+    /// started the job again to do so.
+    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<Regranted, DeployError>;
     /// Suspends a running job in place: it keeps its memory and makes no progress.
     fn suspend(&mut self, job: &DeployJob) -> Result<(), DeployError>;
     /// Appends the job's reports since the last poll to `out`; says whether it still runs.

@@ -83,6 +83,10 @@ pub struct JobOutcome {
     pub cpus: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_bytes: Option<u64>,
+    /// It was stopped and started again for this round's grant (a job that sizes itself at
+    /// start); false in older journals.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarted: bool,
 }
 
 /// A round the deploy finished: its start and its placed jobs, in placement order.
@@ -242,6 +246,7 @@ mod tests {
                 failure: Some("exited".into()),
                 cpus: Some(0.5),
                 mem_bytes: Some(1 << 30),
+                restarted: false,
             }],
         }
     }

@@ -3,7 +3,7 @@
 //! with the cgroup freezer, re-capped in place, its progress read from its own output as a
 //! sweep reads it.
 
-use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Reported};
+use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Regranted, Reported};
 use super::catalog::restarts_to_resize;
 use super::error::DeployError;
 use crate::harness::cgroup::{CapsError, CgroupRoot, RunCgroup};
@@ -159,7 +159,7 @@ impl Backend for LocalBackend {
         Ok(())
     }
 
-    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
+    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<Regranted, DeployError> {
         let j = self.running(job)?;
         if restarts_to_resize(&job.spec) && grant.cpu_ids.len() != j.cpus {
             let (runs, done) = (j.runs, j.run.done());
@@ -167,11 +167,11 @@ impl Backend for LocalBackend {
             self.jobs.remove(&job.id);
             let run = self.launch(job, grant, runs, done)?;
             self.jobs.insert(job.id, run);
-            return Ok(());
+            return Ok(Regranted::Restarted);
         }
         cap(&j.cgroup, grant)?;
         j.cgroup.set_frozen(false)?;
-        Ok(())
+        Ok(Regranted::InPlace)
     }
 
     fn suspend(&mut self, job: &DeployJob) -> Result<(), DeployError> {

@@ -2,7 +2,7 @@
 //! time passing: each job runs at its matrix's rate for its grant, so a deploy on it must give
 //! the replay's result, job for job.
 
-use super::backend::{Backend, DeployJob, Exit, Grant, Reported};
+use super::backend::{Backend, DeployJob, Exit, Grant, Regranted, Reported};
 use super::catalog::restarts_to_resize;
 use super::clock::Clock;
 use super::error::DeployError;
@@ -99,18 +99,22 @@ impl Backend for SimBackend<'_> {
         Ok(())
     }
 
-    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
+    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<Regranted, DeployError> {
         self.calls.borrow_mut().regrants += 1;
         let now = self.clock.now();
         let j = self.jobs.get_mut(&job.id).expect("started");
         Self::advance(j, now);
-        if restarts_to_resize(&job.spec) && grant.cpu_ids.len() != j.cpus {
+        let restarts = restarts_to_resize(&job.spec) && grant.cpu_ids.len() != j.cpus;
+        if restarts {
             j.ready_at = now + job.spec.spec.deploy.startup_s;
             j.cpus = grant.cpu_ids.len();
         }
         j.rate = (self.rate)(job, grant);
         j.running = true;
-        Ok(())
+        Ok(match restarts {
+            true => Regranted::Restarted,
+            false => Regranted::InPlace,
+        })
     }
 
     fn suspend(&mut self, job: &DeployJob) -> Result<(), DeployError> {

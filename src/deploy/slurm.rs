@@ -10,7 +10,7 @@
 //! says so at its start. srun is the profiler's child: if the profiler dies, srun's death
 //! ends the Slurm job.
 
-use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Reported};
+use super::backend::{Backend, CountedRun, DeployJob, Exit, Grant, Regranted, Reported};
 use super::error::DeployError;
 use crate::harness::measure::job_output::ProgressTail;
 use crate::harness::process::job_launch::{cpu_vars, job_launch};
@@ -183,7 +183,7 @@ impl Backend for SlurmBackend {
         Ok(())
     }
 
-    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<(), DeployError> {
+    fn regrant(&mut self, job: &DeployJob, grant: &Grant) -> Result<Regranted, DeployError> {
         if self.job(job)?.suspended {
             self.control(job, "resume")?;
             self.job(job)?.suspended = false;
@@ -191,14 +191,14 @@ impl Backend for SlurmBackend {
         let j = self.job(job)?;
         if j.grant == *grant || !job.resumes() {
             // One that would start its work over keeps the size it has.
-            return Ok(());
+            return Ok(Regranted::InPlace);
         }
         // Slurm cannot resize it: started again with the new size, its count going on.
         let (runs, done) = (j.runs, j.srun.done());
         j.srun.run.stop();
         let run = self.run(job, grant, runs, done)?;
         self.jobs.insert(job.id, run);
-        Ok(())
+        Ok(Regranted::Restarted)
     }
 
     fn suspend(&mut self, job: &DeployJob) -> Result<(), DeployError> {

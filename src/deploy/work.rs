@@ -4,7 +4,7 @@
 //! they got. A job whose output reaches its work is stopped at once and finishes at the
 //! instant it got there; a job that exits first fails, with the reason.
 
-use super::backend::{Backend, DeployJob, Exit, Grant, Reported};
+use super::backend::{Backend, DeployJob, Exit, Grant, Regranted, Reported};
 use super::clock::Clock;
 use super::error::{DeployError, RoundFailure};
 use super::grants::{ServerSlice, round_grants};
@@ -32,6 +32,8 @@ struct Tracked {
     job: DeployJob,
     grant: Grant,
     suspended: bool,
+    /// Whether the backend started it again for this round's grant.
+    restarted: bool,
     /// Its last report.
     last: Option<Reported>,
     /// The instant its work ran out, or why it cannot go on and when that was seen.
@@ -64,6 +66,7 @@ impl Tracked {
             failure: failure.map(|(_, why)| why.clone()),
             cpus: Some(self.grant.cpus),
             mem_bytes: Some(self.grant.mem_bytes),
+            restarted: self.restarted,
         }
     }
 }
@@ -181,6 +184,7 @@ impl<'a> DeployWork<'a> {
                             job,
                             grant,
                             suspended: false,
+                            restarted: false,
                             last: None,
                             finish: None,
                             failure: None,
@@ -188,9 +192,8 @@ impl<'a> DeployWork<'a> {
                     );
                 }
                 Some(t) => {
-                    if t.suspended || t.grant != grant {
-                        self.backend.regrant(&t.job, &grant)?;
-                    }
+                    t.restarted = (t.suspended || t.grant != grant)
+                        && self.backend.regrant(&t.job, &grant)? == Regranted::Restarted;
                     t.suspended = false;
                     t.grant = grant;
                 }

@@ -260,9 +260,10 @@ const TIMELINE_W: f64 = 1000.0;
 const ROW_H: f64 = 16.0;
 const LABEL_W: f64 = 120.0;
 
-/// Each job on a row: grey from its arrival to its finish (queued or suspended), a bar for
-/// each round it ran (darker for more CPUs, its grant in the tooltip), a tick where it was
-/// re-capped.
+/// Each job on a row: light grey from its arrival to its first round (queued), darker grey
+/// from there to its finish (suspended where no bar covers it), a bar for each round it ran
+/// (darker for more CPUs, its grant in the tooltip), a black tick where it was re-capped in
+/// place and a red one where it was started again on its new grant.
 fn timeline(jobs: &Jobs, rounds: &[RoundRecord]) -> String {
     let end = (rounds.iter().map(|r| r.t + r.round_s))
         .chain(jobs.finish.iter().flatten().copied())
@@ -277,6 +278,12 @@ fn timeline(jobs: &Jobs, rounds: &[RoundRecord]) -> String {
     let row_of: BTreeMap<u64, (usize, usize)> = (by_id.into_iter().enumerate())
         .map(|(row, (id, i))| (id, (row, i)))
         .collect();
+    let mut first_run: BTreeMap<u64, f64> = BTreeMap::new();
+    for r in rounds {
+        for o in &r.jobs {
+            first_run.entry(o.id).or_insert(r.t);
+        }
+    }
     let plot_w = TIMELINE_W - LABEL_W - 10.0;
     let x = |t: f64| LABEL_W + plot_w * (t / end).clamp(0.0, 1.0);
     let height = ROW_H * jobs.id.len() as f64 + 30.0;
@@ -295,14 +302,24 @@ fn timeline(jobs: &Jobs, rounds: &[RoundRecord]) -> String {
             esc(&jobs.model[i])
         );
         if let (Some(a), f) = (jobs.arrival[i], jobs.finish[i].unwrap_or(end)) {
-            let _ = writeln!(
-                svg,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#e4e4e4\"/>",
-                x(a),
-                y + ROW_H * 0.35,
-                (x(f) - x(a)).max(0.5),
-                ROW_H * 0.3
-            );
+            let started = jobs.id[i].and_then(|id| first_run.get(&(id as u64)).copied());
+            let queued_end = started.unwrap_or(f).clamp(a, f);
+            for (class, fill, from, to) in [
+                ("queued", "#eeeeee", a, queued_end),
+                ("suspended", "#c8c8c8", queued_end, f),
+            ] {
+                if to > from {
+                    let _ = writeln!(
+                        svg,
+                        "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" \
+                         height=\"{:.1}\" fill=\"{fill}\"/>",
+                        x(from),
+                        y + ROW_H * 0.35,
+                        (x(to) - x(from)).max(0.5),
+                        ROW_H * 0.3
+                    );
+                }
+            }
         }
     }
     round_bars(&mut svg, rounds, &row_of, &x, max_cpus);
@@ -318,12 +335,14 @@ fn timeline(jobs: &Jobs, rounds: &[RoundRecord]) -> String {
     figure(
         &svg,
         "each job's rounds: a bar where it ran (darker: more CPUs; its grant in the tooltip), \
-         grey where it had arrived but did not run (queued or suspended), a black tick where it \
-         was re-capped",
+         light grey where it waited for its first round, darker grey where it was suspended, a \
+         black tick where it was re-capped in place, a red one where it was started again on \
+         its new CPUs",
     )
 }
 
-/// A bar for each round each job ran, and a tick where its CPUs changed from its last round's.
+/// A bar for each round each job ran, and a tick where it was started again (red) or its CPUs
+/// changed from its last round's in place (black).
 fn round_bars(
     svg: &mut String,
     rounds: &[RoundRecord],
@@ -365,18 +384,23 @@ fn round_bars(
                 blue.2,
                 esc(&tip)
             );
-            if let Some(c) = o.cpus {
-                let recapped = last_cpus.insert(o.id, c).is_some_and(|before| before != c);
-                if recapped {
-                    let _ = writeln!(
-                        *svg,
-                        "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" \
-                         stroke=\"#000\" stroke-width=\"2\"/>",
-                        x(r.t),
-                        y,
-                        y + ROW_H
-                    );
-                }
+            let recapped = o
+                .cpus
+                .is_some_and(|c| last_cpus.insert(o.id, c).is_some_and(|before| before != c));
+            let mark = match (o.restarted, recapped) {
+                (true, _) => Some(("restart", "#d62728")),
+                (false, true) => Some(("recap", "#000")),
+                (false, false) => None,
+            };
+            if let Some((class, stroke)) = mark {
+                let _ = writeln!(
+                    *svg,
+                    "<line class=\"{class}\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" \
+                     y2=\"{2:.1}\" stroke=\"{stroke}\" stroke-width=\"2\"/>",
+                    x(r.t),
+                    y,
+                    y + ROW_H
+                );
             }
         }
     }

@@ -164,7 +164,7 @@ fn deploy_out(dir: &Path) {
         let mut df = jobs_frame(&[job(0, finish[0]), job(1, finish[1])]).unwrap();
         write_table(&mut df, &d, "fifo-tune.jobs").unwrap();
     }
-    let outcome = |id: u64, ran_s: f64, cpus: f64| JobOutcome {
+    let outcome = |id: u64, ran_s: f64, cpus: f64, restarted: bool| JobOutcome {
         id,
         remaining: 0.0,
         ran_s,
@@ -172,17 +172,23 @@ fn deploy_out(dir: &Path) {
         failure: None,
         cpus: Some(cpus),
         mem_bytes: Some(GIB),
+        restarted,
     };
     let rounds = [
         RoundRecord {
             t: 0.0,
             round_s: 60.0,
-            jobs: vec![outcome(0, 50.0, 1.0), outcome(1, 60.0, 2.0)],
+            jobs: vec![outcome(0, 50.0, 1.0, false), outcome(1, 30.0, 2.0, false)],
         },
         RoundRecord {
             t: 60.0,
-            round_s: 60.0,
-            jobs: vec![outcome(1, 50.0, 1.0)],
+            round_s: 20.0,
+            jobs: vec![outcome(1, 20.0, 1.0, false)],
+        },
+        RoundRecord {
+            t: 90.0,
+            round_s: 20.0,
+            jobs: vec![outcome(1, 20.0, 2.0, true)],
         },
     ];
     let header = crate::deploy::journal::JournalHeader {
@@ -213,11 +219,13 @@ fn a_deploy_s_page_has_synergy_s_table_and_each_job_s_timeline() {
     assert_eq!(data(&html, "makespan-deploy"), vec![110.0]);
     assert_eq!(data(&html, "makespan-gap"), vec![10.0]);
     assert_eq!(data(&html, "gain-replay"), vec![7.0]);
-    // Three bars (one a round each job ran), one re-cap (job 1 from 2 CPUs to 1).
-    assert_eq!(html.matches("<title>t=").count(), 3);
-    assert_eq!(
-        html.matches("stroke=\"#000\" stroke-width=\"2\"").count(),
-        1
-    );
+    // Four bars (one a round each job ran); job 1 re-capped in place from 2 CPUs to 1 at 60 s,
+    // then started again on 2 at 90 s. Both jobs arrive at 0 and run in the first round: no
+    // queued span, and each a suspended span from there to its finish, under its bars.
+    assert_eq!(html.matches("<title>t=").count(), 4);
+    assert_eq!(html.matches("<line class=\"recap\"").count(), 1);
+    assert_eq!(html.matches("<line class=\"restart\"").count(), 1);
+    assert_eq!(html.matches("<rect class=\"queued\"").count(), 0);
+    assert_eq!(html.matches("<rect class=\"suspended\"").count(), 2);
     assert!(html.contains("ran 50 s with 1 CPUs and 1.00 GiB"));
 }
