@@ -161,7 +161,8 @@ fn local_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
         outcome.wall_s
     );
     println!(
-        "next: profiler show {path} --demand    (best-case CPU and memory)\n      \
+        "next: profiler report {path}           (a page: charts with intervals, each cell's story)\n      \
+         profiler show {path} --demand    (best-case CPU and memory)\n      \
          profiler plot {path}             (sensitivity curves into plots/)\n      \
          profiler export {path} --format csv|parquet|json|synergy|blox|gavel|slurm|kubernetes"
     );
@@ -212,7 +213,7 @@ fn report(args: profiler::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn replay_elastic(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<ExitCode> {
+fn replay_elastic(args: &profiler::cli::replay::ReplayArgs) -> anyhow::Result<ExitCode> {
     let experiment = profiler::replay::run_elastic(&args.to_elastic()?)?;
     print!(
         "{}",
@@ -221,18 +222,17 @@ fn replay_elastic(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-fn replay_grid(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<ExitCode> {
+fn replay_grid(args: &profiler::cli::replay::ReplayArgs) -> anyhow::Result<ExitCode> {
     let progress = GridProgress::new();
-    let out =
-        profiler::replay::grid::cli::run(&args.grid, args.out.as_deref(), &progress, &mut |line| {
-            eprintln!("{line}")
-        });
+    let out = profiler::cli::grid::run(&args.grid, args.out.as_deref(), &progress, &mut |line| {
+        eprintln!("{line}")
+    });
     progress.finish();
     print!("{}", out?);
     Ok(ExitCode::SUCCESS)
 }
 
-fn replay(args: &profiler::replay::cli::ReplayArgs) -> anyhow::Result<ExitCode> {
+fn replay(args: &profiler::cli::replay::ReplayArgs) -> anyhow::Result<ExitCode> {
     let progress = ReplayProgress::new();
     let summary = profiler::replay::run_observed(&args.to_options()?, &progress);
     progress.finish();
@@ -250,7 +250,7 @@ fn deploy(args: profiler::cli::deploy::DeployArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn export(args: profiler::export::cli::ExportArgs) -> anyhow::Result<ExitCode> {
+fn export(args: profiler::cli::export::ExportArgs) -> anyhow::Result<ExitCode> {
     let report = profiler::export::export(&args.into_options(), &mut std::io::stdout())?;
     for note in &report.notes {
         eprintln!("note: {note}");

@@ -6,7 +6,7 @@ use crate::deadline::Deadline;
 use crate::plugins::{Failure, plugin_name};
 use crate::views::Alive;
 use crate::{error, parse_args, traceback};
-use profiler::replay::cli::ReplayArgs;
+use profiler::cli::replay::ReplayArgs;
 use profiler::replay::elastic::allocation::Allocation;
 use profiler::replay::elastic::experiment::{ElasticExperiment, run_trace_with};
 use profiler::replay::elastic::job::ElasticJob;

@@ -2,7 +2,7 @@
 //! writes), each matrix's header and best-case demand, and the exports themselves.
 
 use crate::{error, parquet, parse_args};
-use profiler::export::cli::ExportArgs;
+use profiler::cli::export::ExportArgs;
 use profiler::export::{self, cells_frame};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};

@@ -5,7 +5,7 @@
 use crate::deadline::Deadline;
 use crate::plugins::{PyMechanism, PyPolicy};
 use crate::{error, parquet, parse_args};
-use profiler::replay::cli::ReplayArgs;
+use profiler::cli::replay::ReplayArgs;
 use profiler::replay::{
     ReplayObserver, Scenario, Scheme, mechanism, policy, runner, schemes_by_name, tables,
 };

@@ -1,7 +1,7 @@
 //! Arguments of `profiler deploy`.
 
+use super::replay::{TraceFormat, parse_schemes, trace_workload};
 use crate::deploy::DeployOptions;
-use crate::replay::cli::{TraceFormat, parse_schemes, trace_workload};
 use crate::replay::cluster::ClusterSpec;
 use crate::replay::{ReplayError, ReplayOptions, Semantics};
 use std::path::PathBuf;
@@ -82,9 +82,8 @@ pub struct DeployArgs {
     /// accelerator slots.
     #[arg(long, value_delimiter = ',')]
     pub gpus: Vec<u32>,
-    /// Parent cgroup of the jobs' cgroups (`profiler` or `profiler-*`).
-    #[arg(long, default_value = "profiler")]
-    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub cgroup_parent: super::CgroupParentArg,
     /// Output directory.
     #[arg(long, short = 'o', default_value = "results/deploy")]
     pub out: PathBuf,
@@ -124,7 +123,7 @@ impl DeployArgs {
         Ok(DeployOptions {
             replay,
             jobs_dir: self.jobs.clone(),
-            cgroup_parent: self.cgroup_parent.clone(),
+            cgroup_parent: self.cgroup_parent.name.clone(),
             gpu_ids: self.gpus.clone(),
             slurm: self.slurm.then(|| crate::deploy::slurm::SlurmTarget {
                 partition: self.partition.clone(),

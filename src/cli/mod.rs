@@ -8,6 +8,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 pub mod deploy;
+pub mod export;
+pub mod grid;
+pub mod replay;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -137,11 +140,11 @@ profiler report results/fleet/*.matrix.jsonl --server 32:8:1000"
     /// mechanisms, and report JCT, makespan and utilisation.
     // Boxed: the replay options are far larger than the other commands' (clippy
     // `large_enum_variant`).
-    Replay(Box<crate::replay::cli::ReplayArgs>),
+    Replay(Box<replay::ReplayArgs>),
     /// Write matrices in formats other tools read: tables (CSV, Parquet, JSON), Synergy, Blox
     /// and Gavel simulator inputs, Slurm and Kubernetes resource requests.
-    #[command(long_about = crate::export::cli::LONG_ABOUT)]
-    Export(crate::export::cli::ExportArgs),
+    #[command(long_about = export::LONG_ABOUT)]
+    Export(export::ExportArgs),
     /// Run a replay's schedule on real jobs of this machine (each in a cgroup with the CPUs
     /// and memory the mechanism gave it) and compare makespan and JCTs with the replay.
     Deploy(deploy::DeployArgs),
@@ -169,9 +172,8 @@ pub struct DoctorArgs {
     /// Directory for the short sweep's matrix and logs.
     #[arg(long, value_name = "DIR", default_value = "matrices/doctor")]
     pub output_dir: PathBuf,
-    /// Parent cgroup, as for `sweep`.
-    #[arg(long, default_value = "profiler", value_name = "NAME")]
-    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub cgroup_parent: CgroupParentArg,
 }
 
 impl DoctorArgs {
@@ -180,9 +182,22 @@ impl DoctorArgs {
             job: self.job.clone(),
             sweep: !self.no_sweep,
             output_dir: self.output_dir.clone(),
-            cgroup_parent: self.cgroup_parent.clone(),
+            cgroup_parent: self.cgroup_parent.name.clone(),
         }
     }
+}
+
+/// `--cgroup-parent`, which every command that runs jobs takes.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct CgroupParentArg {
+    /// Parent cgroup the jobs' cgroups are created under: `profiler` or `profiler-<name>`
+    /// (the profiler never creates or removes cgroups outside its own parent).
+    #[arg(
+        long = "cgroup-parent",
+        default_value = "profiler",
+        value_name = "NAME"
+    )]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -232,10 +247,8 @@ pub struct SweepArgs {
     /// took less, so a sweep's time stays bounded where launches disagree.
     #[arg(long, value_name = "SECONDS", value_parser = non_negative_seconds)]
     pub launches_budget: Option<f64>,
-    /// Parent cgroup the runs are created under: `profiler` or `profiler-<name>` (the
-    /// profiler never creates or removes cgroups outside its own parent).
-    #[arg(long, default_value = "profiler", value_name = "NAME")]
-    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub cgroup_parent: CgroupParentArg,
     /// Run the whole-core CPU levels as Slurm jobs (sbatch), under Slurm's cgroups.
     #[arg(long)]
     pub slurm: bool,
@@ -311,7 +324,7 @@ impl SweepArgs {
                 MemoryArg::Model => MemoryAxis::Model,
                 MemoryArg::Measure => MemoryAxis::Measure,
             }),
-            cgroup_parent: self.cgroup_parent,
+            cgroup_parent: self.cgroup_parent.name,
         }
     }
 }
@@ -339,9 +352,8 @@ pub struct ValidateArgs {
     /// (`launch_spread`), the part of an error that is the machine's own variation.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10))]
     pub launches: Option<u32>,
-    /// Parent cgroup the runs are created under (one path component).
-    #[arg(long, default_value = "profiler", value_name = "NAME")]
-    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub cgroup_parent: CgroupParentArg,
 }
 
 impl ValidateArgs {
@@ -365,7 +377,7 @@ impl ValidateArgs {
             caps: true,
             mode: self.mode.map(ModeArg::into_mode),
             memory_axis: Some(MemoryAxis::Measure),
-            cgroup_parent: self.cgroup_parent,
+            cgroup_parent: self.cgroup_parent.name,
         };
         (opts, record_in)
     }

@@ -7,14 +7,13 @@
 
 mod blox;
 mod cell;
-pub mod cli;
 mod csv;
 mod error;
 mod gavel;
 mod json;
 mod kubernetes;
 mod parquet;
-mod slurm;
+pub(crate) mod slurm;
 mod synergy;
 mod synergy_profile;
 mod table;

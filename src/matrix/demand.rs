@@ -231,10 +231,6 @@ mod tests {
         for (ci, row) in rows.iter().enumerate() {
             for (mi, &r) in row.iter().enumerate() {
                 cells.push(Cell {
-                    cpu: [1.0, 2.0, 4.0][ci],
-                    memory_bytes: [10e9, 20e9, 40e9][mi] as u64,
-                    params: Default::default(),
-                    source: CellSource::Measured,
                     throughput: Some(Throughput {
                         samples_per_s: r,
                         ci95_low: r,
@@ -243,17 +239,13 @@ mod tests {
                         measured_s: 1.0,
                         launches: Vec::new(),
                     }),
-                    iteration_time_s: None,
-                    telemetry: None,
-                    gpu: None,
-                    note: None,
                     wall_s: 1.0,
-                    node: None,
-                    interference: None,
-                    relative: None,
-                    visits: Vec::new(),
-                    measured_unix_s: None,
-                    left_out_unix_s: Vec::new(),
+                    ..Cell::at(
+                        [1.0, 2.0, 4.0][ci],
+                        [10e9, 20e9, 40e9][mi] as u64,
+                        Default::default(),
+                        CellSource::Measured,
+                    )
                 });
             }
         }

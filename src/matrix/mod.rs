@@ -437,6 +437,34 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// A cell at a grid point with no measurement in it (one that failed, was ruled out or
+    /// is still to be filled in): the shape every other is built from, with `..`.
+    pub fn at(
+        cpu: f64,
+        memory_bytes: u64,
+        params: BTreeMap<String, String>,
+        source: CellSource,
+    ) -> Cell {
+        Cell {
+            cpu,
+            memory_bytes,
+            params,
+            source,
+            throughput: None,
+            iteration_time_s: None,
+            telemetry: None,
+            gpu: None,
+            note: None,
+            wall_s: 0.0,
+            node: None,
+            interference: None,
+            relative: None,
+            visits: Vec::new(),
+            measured_unix_s: None,
+            left_out_unix_s: Vec::new(),
+        }
+    }
+
     /// Key identifying the grid point, independent of the result.
     pub fn key(&self) -> CellKey {
         CellKey::new(self.cpu, self.memory_bytes, &self.params)
@@ -654,11 +682,7 @@ pub struct LiveCheck {
     /// Largest difference the two ratios may show and still agree: a fixed slack plus the
     /// spread their blocks give them, never more than 15%.
     pub tolerance: f64,
-    /// `live` (they agree: the sweep went on re-capping), `relaunch` (they differ: the
-    /// points were measured again, the job relaunched at every one) or `unproven` (other
-    /// processes disturbed every block of the check's fresh launches: the sweep went on
-    /// re-capping, unchecked).
-    pub outcome: String,
+    pub outcome: LiveCheckOutcome,
     /// Each fresh launch's rate, in files of older sweeps whose check took more than one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fresh_samples_per_s: Vec<f64>,
@@ -675,6 +699,34 @@ pub struct LiveCheck {
     /// launches' own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_ratio: Option<f64>,
+}
+
+/// What a live check decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveCheckOutcome {
+    /// They agree: the sweep went on re-capping.
+    Live,
+    /// They differ: the points were measured again, the job relaunched at every one.
+    Relaunch,
+    /// Other processes disturbed every block of the check's fresh launches: the sweep went on
+    /// re-capping, unchecked.
+    Unproven,
+    /// The blocks were too few to tell the two apart: the check is made again (a sweep never
+    /// ends with this verdict).
+    Undecided,
+}
+
+impl std::fmt::Display for LiveCheckOutcome {
+    /// The word the matrix file holds.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LiveCheckOutcome::Live => "live",
+            LiveCheckOutcome::Relaunch => "relaunch",
+            LiveCheckOutcome::Unproven => "unproven",
+            LiveCheckOutcome::Undecided => "undecided",
+        })
+    }
 }
 
 impl LiveCheck {
@@ -793,22 +845,9 @@ pub(crate) mod fixtures {
 
     pub fn cell(cpu: f64) -> Cell {
         Cell {
-            cpu,
-            memory_bytes: 1 << 30,
-            params: Default::default(),
-            source: CellSource::Failed,
-            throughput: None,
-            iteration_time_s: None,
-            telemetry: None,
-            gpu: None,
             note: Some("x".into()),
             wall_s: 1.0,
-            node: None,
-            interference: None,
-            relative: None,
-            visits: Vec::new(),
-            measured_unix_s: None,
-            left_out_unix_s: Vec::new(),
+            ..Cell::at(cpu, 1 << 30, Default::default(), CellSource::Failed)
         }
     }
 }

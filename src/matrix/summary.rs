@@ -241,7 +241,7 @@ fn relative_text(cell: &Cell) -> String {
 /// What the live check of a live sweep found.
 /// The live check in one line: what it compared, its verdict and what the sweep did then.
 pub fn live_check_line(c: &LiveCheck) -> String {
-    if c.outcome == "unproven" {
+    if c.outcome == super::LiveCheckOutcome::Unproven {
         return format!(
             "live check at {} CPUs unproven: {}; the sweep went on re-capping the running job, \
              which mismeasures a job that sizes itself from the CPUs it sees at start",
@@ -250,7 +250,7 @@ pub fn live_check_line(c: &LiveCheck) -> String {
     }
     let gap =
         (c.live_samples_per_s / c.compared_samples_per_s().max(f64::MIN_POSITIVE) - 1.0) * 100.0;
-    let (verdict, then) = if c.outcome == "live" {
+    let (verdict, then) = if c.outcome == super::LiveCheckOutcome::Live {
         ("within", "re-capping the running job was valid")
     } else {
         (
@@ -519,7 +519,7 @@ mod tests {
             live_samples_per_s: 4.6,
             relaunch_samples_per_s: 66.2,
             tolerance: 0.07,
-            outcome: "relaunch".into(),
+            outcome: crate::matrix::LiveCheckOutcome::Relaunch,
             fresh_samples_per_s: Vec::new(),
             between_launch_spread: None,
             reference_ratio: None,

@@ -49,6 +49,13 @@ pub struct JobState {
     pub kinds: Option<Box<JobKinds>>,
 }
 
+impl JobState {
+    /// 1 once the rules found it starved (it then sorts before the others), else 0.
+    pub fn starvation_priority(&self) -> u8 {
+        self.synergy.priority
+    }
+}
+
 /// A job's profiles on a heterogeneous cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobKinds {

@@ -2,10 +2,10 @@
 //! mechanisms. See `docs/REPLAY.md` for the model and the semantics, and
 //! `docs/findings/synergy-fidelity.md` for every difference from Synergy's simulator.
 //!
-//! The CLI builds a [`ReplayOptions`] (see [`cli::ReplayArgs`]) and calls [`run`].
+//! The CLI builds a [`ReplayOptions`] (see [`crate::cli::replay::ReplayArgs`]) and calls [`run`].
 
+pub mod binding;
 pub mod bounds;
-pub mod cli;
 pub mod cluster;
 pub mod elastic;
 pub mod engine;
@@ -22,6 +22,7 @@ pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod semantics;
 pub mod tables;
 pub mod workload;
 pub mod zoo;

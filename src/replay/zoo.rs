@@ -157,10 +157,6 @@ fn zoo_header(shape: u32, zoo_name: &str, pts: &[(f64, f64, f64)], sc: Scalars) 
 /// normalised throughput `t` converted).
 fn zoo_cell(c: f64, m: f64, t: f64, sps: f64) -> Cell {
     Cell {
-        cpu: c,
-        memory_bytes: (m * 1e9).round() as u64,
-        params: BTreeMap::new(),
-        source: CellSource::Modelled,
         throughput: Some(Throughput {
             samples_per_s: sps,
             ci95_low: sps,
@@ -169,20 +165,16 @@ fn zoo_cell(c: f64, m: f64, t: f64, sps: f64) -> Cell {
             measured_s: 0.0,
             launches: Vec::new(),
         }),
-        iteration_time_s: None,
-        telemetry: None,
-        gpu: None,
         note: Some(format!(
             "Synergy zoo normalized_throughput {t} (optimistic profiling: CPU axis \
              measured, memory axis modelled)"
         )),
-        wall_s: 0.0,
-        node: None,
-        interference: None,
-        relative: None,
-        visits: Vec::new(),
-        measured_unix_s: None,
-        left_out_unix_s: Vec::new(),
+        ..Cell::at(
+            c,
+            (m * 1e9).round() as u64,
+            BTreeMap::new(),
+            CellSource::Modelled,
+        )
     }
 }
 

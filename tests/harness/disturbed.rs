@@ -210,7 +210,11 @@ fn a_hog_that_stays_leaves_its_blocks_out_and_the_check_unproven() {
         }
     }
     let check = m.header.live_check.clone().expect("the check is recorded");
-    assert_eq!(check.outcome, "unproven", "{check:?}");
+    assert_eq!(
+        check.outcome,
+        profiler::matrix::LiveCheckOutcome::Unproven,
+        "{check:?}"
+    );
     assert!(check.reason.contains("disturbed"), "{}", check.reason);
 
     let low = (m.cells.iter())

@@ -529,7 +529,8 @@ fn plain_torch_live_sweep_gives_the_relaunched_curve() {
     assert_rows_match_truth(&[relaunched, live].concat());
     let check = outcome.matrix.header.live_check.clone();
     let caught = check.as_ref().is_some_and(|c| {
-        c.outcome == "relaunch" && c.live_samples_per_s < 0.5 * c.relaunch_samples_per_s
+        c.outcome == profiler::matrix::LiveCheckOutcome::Relaunch
+            && c.live_samples_per_s < 0.5 * c.relaunch_samples_per_s
     });
     assert!(
         caught,

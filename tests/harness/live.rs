@@ -105,7 +105,11 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
     let m = load_matrix(&out).unwrap();
     let check = m.header.live_check.expect("the live check is recorded");
     eprintln!("live check: {check:?}");
-    assert_eq!(check.outcome, "relaunch", "{check:?}");
+    assert_eq!(
+        check.outcome,
+        profiler::matrix::LiveCheckOutcome::Relaunch,
+        "{check:?}"
+    );
     assert!(
         check.live_samples_per_s < 0.8 * check.relaunch_samples_per_s,
         "{check:?}"
@@ -152,7 +156,11 @@ fn a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm() {
     let check = m.header.live_check.expect("the live check is recorded");
     eprintln!("live check: {check:?}");
     assert_eq!(check.cpu, 1.0, "checked at the lowest level");
-    assert_eq!(check.outcome, "live", "{check:?}");
+    assert_eq!(
+        check.outcome,
+        profiler::matrix::LiveCheckOutcome::Live,
+        "{check:?}"
+    );
     // 2 -> 1 -> 2 -> 1 -> 2 re-capped, then 1 fresh re-capped up to 2 for the check: every
     // launch is stopped with SIGTERM.
     assert_eq!(outcome.launches, 2);

@@ -449,7 +449,7 @@ fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
     let check = outcome.matrix.header.live_check.as_ref();
     assert_eq!(check, grid_check.as_ref(), "the grid's verdict is kept");
     let expected = match check {
-        Some(c) if c.outcome != "live" => {
+        Some(c) if c.outcome != profiler::matrix::LiveCheckOutcome::Live => {
             eprintln!(
                 "the grid's live check relaunched ({}): so does the search",
                 c.reason

@@ -1071,16 +1071,13 @@ mod properties {
                         k += 1;
                         // One cell in five failed or infeasible, the first always ran.
                         let ran = kind != 0 || cells.is_empty();
+                        let source = match kind {
+                            0 if ran => CellSource::Measured,
+                            0 => CellSource::Failed,
+                            1 => CellSource::Modelled,
+                            _ => CellSource::Measured,
+                        };
                         cells.push(Cell {
-                            cpu,
-                            memory_bytes: mem,
-                            params: BTreeMap::new(),
-                            source: match kind {
-                                0 if ran => CellSource::Measured,
-                                0 => CellSource::Failed,
-                                1 => CellSource::Modelled,
-                                _ => CellSource::Measured,
-                            },
                             throughput: ran.then_some(Throughput {
                                 samples_per_s: rate + 1.0,
                                 ci95_low: rate,
@@ -1089,17 +1086,8 @@ mod properties {
                                 measured_s: 6.0,
                                 launches: Vec::new(),
                             }),
-                            iteration_time_s: None,
-                            telemetry: None,
-                            gpu: None,
-                            note: None,
                             wall_s: 1.0,
-                            node: None,
-                            interference: None,
-                            relative: None,
-                            visits: Vec::new(),
-                            measured_unix_s: None,
-                            left_out_unix_s: Vec::new(),
+                            ..Cell::at(cpu, mem, BTreeMap::new(), source)
                         });
                     }
                 }

@@ -9,4 +9,5 @@ mod fuzz;
 mod many_files;
 mod marks;
 mod plot;
+mod reference_docs;
 mod report;

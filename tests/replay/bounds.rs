@@ -1,7 +1,7 @@
 //! Inputs that used to make the replay panic, hang, allocate without bound or print NaN: each
 //! is now an error naming the file and line (or the option), or a clean table.
 
-use profiler::replay::cli::{parse_horizon, parse_window};
+use profiler::cli::replay::{parse_horizon, parse_window};
 use profiler::replay::cluster::ClusterSpec;
 use profiler::replay::metrics::Summary;
 use profiler::replay::workload::synthetic::DurationDist;

@@ -520,7 +520,7 @@ fn check_rejects_overcommitted_servers() {
 
 mod cli {
     use clap::Parser;
-    use profiler::replay::cli::ReplayArgs;
+    use profiler::cli::replay::ReplayArgs;
 
     #[derive(Parser)]
     struct Cli {

@@ -13,8 +13,8 @@
 //! `PROFILER_FUZZ_CASES=100000 cargo test --release --test replay fuzz -- --nocapture`
 
 use clap::Parser;
+use profiler::cli::replay::{ReplayArgs, parse_horizon, parse_split, parse_window};
 use profiler::replay::bounds;
-use profiler::replay::cli::{ReplayArgs, parse_horizon, parse_split, parse_window};
 use profiler::replay::cluster::ClusterSpec;
 use profiler::replay::job::JobSpec;
 use profiler::replay::profile::{ProfileSet, Semantics};

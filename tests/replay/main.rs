@@ -660,7 +660,7 @@ fn cli_args_to_options_and_outputs() {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        args: profiler::replay::cli::ReplayArgs,
+        args: profiler::cli::replay::ReplayArgs,
     }
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out");

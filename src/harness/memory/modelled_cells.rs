@@ -86,24 +86,12 @@ fn no_dataset() -> CacheModelInputs {
 /// A modelled cell at `limit` for the CPU level and parameters of `measured`, with nothing
 /// modelled yet.
 fn empty_cell(measured: &Cell, limit: u64) -> Cell {
-    Cell {
-        cpu: measured.cpu,
-        memory_bytes: limit,
-        params: measured.params.clone(),
-        source: CellSource::Modelled,
-        throughput: None,
-        iteration_time_s: None,
-        telemetry: None,
-        gpu: None,
-        note: None,
-        wall_s: 0.0,
-        node: None,
-        interference: None,
-        relative: None,
-        visits: Vec::new(),
-        measured_unix_s: None,
-        left_out_unix_s: Vec::new(),
-    }
+    Cell::at(
+        measured.cpu,
+        limit,
+        measured.params.clone(),
+        CellSource::Modelled,
+    )
 }
 
 /// The measured throughput (`rate` samples/s) at the modelled rate, its interval scaled with
@@ -139,10 +127,6 @@ mod tests {
 
     fn measured(rate: f64) -> Cell {
         Cell {
-            cpu: 2.0,
-            memory_bytes: 1024 * MIB,
-            params: Default::default(),
-            source: CellSource::Measured,
             throughput: Some(Throughput {
                 samples_per_s: rate,
                 ci95_low: rate * 0.9,
@@ -151,20 +135,12 @@ mod tests {
                 measured_s: 10.0,
                 launches: Vec::new(),
             }),
-            iteration_time_s: None,
             telemetry: Some(Telemetry {
                 rss_peak_bytes: 100 * MIB,
                 ..Telemetry::default()
             }),
-            gpu: None,
-            note: None,
             wall_s: 12.0,
-            node: None,
-            interference: None,
-            relative: None,
-            visits: Vec::new(),
-            measured_unix_s: None,
-            left_out_unix_s: Vec::new(),
+            ..Cell::at(2.0, 1024 * MIB, Default::default(), CellSource::Measured)
         }
     }
 

@@ -22,6 +22,29 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use std::collections::BTreeMap;
 
+/// The blocks of a sweep: those measured so far, the one being measured, and the random order
+/// of each block's points.
+pub(super) struct Blocks {
+    pub closed: Vec<crate::matrix::SweepBlock>,
+    pub open: Option<crate::matrix::SweepBlock>,
+    /// Orders each block's points afresh.
+    pub rng: ChaCha8Rng,
+}
+
+impl Blocks {
+    /// No block yet, the order seeded from the clock (each sweep walks its own).
+    pub fn seeded_now() -> Blocks {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Blocks {
+            closed: Vec::new(),
+            open: None,
+            rng: <ChaCha8Rng as rand_core::SeedableRng>::seed_from_u64(seed),
+        }
+    }
+}
+
 /// How far a block's reference may move beyond what its windows allow before the block is
 /// dropped (log ratio). On a 2-core VM the reference of the default sweep moved between -4.1%
 /// and +7.2% from opening to closing over 8 blocks of 4 sweeps, 15-40 s apart: a block moves by
@@ -112,14 +135,14 @@ impl Sweep<'_> {
     /// Whether each launch is a block of its own: live re-capping, where one launch walks the
     /// points of a pass.
     pub(super) fn blocks_per_launch(&self) -> bool {
-        self.mode == SweepMode::Live && !self.opts.spec.depends_on_cpu_level()
+        self.axes.mode == SweepMode::Live && !self.opts.spec.depends_on_cpu_level()
     }
 
     /// The reference point of `params`: the top CPU level at the top memory level.
     pub(super) fn reference_point(&self, params: &BTreeMap<String, String>) -> Point {
-        let cpu = match &self.search {
+        let cpu = match &self.axes.search {
             Some(s) => s.max,
-            None => self.axes_cpu.iter().copied().fold(0.0, f64::max),
+            None => self.axes.cpu.iter().copied().fold(0.0, f64::max),
         };
         Point {
             cpu,
@@ -156,7 +179,7 @@ impl Sweep<'_> {
             std::slice::from_ref(&reference),
             rounds,
             false,
-            &mut self.rng,
+            &mut self.blocks.rng,
         )
     }
 
@@ -179,7 +202,7 @@ impl Sweep<'_> {
             leading.insert(0, low.clone());
         }
         let rounds = self.rounds(&reference);
-        walk_order(points, &leading, rounds, true, &mut self.rng)
+        walk_order(points, &leading, rounds, true, &mut self.blocks.rng)
     }
 
     /// Starts a block for `params` (closing one still open).
@@ -190,8 +213,14 @@ impl Sweep<'_> {
         self.close_block()?;
         let reference = self.reference_point(params);
         let now = now_unix_s();
-        self.block = Some(SweepBlock {
-            index: self.blocks.iter().map(|b| b.index + 1).max().unwrap_or(0),
+        self.blocks.open = Some(SweepBlock {
+            index: self
+                .blocks
+                .closed
+                .iter()
+                .map(|b| b.index + 1)
+                .max()
+                .unwrap_or(0),
             params: params.clone(),
             reference_cpu: reference.cpu,
             reference_memory_bytes: 0,
@@ -217,15 +246,15 @@ impl Sweep<'_> {
         if *p != self.reference_point(&p.params) {
             return Ok(());
         }
-        let Some(block) = self.block.as_mut() else {
+        let Some(block) = self.blocks.open.as_mut() else {
             return Ok(());
         };
         let measured = reference_of(cell);
         // A launch that started elsewhere (the live check's) measured points before its first
         // reference: that reference closes their block.
-        let launch = self.resumed_launches + self.launches;
+        let launch = self.launches.resumed + self.launches.started;
         let started_elsewhere =
-            (self.cells.iter()).any(|c| c.visits.iter().any(|v| v.launch == launch));
+            (self.out.cells.iter()).any(|c| c.visits.iter().any(|v| v.launch == launch));
         if block.opening.is_none() && !started_elsewhere {
             block.opening = measured;
             return Ok(());
@@ -233,7 +262,7 @@ impl Sweep<'_> {
         block.closing = measured.clone();
         if chain {
             self.open_block(&p.params)?;
-            if let Some(next) = self.block.as_mut() {
+            if let Some(next) = self.blocks.open.as_mut() {
                 next.opening = measured;
                 // The measurement opens the next block too, disturbed or not.
                 next.disturbed = is_disturbed(cell);
@@ -244,7 +273,7 @@ impl Sweep<'_> {
 
     /// Marks the open block disturbed where `cell`, just measured in it, stayed disturbed.
     pub(super) fn note_disturbance(&mut self, cell: &Cell) {
-        if let Some(block) = self.block.as_mut() {
+        if let Some(block) = self.blocks.open.as_mut() {
             block.disturbed |= is_disturbed(cell);
         }
     }
@@ -252,14 +281,14 @@ impl Sweep<'_> {
     /// Ends the open block: records it in the header, with its drift judged. A block without a
     /// reference measurement says nothing and is not kept.
     pub(super) fn close_block(&mut self) -> Result<(), SweepError> {
-        let Some(mut block) = self.block.take() else {
+        let Some(mut block) = self.blocks.open.take() else {
             return Ok(());
         };
         if block.opening.is_none() && block.closing.is_none() {
             return Ok(());
         }
         block.span_unix_s[1] = now_unix_s();
-        block.reference_memory_bytes = self.memory.bytes().map_or(0, |b| b[0]);
+        block.reference_memory_bytes = self.mem.levels.bytes().map_or(0, |b| b[0]);
         if let Some((moved, allowed)) = block.drift_beyond_windows() {
             block.drifted = block.judge_drift(DRIFT_SLACK);
             if block.drifted {
@@ -283,14 +312,14 @@ impl Sweep<'_> {
                 block.index
             ));
         }
-        self.blocks.push(block);
-        let blocks = self.blocks.clone();
+        self.blocks.closed.push(block);
+        let blocks = self.blocks.closed.clone();
         self.update_header(|h| h.blocks = blocks)
     }
 
     /// Blocks of `params` left out so far (drifted or disturbed).
     pub(super) fn left_out_blocks(&self, params: &BTreeMap<String, String>) -> u32 {
-        let left_out = (self.blocks.iter()).filter(|b| b.left_out() && &b.params == params);
+        let left_out = (self.blocks.closed.iter()).filter(|b| b.left_out() && &b.params == params);
         left_out.count() as u32
     }
 
@@ -301,14 +330,15 @@ impl Sweep<'_> {
     pub(super) fn closing_due(&self, point: &Point, next: Option<&Point>) -> bool {
         let reference = self.reference_point(&point.params);
         let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
-        self.block
+        self.blocks
+            .open
             .as_ref()
             .is_some_and(|b| b.opening.is_some() && b.closing.is_none())
             && self.blocks_per_launch()
             && *point != reference
             && point.mem == reference.mem
             && next.is_none_or(|n| n.mem != reference.mem || n.params != point.params)
-            && joins_launch(point, &reference, self.mode, depends_on_cpu)
+            && joins_launch(point, &reference, self.axes.mode, depends_on_cpu)
     }
 
     /// Re-caps the running job to the reference and measures it to close the block. `false`
@@ -322,11 +352,11 @@ impl Sweep<'_> {
         self.observer.status(&format!(
             "{}: re-capping to the reference again to close block {}",
             label(&reference),
-            self.block.as_ref().map_or(0, |b| b.index)
+            self.blocks.open.as_ref().map_or(0, |b| b.index)
         ));
         match self.measure_reference(run, &reference)? {
             Outcome::Cell(cell) => {
-                if let Some(block) = self.block.as_mut() {
+                if let Some(block) = self.blocks.open.as_mut() {
                     block.closing = reference_of(&cell);
                 }
                 Ok(true)
@@ -352,20 +382,20 @@ impl Sweep<'_> {
     /// Gives every cell its rate relative to its blocks' reference, says how tight they are, and
     /// rewrites the file.
     pub(super) fn hold_relative_rates(&mut self) -> Result<(), SweepError> {
-        if self.blocks.is_empty() {
+        if self.blocks.closed.is_empty() {
             return Ok(());
         }
-        let relative = relative_rates(&self.blocks, &self.cells);
-        for (cell, r) in self.cells.iter_mut().zip(relative) {
+        let relative = relative_rates(&self.blocks.closed, &self.out.cells);
+        for (cell, r) in self.out.cells.iter_mut().zip(relative) {
             cell.relative = r;
         }
-        if let Some(line) = describe_relative(&self.cells, &self.blocks) {
-            match self.cells.iter().any(|c| c.relative.is_some()) {
+        if let Some(line) = describe_relative(&self.out.cells, &self.blocks.closed) {
+            match self.out.cells.iter().any(|c| c.relative.is_some()) {
                 true => self.observer.note(&line),
                 false => self.observer.warn(&line),
             }
         }
-        if let Some(line) = describe_host(&self.cells, &self.blocks) {
+        if let Some(line) = describe_host(&self.out.cells, &self.blocks.closed) {
             self.observer.note(&line);
         }
         self.rewrite()

@@ -9,9 +9,52 @@ use crate::harness::memory::dataset::{DatasetSize, read_ahead_bytes};
 use crate::harness::memory::modelled_cells::modelled_cells;
 use crate::harness::memory::open_trace::OpenTrace;
 use crate::harness::memory::resident::dataset_maps;
-use crate::harness::sweep::plan::Point;
+use crate::harness::sweep::plan::{MemoryLevels, Point};
 use crate::matrix::{CacheKind, CacheModelInputs, Cell, CellKey, CellSource, MissCalibration};
 use std::collections::BTreeMap;
+
+/// What the memory axis is made of: its levels, the dataset, the cache model's inputs and what
+/// was found out about them while the sweep ran.
+pub(super) struct MemoryInputs {
+    pub levels: MemoryLevels,
+    pub dataset: Option<DatasetSize>,
+    pub cache_inputs: Option<CacheModelInputs>,
+    /// How the job maps its dataset's files, once looked at (while its first cell ran).
+    pub dataset_maps: Option<crate::harness::memory::resident::DatasetMaps>,
+    /// Block device of the dataset and the read cap (bytes/s) applied to every run.
+    pub storage_throttle: Option<((u64, u64), u64)>,
+    /// Why memory levels relative to the dataset leave out the job's resident size, or were
+    /// sized again, if they were.
+    pub memory_note: Option<String>,
+    /// Where the storage cap is above what the disk delivers to random reads of a sample,
+    /// what it delivered.
+    pub storage_note: Option<String>,
+    /// How levels relative to the dataset were sized from the job's footprint.
+    pub sizing: Option<super::footprint::Sizing>,
+    /// The memory axis has a dataset but no cache model (measuring storage failed): lower
+    /// memory levels are not filled in rather than filled with the top level's rate.
+    pub model_unavailable: bool,
+}
+
+impl MemoryInputs {
+    pub fn new(
+        levels: MemoryLevels,
+        dataset: Option<DatasetSize>,
+        storage_throttle: Option<((u64, u64), u64)>,
+    ) -> MemoryInputs {
+        MemoryInputs {
+            levels,
+            dataset,
+            cache_inputs: None,
+            dataset_maps: None,
+            storage_throttle,
+            memory_note: None,
+            storage_note: None,
+            sizing: None,
+            model_unavailable: false,
+        }
+    }
+}
 
 /// A top memory level whose cell ended with less than this share of the dataset in the page
 /// cache did not hold the dataset.
@@ -43,10 +86,10 @@ fn read_around_unit(window: u64, dataset: Option<&DatasetSize>) -> u64 {
 impl Sweep<'_> {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
     pub(super) fn prepare_cache_model(&mut self) {
-        if self.cache_inputs.is_some() {
+        if self.mem.cache_inputs.is_some() {
             return;
         }
-        let Some(ds) = &self.dataset else { return };
+        let Some(ds) = &self.mem.dataset else { return };
         self.observer
             .status("measuring storage and memory bandwidth for the cache model");
         let storage = match crate::harness::memory::bandwidth::measure_storage_read_bandwidth(
@@ -58,12 +101,12 @@ impl Sweep<'_> {
                 self.observer.warn(&format!(
                     "storage bandwidth: {e}; memory levels below the top one will not be modelled (measure them with --memory measure)"
                 ));
-                self.model_unavailable = true;
+                self.mem.model_unavailable = true;
                 return;
             }
         };
         // Runs see the throttled bandwidth when the spec emulates slower storage.
-        let storage = match self.storage_throttle {
+        let storage = match self.mem.storage_throttle {
             Some((_, cap)) => storage.min(cap as f64),
             None => storage,
         };
@@ -74,13 +117,13 @@ impl Sweep<'_> {
             .dataset
             .as_ref()
             .map_or(CacheKind::PageCache, |d| d.cache);
-        self.cache_inputs = Some(CacheModelInputs::new(
+        self.mem.cache_inputs = Some(CacheModelInputs::new(
             kind,
             ds.page_cache_bytes,
             storage,
             crate::harness::memory::bandwidth::measure_memory_read_bandwidth_per_core(),
         ));
-        if let Some((_, cap)) = self.storage_throttle {
+        if let Some((_, cap)) = self.mem.storage_throttle {
             self.check_cap_against_random_reads(cap as f64);
         }
     }
@@ -90,7 +133,7 @@ impl Sweep<'_> {
     /// its samples so runs at the disk's speed, which the cap does not hold steady, and its
     /// cells below the top memory level at whatever the disk gave them.
     fn check_cap_against_random_reads(&mut self, cap: f64) {
-        let (Some(ds), Some(samples)) = (&self.dataset, self.dataset_samples()) else {
+        let (Some(ds), Some(samples)) = (&self.mem.dataset, self.dataset_samples()) else {
             return;
         };
         let Some(sample_bytes) = ds.page_cache_bytes.checked_div(samples) else {
@@ -126,16 +169,16 @@ impl Sweep<'_> {
              sweep.storage_read_mb_s below {:.1} for cells that hold",
             got / 1e6
         ));
-        self.storage_note = Some(note);
+        self.mem.storage_note = Some(note);
     }
 
     /// Whether the cells below the top memory level come from the page-cache model.
     fn page_cache_model(&self) -> bool {
-        (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache)
+        (self.mem.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache)
     }
 
     /// Once per sweep, while `run`'s job reads its dataset, how it maps the dataset's files
-    /// (`self.dataset_maps`). Where it maps them with no advice (neither `MADV_RANDOM` nor
+    /// (`self.mem.dataset_maps`). Where it maps them with no advice (neither `MADV_RANDOM` nor
     /// `MADV_SEQUENTIAL`), a miss reads the device's read-ahead window, not a sample, and the
     /// page-cache model is told so (`read_unit_bytes`, in the header). Where it maps them with
     /// `MADV_SEQUENTIAL`, the model is told how much it keeps mapped at once
@@ -146,7 +189,7 @@ impl Sweep<'_> {
         let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
             return Ok(());
         };
-        if self.dataset_maps.is_some() || !page_cache {
+        if self.mem.dataset_maps.is_some() || !page_cache {
             return Ok(());
         }
         let Ok(dataset) = std::fs::canonicalize(dataset) else {
@@ -160,9 +203,9 @@ impl Sweep<'_> {
                 maps.sequential_bytes = maps.sequential_bytes.max(look.sequential_bytes);
             }
         }
-        self.dataset_maps = Some(maps);
+        self.mem.dataset_maps = Some(maps);
         if maps.sequential_bytes > 0
-            && let Some(inputs) = self.cache_inputs.as_mut()
+            && let Some(inputs) = self.mem.cache_inputs.as_mut()
         {
             inputs.sequential_map_bytes = Some(maps.sequential_bytes);
             let inputs = inputs.clone();
@@ -181,8 +224,8 @@ impl Sweep<'_> {
         else {
             return Ok(());
         };
-        let unit = read_around_unit(window, self.dataset.as_ref());
-        let Some(inputs) = self.cache_inputs.as_mut() else {
+        let unit = read_around_unit(window, self.mem.dataset.as_ref());
+        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
             return Ok(());
         };
         inputs.read_unit_bytes = Some(unit);
@@ -210,8 +253,8 @@ impl Sweep<'_> {
     /// for the page-cache model, where it has files to order.
     pub(super) fn start_open_trace(&mut self) -> Option<OpenTrace> {
         let page_cache = self.page_cache_model();
-        let ds = self.dataset.as_ref()?;
-        if !page_cache || self.launches > 0 || ds.paths.len() < 2 {
+        let ds = self.mem.dataset.as_ref()?;
+        if !page_cache || self.launches.started > 0 || ds.paths.len() < 2 {
             return None;
         }
         match OpenTrace::start(&ds.paths) {
@@ -230,14 +273,14 @@ impl Sweep<'_> {
     /// the dataset, the model's hit ratio comes from them (`access_hit_curve`, in the header).
     pub(super) fn record_access_order(&mut self, trace: OpenTrace) -> Result<(), SweepError> {
         let opens = trace.finish();
-        if self.dataset_maps.is_some_and(|m| m.mapped) {
+        if self.mem.dataset_maps.is_some_and(|m| m.mapped) {
             self.observer.status(
                 "the job maps its dataset's files into memory: when it opens them says nothing of \
                  what it reads, and the cache model assumes a fresh shuffle every epoch",
             );
             return Ok(());
         }
-        let Some(inputs) = self.cache_inputs.as_mut() else {
+        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
             return Ok(());
         };
         if opens.overflowed {
@@ -284,11 +327,15 @@ impl Sweep<'_> {
     /// the cell's note): every cell modelled or validated below takes the top cell as the rate
     /// with the whole dataset cached.
     pub(super) fn note_top_level_shortfall(&mut self, cell: &mut Cell) {
-        let top = self.memory.bytes().and_then(|b| b.iter().max().copied());
-        let (Some(ds), Some(t)) = (self.dataset.as_ref(), cell.telemetry.as_ref()) else {
+        let top = self
+            .mem
+            .levels
+            .bytes()
+            .and_then(|b| b.iter().max().copied());
+        let (Some(ds), Some(t)) = (self.mem.dataset.as_ref(), cell.telemetry.as_ref()) else {
             return;
         };
-        if self.cache_inputs.is_none()
+        if self.mem.cache_inputs.is_none()
             || cell.source != CellSource::Measured
             || top != Some(cell.memory_bytes)
         {
@@ -299,7 +346,7 @@ impl Sweep<'_> {
             ds.page_cache_bytes,
             t.dataset_cached_bytes,
             t.resident_besides_dataset(),
-            self.sizing.as_ref().map(|s| s.resident()),
+            self.mem.sizing.as_ref().map(|s| s.resident()),
         ) else {
             return;
         };
@@ -324,8 +371,8 @@ impl Sweep<'_> {
         cpus: &[f64],
         params: &BTreeMap<String, String>,
     ) -> Option<Point> {
-        let inputs = self.cache_inputs.as_ref()?;
-        let n_mem = self.memory.len();
+        let inputs = self.mem.cache_inputs.as_ref()?;
+        let n_mem = self.mem.levels.len();
         if n_mem < CALIBRATED_LEVELS
             || inputs.miss_calibration.is_some()
             || inputs.dataset_bytes == 0
@@ -349,7 +396,7 @@ impl Sweep<'_> {
         params: &BTreeMap<String, String>,
         cpus: &[f64],
     ) -> Result<(), SweepError> {
-        let Some(levels) = self.memory.bytes().map(|b| b.to_vec()) else {
+        let Some(levels) = self.mem.levels.bytes().map(|b| b.to_vec()) else {
             return Ok(());
         };
         if levels.len() < CALIBRATED_LEVELS {
@@ -363,17 +410,17 @@ impl Sweep<'_> {
         };
         let cell = |mem: u64| {
             let key = CellKey::new(cpu, mem, params);
-            self.cells.iter().find(|c| c.key() == key)
+            self.out.cells.iter().find(|c| c.key() == key)
         };
         let Some(calibration) = (cell(top_level).zip(cell(lowest)))
             .and_then(|(top, low)| MissCalibration::from_cells(top, low))
         else {
             return Ok(());
         };
-        let samples = (self.header.as_ref())
+        let samples = (self.out.header.as_ref())
             .and_then(|h| h.job.dataset_samples)
             .unwrap_or(0);
-        let Some(inputs) = self.cache_inputs.as_mut() else {
+        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
             return Ok(());
         };
         if lowest == top_level || inputs.miss_calibration.is_some() {
@@ -418,22 +465,23 @@ impl Sweep<'_> {
         params: &BTreeMap<String, String>,
         cpus: &[f64],
     ) -> Result<(), SweepError> {
-        let Some(levels) = self.memory.bytes().map(|b| b.to_vec()) else {
+        let Some(levels) = self.mem.levels.bytes().map(|b| b.to_vec()) else {
             return Ok(());
         };
-        if self.model_unavailable && self.cache_inputs.is_none() {
+        if self.mem.model_unavailable && self.mem.cache_inputs.is_none() {
             // Without the cache model the top level's rate says nothing about lower levels;
             // leave them out (a --resume that can measure storage fills them).
             return Ok(());
         }
         let samples = self
+            .out
             .header
             .as_ref()
             .and_then(|h| h.job.dataset_samples)
             .unwrap_or(0);
         for &cpu in cpus {
             let top = CellKey::new(cpu, levels[0], params);
-            let Some(measured) = self.cells.iter().find(|c| c.key() == top).cloned() else {
+            let Some(measured) = self.out.cells.iter().find(|c| c.key() == top).cloned() else {
                 continue;
             };
             let lower: Vec<u64> = levels[1..]
@@ -441,10 +489,10 @@ impl Sweep<'_> {
                 .copied()
                 .filter(|&l| {
                     let key = CellKey::new(cpu, l, params);
-                    !self.done.contains(&key) && !self.cells.iter().any(|c| c.key() == key)
+                    !self.out.done.contains(&key) && !self.out.cells.iter().any(|c| c.key() == key)
                 })
                 .collect();
-            for cell in modelled_cells(&measured, &lower, self.cache_inputs.as_ref(), samples) {
+            for cell in modelled_cells(&measured, &lower, self.mem.cache_inputs.as_ref(), samples) {
                 self.record(cell)?;
             }
         }

@@ -53,13 +53,14 @@ impl Sweep<'_> {
             _ => run.resident_bytes(),
         };
         let (floor, resizes) = self
+            .mem
             .sizing
             .as_ref()
             .map_or((0, 0), |s| (s.floor, s.resizes));
         let resident = footprint.max(floor);
-        let unresolved = self.memory.clone();
-        self.memory.resolve(resident);
-        self.sizing = Some(Sizing {
+        let unresolved = self.mem.levels.clone();
+        self.mem.levels.resolve(resident);
+        self.mem.sizing = Some(Sizing {
             unresolved,
             resident,
             floor,
@@ -72,16 +73,16 @@ impl Sweep<'_> {
     /// (at least `GROWTH` times larger, and no less than the anonymous and shared memory the
     /// launch was seen holding) by the point's next launch, and the header is rewritten with them.
     pub(super) fn outgrew_sizing(&mut self, died: &Cell, p: &Point, held_peak: u64) -> bool {
-        let Some(sizing) = self.sizing.as_mut() else {
+        let Some(sizing) = self.mem.sizing.as_mut() else {
             return false;
         };
         if died.source != CellSource::Infeasible
-            || !self.cells.is_empty()
+            || !self.out.cells.is_empty()
             || sizing.resizes >= MAX_RESIZES
         {
             return false;
         }
-        let killed_at = self.memory.bytes().map_or(0, |b| b[p.mem]);
+        let killed_at = self.mem.levels.bytes().map_or(0, |b| b[p.mem]);
         let estimate = ((sizing.resident as f64 * GROWTH) as u64).max(held_peak);
         sizing.floor = estimate;
         sizing.resizes += 1;
@@ -96,18 +97,18 @@ impl Sweep<'_> {
             sizing.resizes,
             if sizing.resizes == 1 { "" } else { "s" }
         );
-        self.memory = sizing.unresolved.clone();
+        self.mem.levels = sizing.unresolved.clone();
         self.observer.warn(&note);
-        self.memory_note = Some(note);
+        self.mem.memory_note = Some(note);
         // The file holds the header alone, with the old levels: it is replaced.
-        self.writer = None;
-        self.header = None;
+        self.out.writer = None;
+        self.out.header = None;
         true
     }
 
     /// Sets the limit of the level `p` measures on `run`'s cgroup, once levels are sized.
     pub(super) fn apply_sized_limit(&self, run: &Run, p: &Point) -> Result<(), SweepError> {
-        let bytes = self.memory.bytes().expect("sized")[p.mem];
+        let bytes = self.mem.levels.bytes().expect("sized")[p.mem];
         if let Some(cg) = &run.cgroup {
             cg.set_memory_limit(Some(bytes))?;
         }

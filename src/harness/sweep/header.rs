@@ -7,9 +7,34 @@ use super::{Sweep, SweepError, search};
 use crate::harness::measure::job_output::now_unix_s;
 use crate::harness::sweep::plan::MemoryLevels;
 use crate::matrix::{
-    Axes, Cell, CellSource, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter, SCHEMA_VERSION,
+    Axes, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter,
+    SCHEMA_VERSION,
 };
 use crate::spec::SweepMode;
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+/// The matrix a sweep writes: its header once made, the file's writer once opened, the cells
+/// so far, which points are done, and where the runs' logs go.
+pub(super) struct Output {
+    pub header: Option<MatrixHeader>,
+    pub writer: Option<MatrixWriter>,
+    pub cells: Vec<Cell>,
+    pub done: HashSet<CellKey>,
+    pub log_dir: PathBuf,
+}
+
+impl Output {
+    pub fn new(log_dir: PathBuf) -> Output {
+        Output {
+            header: None,
+            writer: None,
+            cells: Vec::new(),
+            done: HashSet::new(),
+            log_dir,
+        }
+    }
+}
 
 impl Sweep<'_> {
     pub(super) fn make_header(&self) -> MatrixHeader {
@@ -19,7 +44,12 @@ impl Sweep<'_> {
             (None, Some(_)) => "slurm",
             (None, None) => "none",
         };
-        let memory_bytes = self.memory.bytes().map(|b| b.to_vec()).unwrap_or_default();
+        let memory_bytes = self
+            .mem
+            .levels
+            .bytes()
+            .map(|b| b.to_vec())
+            .unwrap_or_default();
         let provenance = match &spec.sweep.memory_pct_of_dataset {
             Some(p) => format!(
                 "profiler sweep of {}; memory levels = 1.1 x the job's resident memory after warm-up + 8 MiB + {p:?} % of the dataset",
@@ -31,17 +61,17 @@ impl Sweep<'_> {
             Some(note) => format!("{provenance}; {note}"),
             None => provenance,
         };
-        let provenance = match &self.memory_note {
+        let provenance = match &self.mem.memory_note {
             Some(note) => format!("{provenance}; {note}"),
             None => provenance,
         };
         let provenance = match spec.sweep.storage_read_mb_s {
-            Some(mb) if self.storage_throttle.is_some() => {
+            Some(mb) if self.mem.storage_throttle.is_some() => {
                 format!("{provenance}; storage reads capped at {mb} MB/s (emulated slower storage)")
             }
             _ => provenance,
         };
-        let provenance = match &self.storage_note {
+        let provenance = match &self.mem.storage_note {
             Some(note) => format!("{provenance}; {note}"),
             None => provenance,
         };
@@ -52,10 +82,10 @@ impl Sweep<'_> {
             ),
             None => provenance,
         };
-        let provenance = match &self.search {
+        let provenance = match &self.axes.search {
             Some(search) => format!(
                 "{provenance}; {}",
-                search::describe(search, &self.search_results)
+                search::describe(search, &self.axes.search_results)
             ),
             None => provenance,
         };
@@ -67,34 +97,34 @@ impl Sweep<'_> {
                 model: self.opts.spec.model().to_string(),
                 gpus: spec.gpus,
                 batch_size_per_gpu: spec.batch_size_per_gpu,
-                dataset_bytes: spec
+                dataset_bytes: spec.dataset.as_ref().and_then(|d| d.bytes).or(self
+                    .mem
                     .dataset
                     .as_ref()
-                    .and_then(|d| d.bytes)
-                    .or(self.dataset.as_ref().map(|d| d.bytes)),
-                dataset_samples: spec
+                    .map(|d| d.bytes)),
+                dataset_samples: spec.dataset.as_ref().and_then(|d| d.samples).or(self
+                    .mem
                     .dataset
                     .as_ref()
-                    .and_then(|d| d.samples)
-                    .or(self.dataset.as_ref().map(|d| d.files)),
+                    .map(|d| d.files)),
             },
             machine: Some(self.machine(cgroup)),
             axes: Axes {
-                cpu: self.axes_cpu.clone(),
+                cpu: self.axes.cpu.clone(),
                 memory_bytes,
-                params: self.params_axes.clone(),
+                params: self.axes.params.clone(),
             },
             created_unix_s: now_unix_s() as u64,
             provenance: Some(provenance),
             profiler: Some(concat!("profiler ", env!("CARGO_PKG_VERSION")).into()),
-            cache_model: self.cache_inputs.clone(),
+            cache_model: self.mem.cache_inputs.clone(),
             validation: None,
             live_check: match &self.live_check {
                 LiveCheckState::Done(check) => Some(check.clone()),
                 _ => None,
             },
             launch_spread: None,
-            blocks: self.blocks.clone(),
+            blocks: self.blocks.closed.clone(),
         }
     }
 
@@ -103,14 +133,14 @@ impl Sweep<'_> {
     fn machine(&self, cgroup: &str) -> crate::matrix::MachineInfo {
         let mut machine = crate::machine::describe_machine(cgroup);
         machine.memory_read_bytes_per_s =
-            (self.cache_inputs.as_ref()).map(|c| c.memory_bytes_per_s_per_core);
+            (self.mem.cache_inputs.as_ref()).map(|c| c.memory_bytes_per_s_per_core);
         machine.storage =
             (self.opts.spec.dataset_path.as_deref()).and_then(crate::machine::storage_of);
         machine
     }
 
     pub(super) fn ensure_writer(&mut self) -> Result<&mut MatrixWriter, SweepError> {
-        if self.writer.is_none() {
+        if self.out.writer.is_none() {
             let header = self.make_header();
             let (writer, kept) = MatrixWriter::create(&self.opts.output, &header)?;
             if let Some(kept) = kept {
@@ -120,10 +150,10 @@ impl Sweep<'_> {
                     kept.display()
                 ));
             }
-            self.writer = Some(writer);
-            self.header = Some(header);
+            self.out.writer = Some(writer);
+            self.out.header = Some(header);
         }
-        Ok(self.writer.as_mut().expect("just created"))
+        Ok(self.out.writer.as_mut().expect("just created"))
     }
 
     pub(super) fn record(&mut self, mut cell: Cell) -> Result<(), SweepError> {
@@ -132,11 +162,11 @@ impl Sweep<'_> {
         }
         // A live launch walking in rounds visits a point more than once: each visit is kept;
         // so is each fresh launch's measurement where the probe runs, to carry its speed.
-        let probed = self.host_probe.is_some();
+        let probed = self.host.probe.is_some();
         if (self.blocks_per_launch() || probed) && cell.source == CellSource::Measured {
             cell.visits = visit_of(&cell, self.launch_id()).into_iter().collect();
             if let (Some(visit), Some((span, host))) =
-                (cell.visits.first_mut(), self.pending_host.take())
+                (cell.visits.first_mut(), self.host.pending.take())
                 && Some(span) == cell.measured_unix_s
             {
                 visit.host = Some(host);
@@ -144,15 +174,15 @@ impl Sweep<'_> {
         }
         // Another measurement of a recorded point joins its cell.
         let key = cell.key();
-        if let Some(i) = self.cells.iter().position(|c| c.key() == key) {
-            self.cells[i] = add_visits(&self.cells[i], &cell);
+        if let Some(i) = self.out.cells.iter().position(|c| c.key() == key) {
+            self.out.cells[i] = add_visits(&self.out.cells[i], &cell);
             return self.rewrite();
         }
         self.note_top_level_shortfall(&mut cell);
         self.ensure_writer()?.append(&cell)?;
-        self.done.insert(cell.key());
+        self.out.done.insert(cell.key());
         self.observer.cell_done(&cell);
-        self.cells.push(cell);
+        self.out.cells.push(cell);
         Ok(())
     }
 
@@ -168,37 +198,37 @@ impl Sweep<'_> {
                 spec.name
             )));
         }
-        if h.axes.memory_bytes.len() != self.memory.len() {
+        if h.axes.memory_bytes.len() != self.mem.levels.len() {
             return Err(SweepError::Plan(format!(
                 "--resume: {} has {} memory levels but the spec now has {}; start afresh without --resume",
                 self.opts.output.display(),
                 h.axes.memory_bytes.len(),
-                self.memory.len()
+                self.mem.levels.len()
             )));
         }
         let mut levels = h.axes.memory_bytes.clone();
         levels.sort_unstable_by(|a, b| b.cmp(a));
-        self.memory = MemoryLevels::Bytes(levels);
-        self.cache_inputs = h.cache_model.clone();
+        self.mem.levels = MemoryLevels::Bytes(levels);
+        self.mem.cache_inputs = h.cache_model.clone();
         if let Some(check) = &h.live_check {
             // The check is made once per sweep; a resumed one keeps its verdict.
-            if check.outcome == "relaunch" {
-                self.mode = SweepMode::Relaunch;
+            if check.outcome == crate::matrix::LiveCheckOutcome::Relaunch {
+                self.axes.mode = SweepMode::Relaunch;
             }
             self.live_check = LiveCheckState::Done(check.clone());
         }
-        self.blocks = matrix.header.blocks.clone();
-        self.done = matrix.cells.iter().map(Cell::key).collect();
-        self.resumed_launches = (matrix.cells.iter())
+        self.blocks.closed = matrix.header.blocks.clone();
+        self.out.done = matrix.cells.iter().map(Cell::key).collect();
+        self.launches.resumed = (matrix.cells.iter())
             .flat_map(|c| c.visits.iter().map(|v| v.launch))
             .max()
             .unwrap_or(0);
-        self.cells = matrix.cells.clone();
-        self.header = Some(matrix.header);
-        self.writer = Some(writer);
+        self.out.cells = matrix.cells.clone();
+        self.out.header = Some(matrix.header);
+        self.out.writer = Some(writer);
         self.observer.status(&format!(
             "resuming: {} cell(s) already in {}",
-            self.cells.len(),
+            self.out.cells.len(),
             self.opts.output.display()
         ));
         Ok(())
@@ -210,14 +240,19 @@ impl Sweep<'_> {
         change: impl FnOnce(&mut MatrixHeader),
     ) -> Result<(), SweepError> {
         self.ensure_writer()?;
-        let mut header = self.header.clone().unwrap_or_else(|| self.make_header());
+        let mut header = self
+            .out
+            .header
+            .clone()
+            .unwrap_or_else(|| self.make_header());
         change(&mut header);
-        if Some(&header) != self.header.as_ref() {
-            self.writer
+        if Some(&header) != self.out.header.as_ref() {
+            self.out
+                .writer
                 .as_mut()
                 .expect("ensured")
                 .replace_header(&header)?;
-            self.header = Some(header);
+            self.out.header = Some(header);
         }
         Ok(())
     }

@@ -10,6 +10,14 @@ use crate::harness::measure::host_probe::{HostProbe, noise_over, speed_over};
 use crate::harness::measure::steady::RateWindows;
 use crate::matrix::visits::HostSpeed;
 
+/// The probe of the host's speed on the job's CPUs, and its speed over the measurement just
+/// made, for that measurement's visit, with the measurement's span.
+#[derive(Default)]
+pub(super) struct HostWatch {
+    pub probe: Option<HostProbe>,
+    pub pending: Option<([f64; 2], HostSpeed)>,
+}
+
 impl Sweep<'_> {
     /// Starts the probe on every CPU runs may use, for live and relaunching sweeps alike;
     /// says why not where it cannot start.
@@ -22,7 +30,7 @@ impl Sweep<'_> {
             .map_err(|e| e.to_string())
             .and_then(|cg| HostProbe::start(cg, root.cpus()).map_err(|e| e.to_string()));
         match started {
-            Ok(probe) => self.host_probe = Some(probe),
+            Ok(probe) => self.host.probe = Some(probe),
             Err(e) => self.observer.warn(&format!(
                 "no probe of the host's speed on the job's CPUs ({e}): relative rates keep the \
                  host's spells"
@@ -38,7 +46,7 @@ impl Sweep<'_> {
         span: [f64; 2],
         windows: &RateWindows,
     ) -> Option<HostSpeed> {
-        let probe = self.host_probe.as_ref()?;
+        let probe = self.host.probe.as_ref()?;
         let root = self.root.as_ref()?;
         let cpus = pinned_cpus(root.cpus(), cores);
         let bursts = probe.bursts_within(span);

@@ -14,7 +14,7 @@
 //! - within the tolerance: re-capping is valid, and both launches' cells stand;
 //! - beyond it, but within the slack plus the spread where that is wider than the tolerance
 //!   (two blocks a side in a spell of the host), and less than [`LIVE_CHECK_LEVEL_FACTOR`]
-//!   times apart: too few blocks to tell, the check is [`UNDECIDED`] and made again on the
+//!   times apart: too few blocks to tell, the check is undecided and made again on the
 //!   next pass's fresh launch, with the blocks of both;
 //! - beyond both: the job sizes itself, the cells measured by re-capping are dropped and every
 //!   point is measured on a fresh launch;
@@ -31,6 +31,7 @@
 
 use super::{Sweep, SweepError};
 use crate::harness::sweep::plan::Point;
+use crate::matrix::LiveCheckOutcome::{Live, Relaunch, Undecided, Unproven};
 use crate::matrix::relative::{OWN_SPREAD_DF, block_spread, left_out_launches, ratios_by_launch};
 use crate::matrix::{CellKey, LiveCheck};
 use crate::spec::SweepMode;
@@ -48,9 +49,6 @@ pub const LIVE_CHECK_MAX_TOLERANCE: f64 = 0.15;
 /// Fresh launches the check makes, at most, where other processes disturbed their blocks or
 /// its blocks were too few to tell.
 pub const LIVE_CHECK_ATTEMPTS: u32 = 2;
-/// The verdict of [`compare`] where the ratios are further apart than the tolerance but within
-/// what the blocks' spread explains: the check is made again with more blocks, never recorded.
-pub const UNDECIDED: &str = "undecided";
 /// Where the check has no ratio from one side, a re-capped rate this many times off the fresh
 /// launch's at the same point still proves the job sizes itself: launches of one job land
 /// 13-30% apart in the host's spells and a disturbance that leaves blocks measured slows a
@@ -164,12 +162,12 @@ pub struct Side<'a> {
 /// given the standard deviation `sd` of one block's log-ratio with `df` degrees of freedom.
 pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveCheck {
     let (ka, kb) = (live.logs.len(), fresh.logs.len());
-    let check = |outcome: &str, tolerance: f64, ratio: Option<f64>, reason: String| LiveCheck {
+    let check = |outcome, tolerance: f64, ratio: Option<f64>, reason: String| LiveCheck {
         cpu,
         live_samples_per_s: live.samples_per_s,
         relaunch_samples_per_s: fresh.samples_per_s,
         tolerance,
-        outcome: outcome.into(),
+        outcome,
         fresh_samples_per_s: Vec::new(),
         between_launch_spread: (sd > 0.0).then_some(sd),
         reason,
@@ -177,7 +175,7 @@ pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveC
     };
     if ka == 0 || kb == 0 || fresh.samples_per_s <= 0.0 {
         return check(
-            "relaunch",
+            Relaunch,
             LIVE_CHECK_SLACK,
             None,
             "no ratio to the reference from one of the two launches".into(),
@@ -214,7 +212,7 @@ pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveC
     let explained = (LIVE_CHECK_SLACK + spread).min(LIVE_CHECK_LEVEL_FACTOR - 1.0);
     if gap <= tolerance {
         return check(
-            "live",
+            Live,
             tolerance,
             ratio,
             format!(
@@ -227,7 +225,7 @@ pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveC
     }
     if gap <= explained {
         return check(
-            UNDECIDED,
+            Undecided,
             tolerance,
             ratio,
             format!(
@@ -240,7 +238,7 @@ pub fn compare(cpu: f64, live: &Side, fresh: &Side, sd: f64, df: usize) -> LiveC
         );
     }
     check(
-        "relaunch",
+        Relaunch,
         tolerance,
         ratio,
         format!(
@@ -256,8 +254,8 @@ pub fn describe(check: &LiveCheck) -> String {
     let compared = check.compared_samples_per_s();
     let gap = (check.live_samples_per_s / compared.max(f64::MIN_POSITIVE) - 1.0) * 100.0;
     let (fresh, reason) = (check.fresh_label(), check.reason_suffix());
-    match check.outcome.as_str() {
-        "live" => format!(
+    match check.outcome {
+        Live => format!(
             "live check at {} CPUs: re-capped {:.1} vs {fresh} {:.1} samples/s ({gap:+.1}%, \
              within ±{:.1}%): re-capping the running job is valid{reason}",
             check.cpu,
@@ -265,7 +263,7 @@ pub fn describe(check: &LiveCheck) -> String {
             compared,
             check.tolerance * 100.0
         ),
-        "unproven" => format!(
+        Unproven => format!(
             "live check at {} CPUs unproven: {}; re-capping the running job is taken as valid \
              and the sweep goes on, but a job that sizes itself from the CPUs it sees at start \
              would be mismeasured: sweep again on a quiet machine, or set sweep.adapts_to_caps",
@@ -297,20 +295,20 @@ pub fn unheard_verdict(cpu: f64, live: f64, fresh: f64, why: String) -> LiveChec
     };
     let (outcome, reason) = match factor >= LIVE_CHECK_LEVEL_FACTOR {
         true => (
-            "relaunch",
+            Relaunch,
             format!(
                 "{why}; the rates at the point are {factor:.1} times apart, more than the \
                  {LIVE_CHECK_LEVEL_FACTOR} times a spell of the host or a disturbance explains"
             ),
         ),
-        false => ("unproven", why),
+        false => (Unproven, why),
     };
     LiveCheck {
         cpu,
         live_samples_per_s: live,
         relaunch_samples_per_s: fresh,
         tolerance: LIVE_CHECK_MAX_TOLERANCE,
-        outcome: outcome.into(),
+        outcome,
         fresh_samples_per_s: Vec::new(),
         between_launch_spread: None,
         reason,
@@ -341,8 +339,8 @@ impl Sweep<'_> {
     /// The check's point for `params`: the lowest CPU level at the top memory level whose cell
     /// is not infeasible (it may have failed on the launch re-capped down to it).
     pub(super) fn live_check_point(&self, params: &BTreeMap<String, String>) -> Option<Point> {
-        let top = self.memory.bytes()?[0];
-        let cpu = (self.cells.iter())
+        let top = self.mem.levels.bytes()?[0];
+        let cpu = (self.out.cells.iter())
             .filter(|c| &c.params == params && c.memory_bytes == top)
             .filter(|c| c.source != crate::matrix::CellSource::Infeasible)
             .map(|c| c.cpu)
@@ -388,14 +386,15 @@ impl Sweep<'_> {
             return Ok(false);
         };
         let key = self
-            .memory
+            .mem
+            .levels
             .bytes()
             .map(|b| CellKey::new(c.point.cpu, b[c.point.mem], &c.point.params));
-        let cell = self.cells.iter().find(|x| Some(x.key()) == key);
+        let cell = self.out.cells.iter().find(|x| Some(x.key()) == key);
         let (sides, left_out) = match cell {
             Some(cell) => (
-                c.sides(&ratios_by_launch(&self.blocks, cell), &cell.visits),
-                left_out_launches(&self.blocks, cell),
+                c.sides(&ratios_by_launch(&self.blocks.closed, cell), &cell.visits),
+                left_out_launches(&self.blocks.closed, cell),
             ),
             None => (Sides::default(), Vec::new()),
         };
@@ -428,7 +427,7 @@ impl Sweep<'_> {
                     own_df,
                 )
             }
-            false => block_spread(&self.blocks, &self.cells),
+            false => block_spread(&self.blocks.closed, &self.out.cells),
         };
         let check = compare(
             c.point.cpu,
@@ -443,11 +442,11 @@ impl Sweep<'_> {
             sd,
             df,
         );
-        if check.outcome == UNDECIDED {
+        if check.outcome == Undecided {
             return self.live_check_undecided(&c, params, check);
         }
         let line = describe(&check);
-        let valid = check.outcome == "live";
+        let valid = check.outcome == Live;
         self.live_check = LiveCheckState::Done(check.clone());
         self.update_header(|h| h.live_check = Some(check))?;
         if valid {
@@ -514,7 +513,7 @@ impl Sweep<'_> {
         params: &BTreeMap<String, String>,
     ) -> Result<bool, SweepError> {
         let line = describe(&check);
-        let relaunch = check.outcome == "relaunch";
+        let relaunch = check.outcome == Relaunch;
         self.live_check = LiveCheckState::Done(check.clone());
         self.update_header(|h| h.live_check = Some(check))?;
         self.observer.warn(&line);
@@ -524,7 +523,7 @@ impl Sweep<'_> {
         }
     }
 
-    /// The blocks were too few to tell the ratios apart (`check` is [`UNDECIDED`]): the check
+    /// The blocks were too few to tell the ratios apart (`check` is undecided): the check
     /// is made again on the next pass's fresh launch, its blocks added to this one's; after
     /// [`LIVE_CHECK_ATTEMPTS`] launches the levels decide ([`unheard_verdict`]).
     fn live_check_undecided(
@@ -558,12 +557,12 @@ impl Sweep<'_> {
         &mut self,
         params: &BTreeMap<String, String>,
     ) -> Result<bool, SweepError> {
-        self.mode = SweepMode::Relaunch;
-        self.block = None;
-        self.blocks.retain(|b| &b.params != params);
-        let blocks = self.blocks.clone();
-        self.cells.retain(|c| &c.params != params);
-        self.done.retain(|k| &k.params != params);
+        self.axes.mode = SweepMode::Relaunch;
+        self.blocks.open = None;
+        self.blocks.closed.retain(|b| &b.params != params);
+        let blocks = self.blocks.closed.clone();
+        self.out.cells.retain(|c| &c.params != params);
+        self.out.done.retain(|k| &k.params != params);
         self.update_header(|h| h.blocks = blocks)?;
         self.rewrite()?;
         Ok(true)
@@ -640,7 +639,7 @@ mod tests {
             0.03,
             6,
         );
-        assert_eq!(c.outcome, "relaunch", "{c:?}");
+        assert_eq!(c.outcome, Relaunch, "{c:?}");
         assert!(describe(&c).contains("sizes itself"), "{}", describe(&c));
     }
 
@@ -654,7 +653,7 @@ mod tests {
             0.02,
             6,
         );
-        assert_eq!(c.outcome, "live", "{c:?}");
+        assert_eq!(c.outcome, Live, "{c:?}");
         let compared = c.compared_samples_per_s();
         assert!((compared / 300.0 - 1.0).abs() < 0.01, "{compared}");
         assert!(
@@ -672,20 +671,20 @@ mod tests {
     fn the_tolerance_follows_the_blocks_spread_up_to_fifteen_percent() {
         let live = || side(&[0.5, 0.5], 100.0);
         let wide = check(live(), side(&[0.56], 112.0), 0.05, 4);
-        assert_eq!(wide.outcome, "live", "{wide:?}");
+        assert_eq!(wide.outcome, Live, "{wide:?}");
         let narrow = check(live(), side(&[0.56], 112.0), 0.01, 4);
-        assert_eq!(narrow.outcome, "relaunch", "{narrow:?}");
+        assert_eq!(narrow.outcome, Relaunch, "{narrow:?}");
         let expected = LIVE_CHECK_SLACK + (crate::stats::t_975(4) * 0.01 * 1.5f64.sqrt()).exp_m1();
         assert!((narrow.tolerance - expected).abs() < 1e-12);
         for sd in [0.05, 0.2, 1.0] {
             let c = check(live(), side(&[0.58], 116.0), sd, 2);
             assert!(c.tolerance <= LIVE_CHECK_MAX_TOLERANCE + 1e-12, "{c:?}");
-            assert_eq!(c.outcome, UNDECIDED, "{c:?}");
+            assert_eq!(c.outcome, Undecided, "{c:?}");
         }
         // 32% apart on two blocks a side of 11% each (a default sweep in a spell): undecided;
         // a job that sizes itself, 4 times apart, relaunches at that spread.
         let spell = check(live(), side(&[0.66, 0.66], 132.0), 0.112, 4);
-        assert_eq!(spell.outcome, UNDECIDED, "{spell:?}");
+        assert_eq!(spell.outcome, Undecided, "{spell:?}");
         assert!(spell.reason.contains("within the"), "{}", spell.reason);
         let sizes_itself = check(
             side(&[0.125, 0.125], 25.0),
@@ -693,7 +692,7 @@ mod tests {
             0.112,
             4,
         );
-        assert_eq!(sizes_itself.outcome, "relaunch", "{sizes_itself:?}");
+        assert_eq!(sizes_itself.outcome, Relaunch, "{sizes_itself:?}");
         // Twice apart is never undecided, however wide the spread (one that pools both sides
         // of a job that sizes itself: 149% a block).
         let pooled = check(
@@ -702,16 +701,16 @@ mod tests {
             1.488,
             4,
         );
-        assert_eq!(pooled.outcome, "relaunch", "{pooled:?}");
+        assert_eq!(pooled.outcome, Relaunch, "{pooled:?}");
         let narrow = check(live(), side(&[0.58], 116.0), 0.01, 4);
-        assert_eq!(narrow.outcome, "relaunch", "{narrow:?}");
+        assert_eq!(narrow.outcome, Relaunch, "{narrow:?}");
     }
 
     /// Without a ratio from either launch the safe mode is chosen, and the record is finite.
     #[test]
     fn no_ratio_relaunches() {
         let c = check(side(&[], 0.0), side(&[0.5], 10.0), 0.0, 0);
-        assert_eq!(c.outcome, "relaunch");
+        assert_eq!(c.outcome, Relaunch);
         assert!(c.tolerance.is_finite() && c.reference_ratio.is_none());
     }
 
@@ -720,16 +719,30 @@ mod tests {
     #[test]
     fn levels_far_apart_decide_an_unheard_check() {
         let verdict = |live, fresh| unheard_verdict(1.0, live, fresh, "why".into()).outcome;
-        assert_eq!(verdict(8.8, 55.7), "relaunch");
-        assert_eq!(verdict(55.7, 8.8), "relaunch");
-        assert_eq!(verdict(40.0, 55.7), "unproven");
-        assert_eq!(verdict(0.0, 55.7), "unproven");
-        assert_eq!(verdict(8.8, 0.0), "unproven");
+        assert_eq!(verdict(8.8, 55.7), Relaunch);
+        assert_eq!(verdict(55.7, 8.8), Relaunch);
+        assert_eq!(verdict(40.0, 55.7), Unproven);
+        assert_eq!(verdict(0.0, 55.7), Unproven);
+        assert_eq!(verdict(8.8, 0.0), Unproven);
         let c = unheard_verdict(1.0, 8.8, 55.7, "why".into());
         assert!(
             c.reason
                 .starts_with("why; the rates at the point are 6.3 times apart")
         );
         assert!(describe(&c).contains("every point is measured on a fresh launch"));
+    }
+
+    /// Matrices written before the verdict was an enum hold these words: they read the same.
+    #[test]
+    fn each_verdict_is_written_as_the_word_it_displays() {
+        for o in [Live, Relaunch, Unproven, Undecided] {
+            let word = format!("\"{o}\"");
+            assert_eq!(serde_json::to_string(&o).unwrap(), word);
+            assert_eq!(
+                serde_json::from_str::<crate::matrix::LiveCheckOutcome>(&word).unwrap(),
+                o
+            );
+        }
+        assert_eq!(Relaunch.to_string(), "relaunch");
     }
 }

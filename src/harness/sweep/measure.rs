@@ -19,7 +19,21 @@ pub(super) enum Outcome {
     Died(Cell),
 }
 
+/// How a launch's warm-up ended.
+pub(super) enum WarmUp {
+    /// The job reports progress and has warmed up: measure it.
+    Ready,
+    /// It died or never reported; the cell says why.
+    Failed(Cell),
+}
+
 impl Sweep<'_> {
+    /// The cell of point `p` at its memory level, nothing in it yet.
+    pub(super) fn cell_at(&self, p: &Point, source: CellSource) -> Cell {
+        let memory_bytes = self.mem.levels.bytes().map_or(0, |b| b[p.mem]);
+        Cell::at(p.cpu, memory_bytes, p.params.clone(), source)
+    }
+
     pub(super) fn empty_cell(
         &self,
         p: &Point,
@@ -28,22 +42,9 @@ impl Sweep<'_> {
         wall_s: f64,
     ) -> Cell {
         Cell {
-            cpu: p.cpu,
-            memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
-            params: p.params.clone(),
-            source,
-            throughput: None,
-            iteration_time_s: None,
-            telemetry: None,
-            gpu: None,
             note: Some(note),
             wall_s,
-            node: None,
-            interference: None,
-            relative: None,
-            visits: Vec::new(),
-            measured_unix_s: None,
-            left_out_unix_s: Vec::new(),
+            ..self.cell_at(p, source)
         }
     }
 
@@ -87,13 +88,13 @@ impl Sweep<'_> {
     }
 
     /// Waits until the job has reported progress for `seconds` after its first report.
-    /// Returns `Err(cell)` when the job dies or never reports.
+    /// [`WarmUp::Failed`] when the job dies or never reports.
     pub(super) fn warm_up(
         &mut self,
         run: &mut Run,
         p: &Point,
         started: Instant,
-    ) -> Result<Result<(), Cell>, SweepError> {
+    ) -> Result<WarmUp, SweepError> {
         let m = self.opts.spec.spec.measure.clone();
         // One pass over the dataset, so a launch's first cell sees a warm page cache, and more
         // while the cache is still taking it in.
@@ -127,7 +128,7 @@ impl Sweep<'_> {
                 run.held_peak = run.held_peak.max(c.held_bytes());
             }
             if run.job.try_status().is_some() {
-                return Ok(Err(self.death_cell(
+                return Ok(WarmUp::Failed(self.death_cell(
                     run,
                     p,
                     started,
@@ -147,7 +148,7 @@ impl Sweep<'_> {
                                     pass_samples,
                                 ))) =>
                 {
-                    return Ok(Ok(()));
+                    return Ok(WarmUp::Ready);
                 }
                 None if started.elapsed().as_secs_f64() > m.startup_timeout_s => {
                     let mut note = format!(
@@ -164,7 +165,7 @@ impl Sweep<'_> {
                     // The cap throttles every read of the device, the job's own libraries
                     // included where the page cache lost them (PyTorch's import reads hundreds
                     // of MB).
-                    if let (Some((_, cap)), Some(c)) = (self.storage_throttle, run.counters()) {
+                    if let (Some((_, cap)), Some(c)) = (self.mem.storage_throttle, run.counters()) {
                         let rate = c.read_bytes as f64 / started.elapsed().as_secs_f64();
                         if rate >= 0.8 * cap as f64 {
                             note.push_str(&format!(
@@ -177,7 +178,7 @@ impl Sweep<'_> {
                             ));
                         }
                     }
-                    return Ok(Err(self.empty_cell(
+                    return Ok(WarmUp::Failed(self.empty_cell(
                         p,
                         CellSource::Failed,
                         note,
@@ -210,7 +211,7 @@ impl Sweep<'_> {
 
     /// The dataset's samples: the spec's `dataset.samples`, else one per dataset file.
     pub(super) fn dataset_samples(&self) -> Option<u64> {
-        let ds = self.dataset.as_ref()?;
+        let ds = self.mem.dataset.as_ref()?;
         let samples = (self.opts.spec.spec.dataset.as_ref()).and_then(|d| d.samples);
         Some(samples.unwrap_or(ds.files))
     }
@@ -220,7 +221,7 @@ impl Sweep<'_> {
     /// misses late: a few steady windows would see only one phase, and only a whole epoch
     /// gives the rate a job really gets.
     fn partly_cached_epoch(&self) -> Option<f64> {
-        let ds = self.dataset.as_ref()?;
+        let ds = self.mem.dataset.as_ref()?;
         let cached = ds.cached().bytes;
         ((cached as f64) < PARTLY_CACHED * ds.page_cache_bytes as f64)
             .then(|| self.epoch_samples())
@@ -230,11 +231,11 @@ impl Sweep<'_> {
 
     /// Whether the launch running now measured `p` already (a later round's visit).
     fn visited_on_this_launch(&self, p: &Point) -> bool {
-        let Some(bytes) = self.memory.bytes() else {
+        let Some(bytes) = self.mem.levels.bytes() else {
             return false;
         };
         let key = crate::matrix::CellKey::new(p.cpu, bytes[p.mem], &p.params);
-        (self.cells.iter())
+        (self.out.cells.iter())
             .any(|c| c.key() == key && c.visits.iter().any(|v| v.launch == self.launch_id()))
     }
 
@@ -310,7 +311,7 @@ impl Sweep<'_> {
         m: &crate::spec::MeasureSpec,
     ) -> Result<Outcome, SweepError> {
         let elapsed = at.elapsed_s();
-        let dataset_cached = self.dataset.as_ref().map(|d| d.cached());
+        let dataset_cached = self.mem.dataset.as_ref().map(|d| d.cached());
         let mapped_hot = self.mapped_hot_bytes(run);
         let telemetry = Some(at.telemetry(run, elapsed, dataset_cached, mapped_hot));
         self.check_dataset_maps(run)?;
@@ -334,7 +335,7 @@ impl Sweep<'_> {
                 windows.left_out(m.steady_windows),
             ),
         };
-        self.pending_host = measured_unix_s
+        self.host.pending = measured_unix_s
             .and_then(|span| Some((span, self.host_speed_of(p.cpu, span, &at.windows)?)));
         let throughput = match over_epoch {
             Some((t, _)) => Some(t),
@@ -356,22 +357,16 @@ impl Sweep<'_> {
             (a, b) => a.or(b),
         };
         let cell = Cell {
-            cpu: p.cpu,
-            memory_bytes: self.memory.bytes().map_or(0, |b| b[p.mem]),
-            params: p.params.clone(),
-            source: CellSource::Measured,
             throughput: Some(throughput),
             iteration_time_s: at.windows.iteration_times(),
             telemetry,
             gpu: self.gpu.as_ref().and_then(|g| g.window_summary()),
             note,
             wall_s: started.elapsed().as_secs_f64(),
-            node: None,
             interference: at.judge.as_ref().and_then(WindowJudge::summary),
-            relative: None,
-            visits: Vec::new(),
             measured_unix_s,
             left_out_unix_s,
+            ..self.cell_at(p, CellSource::Measured)
         };
         self.note_disturbance(&cell);
         Ok(Outcome::Cell(cell))

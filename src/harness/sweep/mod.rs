@@ -5,17 +5,14 @@
 use crate::harness::cgroup::effective::EffectiveCaps;
 use crate::harness::cgroup::{CapsError, CgroupRoot};
 use crate::harness::measure::gpu::GpuMonitor;
-use crate::harness::memory::dataset::{DatasetError, DatasetSize};
+use crate::harness::memory::dataset::DatasetError;
 use crate::harness::process::job_launch::render_argv;
 use crate::harness::process::launch::LaunchError;
-use crate::harness::sweep::cpu_search::CpuSearch;
-use crate::harness::sweep::plan::{MemoryLevels, Point, Recorded, param_combinations};
+use crate::harness::sweep::plan::{Point, Recorded, param_combinations};
 use crate::matrix::MatrixError;
-use crate::matrix::{
-    CacheModelInputs, Cell, CellKey, CellSource, Matrix, MatrixHeader, MatrixWriter,
-};
+use crate::matrix::{Cell, CellSource, Matrix};
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode, TemplateError, Vars};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -160,60 +157,37 @@ impl SweepOutcome {
     }
 }
 
-/// Mutable state of a sweep in progress.
+/// A sweep in progress: what it was asked and where it reports, the machine it runs on, and the
+/// parts that own the rest of its state, each in its file.
 struct Sweep<'a> {
     opts: &'a SweepOptions,
     observer: &'a mut dyn SweepObserver,
     cancel: &'a AtomicBool,
     root: Option<CgroupRoot>,
     gpu: Option<GpuMonitor>,
-    memory: MemoryLevels,
-    dataset: Option<DatasetSize>,
-    header: Option<MatrixHeader>,
-    writer: Option<MatrixWriter>,
-    cells: Vec<Cell>,
-    done: HashSet<CellKey>,
-    log_dir: PathBuf,
-    launches: u32,
-    /// Launches of the sweep this one resumes, so that visits keep telling launches apart.
-    resumed_launches: u32,
-    axes_cpu: Vec<f64>,
-    /// The CPU search choosing the levels, when the spec asks for one instead of a list.
-    search: Option<CpuSearch>,
-    /// What each search found, one line per parameter combination, for the header.
-    search_results: Vec<String>,
-    mode: SweepMode,
-    /// Whether re-capping a running job is still to be checked against a fresh start.
-    live_check: LiveCheckState,
-    /// The blocks measured so far ([`blocks`]), and the one being measured.
-    blocks: Vec<crate::matrix::SweepBlock>,
-    block: Option<crate::matrix::SweepBlock>,
-    /// Orders each block's points afresh.
-    rng: rand_chacha::ChaCha8Rng,
-    params_axes: BTreeMap<String, Vec<String>>,
-    cache_inputs: Option<CacheModelInputs>,
-    /// How the job maps its dataset's files, once looked at (while its first cell ran).
-    dataset_maps: Option<crate::harness::memory::resident::DatasetMaps>,
-    /// Block device of the dataset and the read cap (bytes/s) applied to every run.
-    storage_throttle: Option<((u64, u64), u64)>,
-    /// Why memory levels relative to the dataset leave out the job's resident size, or were
-    /// sized again, if they were.
-    memory_note: Option<String>,
-    /// Where the storage cap is above what the disk delivers to random reads of a sample,
-    /// what it delivered.
-    storage_note: Option<String>,
-    /// How levels relative to the dataset were sized from the job's footprint.
-    sizing: Option<footprint::Sizing>,
-    /// The memory axis has a dataset but no cache model (measuring storage failed): lower
-    /// memory levels are not filled in rather than filled with the top level's rate.
-    model_unavailable: bool,
     /// Inside a Slurm step: the step and the caps of its cgroup, checked at every point.
     step: Option<(SlurmStep, EffectiveCaps)>,
-    /// The probe of the host's speed on the job's CPUs ([`host`]).
-    host_probe: Option<crate::harness::measure::host_probe::HostProbe>,
-    /// The host's speed over the measurement just made, for its visit, with the measurement's
-    /// span.
-    pending_host: Option<([f64; 2], crate::matrix::visits::HostSpeed)>,
+    /// The levels and how they are walked ([`plan::Axes`]).
+    axes: plan::Axes,
+    /// The memory axis's inputs: levels, dataset, cache model ([`cache::MemoryInputs`]).
+    mem: cache::MemoryInputs,
+    /// The blocks measured so far and the one being measured ([`blocks::Blocks`]).
+    blocks: blocks::Blocks,
+    /// Whether re-capping a running job is still to be checked against a fresh start.
+    live_check: LiveCheckState,
+    /// The probe of the host's speed on the job's CPUs ([`host::HostWatch`]).
+    host: host::HostWatch,
+    /// The matrix written so far ([`header::Output`]).
+    out: header::Output,
+    launches: LaunchCount,
+}
+
+/// How many times the job was started.
+#[derive(Debug, Clone, Copy, Default)]
+struct LaunchCount {
+    started: u32,
+    /// Launches of the sweep this one resumes, so that visits keep telling launches apart.
+    resumed: u32,
 }
 
 /// Runs a whole sweep. Every finished cell is already on disk when this returns, also on error
@@ -270,38 +244,20 @@ fn run_sweep_with(
         cancel,
         root,
         gpu,
-        memory,
-        dataset,
-        header: None,
-        writer: None,
-        cells: Vec::new(),
-        done: HashSet::new(),
-        log_dir,
-        launches: 0,
-        resumed_launches: 0,
-        axes_cpu: cpu_levels.clone(),
-        search,
-        search_results: Vec::new(),
-        mode,
-        live_check,
-        blocks: Vec::new(),
-        block: None,
-        rng: <rand_chacha::ChaCha8Rng as rand_core::SeedableRng>::seed_from_u64(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-        ),
-        params_axes: spec.sweep.params.clone(),
-        cache_inputs: None,
-        dataset_maps: None,
-        storage_throttle,
-        memory_note: None,
-        storage_note: None,
-        sizing: None,
-        model_unavailable: false,
         step: step_caps,
-        host_probe: None,
-        pending_host: None,
+        axes: plan::Axes {
+            cpu: cpu_levels.clone(),
+            search,
+            search_results: Vec::new(),
+            params: spec.sweep.params.clone(),
+            mode,
+        },
+        mem: cache::MemoryInputs::new(memory, dataset, storage_throttle),
+        blocks: blocks::Blocks::seeded_now(),
+        live_check,
+        host: host::HostWatch::default(),
+        out: header::Output::new(log_dir),
+        launches: LaunchCount::default(),
     };
     if !opts.caps {
         return sweep.check_uncapped(started);
@@ -312,17 +268,21 @@ fn run_sweep_with(
     sweep.start_host_probe();
     sweep.run_combinations(&cpu_levels)?;
     let matrix = Matrix {
-        header: sweep.header.clone().unwrap_or_else(|| sweep.make_header()),
-        cells: sweep.cells.clone(),
+        header: sweep
+            .out
+            .header
+            .clone()
+            .unwrap_or_else(|| sweep.make_header()),
+        cells: sweep.out.cells.clone(),
     };
-    if sweep.writer.is_none() {
+    if sweep.out.writer.is_none() {
         // Nothing new was run (all cells resumed); still leave a valid file behind.
         sweep.ensure_writer()?;
     }
     Ok(SweepOutcome {
         matrix,
         path: opts.output.clone(),
-        launches: sweep.launches,
+        launches: sweep.launches.started,
         wall_s: started.elapsed().as_secs_f64(),
     })
 }
@@ -342,15 +302,15 @@ impl Sweep<'_> {
             ));
         }
         let combos = param_combinations(&spec.sweep.params);
-        let n_mem = self.memory.len();
-        match &self.search {
+        let n_mem = self.mem.levels.len();
+        match &self.axes.search {
             Some(s) => {
                 let at_most = combos.len() * s.at_most() * n_mem;
-                self.observer.planned_at_most(at_most, self.cells.len());
+                self.observer.planned_at_most(at_most, self.out.cells.len());
             }
             None => {
                 let total = combos.len() * cpu_levels.len() * n_mem;
-                self.observer.planned(total, self.done.len());
+                self.observer.planned(total, self.out.done.len());
             }
         }
         if n_mem > 1 {
@@ -368,7 +328,7 @@ impl Sweep<'_> {
                 self.fill_modelled(params, &levels)?;
             }
         }
-        if self.search.is_some() {
+        if self.axes.search.is_some() {
             self.record_searched_axis()?;
         }
         self.hold_launch_spread()?;
@@ -403,12 +363,12 @@ impl Sweep<'_> {
         remaining_combos: usize,
     ) -> Result<Vec<f64>, SweepError> {
         loop {
-            let levels = match self.search.clone() {
+            let levels = match self.axes.search.clone() {
                 Some(search) => self.run_search(&search, params, memory_axis, remaining_combos)?,
                 None => {
                     let mems: Vec<usize> = match memory_axis {
                         MemoryAxis::Model => vec![0],
-                        MemoryAxis::Measure => (0..self.memory.len()).collect(),
+                        MemoryAxis::Measure => (0..self.mem.levels.len()).collect(),
                     };
                     let grid: Vec<Point> = (cpu_levels.iter())
                         .flat_map(|&cpu| {
@@ -437,16 +397,16 @@ impl Sweep<'_> {
 
     fn recorded(&self) -> Recorded<'_> {
         Recorded {
-            cells: &self.cells,
-            memory: &self.memory,
-            done: &self.done,
+            cells: &self.out.cells,
+            memory: &self.mem.levels,
+            done: &self.out.done,
         }
     }
 
     /// The running launch's number in the sweep, counted from 1 (0 before the first), the
     /// launches of a resumed sweep's file included: what its visits are recorded with.
     fn launch_id(&self) -> u32 {
-        self.resumed_launches + self.launches
+        self.launches.resumed + self.launches.started
     }
 
     fn cancelled(&self) -> bool {
@@ -455,7 +415,7 @@ impl Sweep<'_> {
 
     fn interrupted(&self) -> SweepError {
         SweepError::Interrupted {
-            cells: self.cells.len(),
+            cells: self.out.cells.len(),
             path: self.opts.output.clone(),
         }
     }

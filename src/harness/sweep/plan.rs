@@ -5,6 +5,17 @@ use crate::matrix::{Cell, CellKey};
 use crate::spec::SweepMode;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
+/// The axes a sweep walks: its CPU levels (chosen by a search where the spec asks for one, and
+/// what each search found, one line per parameter combination, for the header), its other
+/// parameters, and whether it re-caps a running job or starts one per cell.
+pub(crate) struct Axes {
+    pub cpu: Vec<f64>,
+    pub search: Option<super::cpu_search::CpuSearch>,
+    pub search_results: Vec<String>,
+    pub params: BTreeMap<String, Vec<String>>,
+    pub mode: SweepMode,
+}
+
 /// A grid point to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Point {

@@ -2,7 +2,7 @@
 //! launch's rounds each a block that ends with the reference ([`super::blocks`]), and the
 //! uncapped spec check.
 
-use super::measure::Outcome;
+use super::measure::{Outcome, WarmUp};
 use super::{POLL, Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
 use crate::harness::sweep::plan::{
     MemoryLevels, Point, PointSource, joins_launch, label, param_combinations,
@@ -57,7 +57,7 @@ impl Sweep<'_> {
     ) -> Result<Option<Point>, SweepError> {
         let started = Instant::now();
         let per_launch = self.blocks_per_launch();
-        if per_launch || self.block.is_none() {
+        if per_launch || self.blocks.open.is_none() {
             self.open_block(&first.params)?;
         }
         let reference = self.reference_point(&first.params);
@@ -67,7 +67,7 @@ impl Sweep<'_> {
         };
         self.observer
             .status(&format!("{}: starting job", label(&launch_at)));
-        let limit = self.memory.bytes().map(|b| b[launch_at.mem]);
+        let limit = self.mem.levels.bytes().map(|b| b[launch_at.mem]);
         let trace = self.start_open_trace();
         let mut run = self.launch(&launch_at, limit)?;
         let resized = match self.start(&mut run, &first, &launch_at, started)? {
@@ -93,9 +93,9 @@ impl Sweep<'_> {
     /// is at the top memory level, and the reference was measured (or is still to be).
     fn opens_at_reference(&self, first: &Point) -> bool {
         let reference = self.reference_point(&first.params);
-        let reference_cell = self.memory.bytes().and_then(|b| {
+        let reference_cell = self.mem.levels.bytes().and_then(|b| {
             let key = crate::matrix::CellKey::new(reference.cpu, b[0], &reference.params);
-            self.cells.iter().find(|c| c.key() == key)
+            self.out.cells.iter().find(|c| c.key() == key)
         });
         first.mem == reference.mem
             && *first != reference
@@ -112,21 +112,21 @@ impl Sweep<'_> {
         launch_at: &Point,
         started: Instant,
     ) -> Result<Option<Cell>, SweepError> {
-        if let Err(mut cell) = self.warm_up(run, launch_at, started)? {
+        if let WarmUp::Failed(mut cell) = self.warm_up(run, launch_at, started)? {
             cell.cpu = first.cpu;
-            if self.memory.bytes().is_none() {
+            if self.mem.levels.bytes().is_none() {
                 // Levels relative to the dataset need the job's resident size, which a job
                 // that died cannot tell; fix them now without it so the file stays
                 // loadable and resumable and the other points have levels to run at.
-                self.memory.resolve(0);
-                self.memory_note = Some(
+                self.mem.levels.resolve(0);
+                self.mem.memory_note = Some(
                     "the first launch ended before its warm-up, so memory levels leave out the job's resident memory".into(),
                 );
             }
-            cell.memory_bytes = self.memory.bytes().expect("resolved")[first.mem];
+            cell.memory_bytes = self.mem.levels.bytes().expect("resolved")[first.mem];
             return Ok(Some(cell));
         }
-        if self.memory.bytes().is_none() {
+        if self.mem.levels.bytes().is_none() {
             self.size_memory_levels(run);
             self.check_step_caps(launch_at)?;
             self.apply_sized_limit(run, launch_at)?;
@@ -192,7 +192,7 @@ impl Sweep<'_> {
             }
             // Next point on the same launch, if it can share it.
             let Some(next) = next else { return Ok(None) };
-            if !joins_launch(&point, &next, self.mode, depends_on_cpu) {
+            if !joins_launch(&point, &next, self.axes.mode, depends_on_cpu) {
                 return Ok(None);
             }
             source.take();
@@ -247,7 +247,7 @@ impl Sweep<'_> {
     ) -> Result<bool, SweepError> {
         if let Some(cg) = &run.cgroup {
             cg.set_cpu(next.cpu)?;
-            let bytes = self.memory.bytes().expect("resolved")[next.mem];
+            let bytes = self.mem.levels.bytes().expect("resolved")[next.mem];
             // Only EBUSY means the kernel could not reclaim; any other failure is the sweep's,
             // not the cell's.
             if let Err(e) = cg.set_memory_limit(Some(bytes)) {
@@ -285,6 +285,7 @@ impl Sweep<'_> {
     /// After an OOM at `p`, smaller memory at the same CPU level and parameters cannot fit either.
     pub(super) fn record_ruled_out_by_oom(&mut self, source: &mut dyn PointSource, p: &Point) {
         let oom = self
+            .out
             .cells
             .last()
             .is_some_and(|c| c.source == CellSource::Infeasible);
@@ -317,26 +318,26 @@ impl Sweep<'_> {
             mem: 0,
             params,
         };
-        self.memory = MemoryLevels::Bytes(vec![total_memory_bytes()]);
-        self.axes_cpu = vec![cpus];
+        self.mem.levels = MemoryLevels::Bytes(vec![total_memory_bytes()]);
+        self.axes.cpu = vec![cpus];
         self.observer.planned(1, 0);
         let mut run = self.launch(&p, None)?;
         let cell = match self.warm_up(&mut run, &p, started)? {
-            Err(cell) => cell,
-            Ok(()) => match self.measure(&mut run, &p, started)? {
+            WarmUp::Failed(cell) => cell,
+            WarmUp::Ready => match self.measure(&mut run, &p, started)? {
                 Outcome::Cell(c) | Outcome::Died(c) => c,
             },
         };
         run.job.stop();
         self.observer.cell_done(&cell);
-        self.cells.push(cell);
+        self.out.cells.push(cell);
         Ok(SweepOutcome {
             matrix: Matrix {
                 header: self.make_header(),
-                cells: self.cells,
+                cells: self.out.cells,
             },
             path: PathBuf::new(),
-            launches: self.launches,
+            launches: self.launches.started,
             wall_s: started.elapsed().as_secs_f64(),
         })
     }

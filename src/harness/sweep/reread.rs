@@ -29,20 +29,20 @@ impl Sweep<'_> {
             return Ok(());
         };
         let (Some(inputs), Some(ds), true) = (
-            self.cache_inputs.as_ref(),
-            self.dataset.as_ref(),
+            self.mem.cache_inputs.as_ref(),
+            self.mem.dataset.as_ref(),
             self.root.is_some(),
         ) else {
             return Ok(());
         };
-        let Some(levels) = self.memory.bytes().map(|b| b.to_vec()) else {
+        let Some(levels) = self.mem.levels.bytes().map(|b| b.to_vec()) else {
             return Ok(());
         };
         let Some(cpu) = cpus.iter().copied().reduce(f64::max) else {
             return Ok(());
         };
         let top = CellKey::new(cpu, levels[0], params);
-        let Some(resident) = (self.cells.iter().find(|c| c.key() == top))
+        let Some(resident) = (self.out.cells.iter().find(|c| c.key() == top))
             .and_then(|c| c.telemetry.as_ref())
             .map(|t| t.resident_besides_dataset())
         else {
@@ -60,7 +60,7 @@ impl Sweep<'_> {
             return Ok(());
         }
         let samples = self.dataset_samples().unwrap_or(ds.files);
-        let readers = self.dataset_maps.map_or(1, |m| m.readers.max(1));
+        let readers = self.mem.dataset_maps.map_or(1, |m| m.readers.max(1));
         let setup = ReplaySetup {
             files: ds.paths.clone(),
             sizes: (ds.paths.iter())
@@ -69,7 +69,7 @@ impl Sweep<'_> {
             samples,
             readers: readers as usize,
             access,
-            read_cap: self.storage_throttle,
+            read_cap: self.mem.storage_throttle,
             timeout: Duration::from_secs_f64(60.0 + 6.0 * epoch_s),
         };
         let mut points = Vec::new();
@@ -109,7 +109,7 @@ impl Sweep<'_> {
             return Ok(());
         }
         points.sort_by(|a, b| a[0].total_cmp(&b[0]));
-        let Some(inputs) = self.cache_inputs.as_mut() else {
+        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
             return Ok(());
         };
         inputs.replayed_reads = Some(ReplayedReads {
@@ -125,14 +125,14 @@ impl Sweep<'_> {
     /// replayed yet, outside a Slurm step (whose cgroups Slurm owns), and one file holding
     /// several samples that the job reads without mapping it.
     fn replay_access(&self) -> Option<ReadAccess> {
-        let inputs = self.cache_inputs.as_ref()?;
-        let ds = self.dataset.as_ref()?;
-        let maps = self.dataset_maps?;
+        let inputs = self.mem.cache_inputs.as_ref()?;
+        let ds = self.mem.dataset.as_ref()?;
+        let maps = self.mem.dataset_maps?;
         let samples = self.dataset_samples()?;
         let replays = inputs.kind == CacheKind::PageCache
             && inputs.replayed_reads.is_none()
             && self.step.is_none()
-            && self.memory.len() > 1
+            && self.mem.levels.len() > 1
             && ds.files == 1
             && samples > 1
             && !maps.mapped;

@@ -97,7 +97,7 @@ impl Sweep<'_> {
         let Some((_, caps)) = &self.step else {
             return Ok(());
         };
-        let memory = self.memory.bytes().map(|b| b[p.mem]);
+        let memory = self.mem.levels.bytes().map(|b| b[p.mem]);
         caps.check(p.cpu, memory).map_err(|e| {
             SweepError::Plan(format!(
                 "in the Slurm step: refusing to measure {}: {e} (ask for more with \
@@ -114,20 +114,20 @@ impl Sweep<'_> {
     ) -> Result<Run, SweepError> {
         self.check_step_caps(first)?;
         let spec = &self.opts.spec;
-        self.launches += 1;
+        self.launches.started += 1;
         // Start every launch with a cold cache, charged to the job's own cgroup (or the Slurm
         // step's), so its reads and cache are its own.
         if (self.root.is_some() || self.step.is_some())
-            && let Some(ds) = &self.dataset
+            && let Some(ds) = &self.mem.dataset
         {
             ds.evict();
         }
         let cgroup = match &self.root {
             Some(root) => {
-                let cg = root.create_launch(&spec.spec.name, self.launches)?;
+                let cg = root.create_launch(&spec.spec.name, self.launches.started)?;
                 cg.set_cpu(first.cpu)?;
                 cg.set_memory_limit(memory_limit)?;
-                if let Some((dev, bps)) = self.storage_throttle {
+                if let Some((dev, bps)) = self.mem.storage_throttle {
                     cg.set_read_bps(dev, Some(bps))?;
                 }
                 Some(cg)
@@ -140,12 +140,12 @@ impl Sweep<'_> {
                 "{}-{}-{}",
                 spec.spec.name,
                 std::process::id(),
-                self.launches
+                self.launches.started
             ),
         };
         let vars = self.vars_for(first);
         let procs = cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
-        let (launch, progress_paths) = job_launch(spec, &vars, &self.log_dir, &tag, procs, &[])
+        let (launch, progress_paths) = job_launch(spec, &vars, &self.out.log_dir, &tag, procs, &[])
             .map_err(|source| SweepError::Template {
                 spec: spec.path.clone(),
                 source,

@@ -173,7 +173,7 @@ impl Sweep<'_> {
         memory_axis: MemoryAxis,
         remaining_combos: usize,
     ) -> Result<Vec<f64>, SweepError> {
-        let n_mem = self.memory.len();
+        let n_mem = self.mem.levels.len();
         let measure_memory = memory_axis == MemoryAxis::Measure && n_mem > 1;
         let search_points = SearchPoints { search, params };
         let measured = if measure_memory {
@@ -211,13 +211,18 @@ impl Sweep<'_> {
         }
         let result = self.search_result(search, params, &measured);
         self.observer.status(&result);
-        self.search_results.push(result);
+        self.axes.search_results.push(result);
 
         // This combination's cells are known now; later ones only bounded.
-        let here = self.cells.iter().filter(|c| &c.params == params).count();
+        let here = self
+            .out
+            .cells
+            .iter()
+            .filter(|c| &c.params == params)
+            .count();
         let left = (levels.len() * n_mem).saturating_sub(here)
             + remaining_combos * search.at_most() * n_mem;
-        let done = self.cells.len();
+        let done = self.out.cells.len();
         if remaining_combos == 0 {
             self.observer.planned(done + left, done);
         } else {
@@ -247,13 +252,13 @@ impl Sweep<'_> {
     /// The matrix's CPU axis becomes the levels measured; the header is rewritten to say so.
     pub(super) fn record_searched_axis(&mut self) -> Result<(), SweepError> {
         let mut axis: Vec<f64> = Vec::new();
-        for c in &self.cells {
+        for c in &self.out.cells {
             if !axis.iter().any(|a| (a - c.cpu).abs() < 5e-4) {
                 axis.push(c.cpu);
             }
         }
         axis.sort_by(|a, b| b.total_cmp(a));
-        self.axes_cpu = axis;
+        self.axes.cpu = axis;
         let fresh = self.make_header();
         self.update_header(|h| {
             h.axes.cpu = fresh.axes.cpu;

@@ -157,11 +157,11 @@ impl Sweep<'_> {
     /// The measured points of `params` whose relative rate is in doubt against the best-case
     /// demand's threshold at the default eps ([`in_doubt`]), each with a few words on why.
     fn demand_in_doubt(&self, params: &BTreeMap<String, String>) -> Vec<(Point, String)> {
-        let Some(levels) = self.memory.bytes() else {
+        let Some(levels) = self.mem.levels.bytes() else {
             return Vec::new();
         };
-        let relative = relative_rates(&self.blocks, &self.cells);
-        let ours: Vec<(&Cell, Option<&RelativeRate>)> = (self.cells.iter().zip(&relative))
+        let relative = relative_rates(&self.blocks.closed, &self.out.cells);
+        let ours: Vec<(&Cell, Option<&RelativeRate>)> = (self.out.cells.iter().zip(&relative))
             .filter(|(c, _)| c.source == CellSource::Measured && &c.params == params)
             .map(|(c, r)| (c, r.as_ref()))
             .collect();
@@ -192,10 +192,11 @@ impl Sweep<'_> {
 
     /// The measured points of `params`, to measure again.
     fn points_to_launch_again(&self, params: &BTreeMap<String, String>) -> Vec<Point> {
-        let Some(levels) = self.memory.bytes() else {
+        let Some(levels) = self.mem.levels.bytes() else {
             return Vec::new();
         };
-        self.cells
+        self.out
+            .cells
             .iter()
             .filter(|c| c.source == CellSource::Measured && &c.params == params)
             .filter_map(|c| {
@@ -213,13 +214,17 @@ impl Sweep<'_> {
     /// it in the header, and rewrites the file. Applying it twice (a resumed sweep) changes
     /// nothing more.
     pub(super) fn hold_launch_spread(&mut self) -> Result<(), SweepError> {
-        let Some(spread) = hold_pooled_spread(&mut self.cells) else {
+        let Some(spread) = hold_pooled_spread(&mut self.out.cells) else {
             return Ok(());
         };
         self.observer.note(&spread.describe());
-        let mut header = self.header.clone().unwrap_or_else(|| self.make_header());
+        let mut header = self
+            .out
+            .header
+            .clone()
+            .unwrap_or_else(|| self.make_header());
         header.launch_spread = Some(spread);
-        self.header = Some(header);
+        self.out.header = Some(header);
         self.rewrite()
     }
 
@@ -227,10 +232,15 @@ impl Sweep<'_> {
     pub(super) fn rewrite(&mut self) -> Result<(), SweepError> {
         self.ensure_writer()?;
         let matrix = Matrix {
-            header: self.header.clone().unwrap_or_else(|| self.make_header()),
-            cells: self.cells.clone(),
+            header: self
+                .out
+                .header
+                .clone()
+                .unwrap_or_else(|| self.make_header()),
+            cells: self.out.cells.clone(),
         };
-        self.writer
+        self.out
+            .writer
             .as_mut()
             .expect("ensured")
             .replace_all(&matrix)?;

@@ -66,10 +66,10 @@ impl Sweep<'_> {
         read: f64,
         pass: f64,
     ) -> bool {
-        let Some(ds) = self.dataset.as_ref() else {
+        let Some(ds) = self.mem.dataset.as_ref() else {
             return false;
         };
-        let limit = self.memory.bytes().and_then(|b| b.get(p.mem).copied());
+        let limit = self.mem.levels.bytes().and_then(|b| b.get(p.mem).copied());
         if pass <= 0.0 || limit.is_some_and(|l| l.saturating_sub(held) < ds.page_cache_bytes) {
             return false;
         }

@@ -222,8 +222,8 @@ fn job_list(ids: impl Iterator<Item = u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::binding::bind;
     use crate::replay::cluster::ClusterSpec;
-    use crate::replay::engine::bind::bind;
     use crate::replay::job::JobSpec;
     use crate::replay::profile::{ProfileSet, Semantics};
     use std::path::Path;

@@ -5,20 +5,19 @@
 //! server a job spans, every dimension checked); the engine re-checks that no server is
 //! over-allocated; each placed job progresses for the round at the throughput of the
 //! allocation it got. A round whose decision nothing could change reuses the last one
-//! ([`EngineConfig::fast`]). Under
-//! [`Semantics::Exact`] a job finishes at the exact instant its work runs out (its resources
-//! stay idle until the round ends: leases are per round); under [`Semantics::Synergy`] it
-//! finishes at the end of that round, as in Synergy's simulator. When no job is active the
-//! engine jumps to the first round boundary at or after the next arrival.
+//! ([`EngineConfig::fast`]). How a placed job progresses, which jobs the mechanism is offered
+//! and what a job carries between rounds are the semantics' rules ([`RoundRules`](super::semantics::RoundRules)), which the
+//! engine calls and does not know. When no job is active the engine jumps to the first round
+//! boundary at or after the next arrival.
 
-mod bind;
 mod check;
 mod progress;
 mod queue;
+mod state;
 mod work;
 
+pub use super::binding::bind;
 pub use super::job::JobState;
-pub use bind::bind;
 pub use check::Alloc;
 pub use work::{Round, RoundWork};
 
@@ -28,8 +27,10 @@ use super::job::JobSpec;
 use super::mechanism::{MechCtx, MechStats, Mechanism, Placement};
 use super::policy::{Policy, PolicyCtx};
 use super::profile::{ProfileSet, Semantics};
+use super::semantics::rules;
 use super::workload::canonical::Recorder;
 use queue::{Queue, Rank, Slots};
+use state::{Clock, RoundBuffers, Rules, Streams, Tally};
 use std::time::Instant;
 
 /// One scheduling round of the time series.
@@ -73,8 +74,8 @@ pub struct EngineConfig<'a> {
     pub horizon_s: f64,
     pub max_rounds: u64,
     /// Time of the first round; `None`: rounds fall on multiples of the round length from 0.
-    /// Synergy's simulator starts a static trace (`--static`) at 1 s, so its rounds fall on
-    /// 1 + k x round; later rounds keep the phase of the first.
+    /// A first round at 1 s (as a simulator that starts a static trace there has it) puts the
+    /// rounds on 1 + k x round; later rounds keep the phase of the first.
     pub first_round_s: Option<f64>,
     /// Called after every round with the placements (tests use it to audit invariants).
     pub audit: Option<&'a AuditFn<'a>>,
@@ -96,10 +97,6 @@ pub struct EngineOutput {
     pub end_s: f64,
     pub lp_failures: u64,
 }
-
-/// Starvation guard of Synergy's schedulers: a job that has not run for this long sorts before
-/// all others from then on (priority 1).
-pub const SYNERGY_STARVATION_S: f64 = 1000.0 * 3600.0;
 
 /// Where finished jobs go instead of the output, as they finish (a replay too large to keep).
 pub type SinkFn<'a> = dyn FnMut(JobState) -> Result<(), ReplayError> + 'a;
@@ -141,7 +138,7 @@ pub fn simulate_into(
     sink: &mut SinkFn,
 ) -> Result<EngineOutput, ReplayError> {
     let mut replay = Replay::new(cfg, arrivals, recorder)?;
-    replay.sink = Some(sink);
+    replay.streams.sink = Some(sink);
     replay.run_to_end()?;
     Ok(replay.finish())
 }
@@ -202,46 +199,19 @@ impl Iterator for Pull<'_, '_> {
 /// the jobs and placements between rounds; [`simulate`] runs it to the end.
 pub struct Replay<'c, 'a> {
     cfg: &'c EngineConfig<'a>,
-    arrivals: std::iter::Peekable<&'c mut dyn Iterator<Item = JobSpec>>,
-    recorder: Option<&'c mut Recorder>,
-    sink: Option<&'c mut SinkFn<'c>>,
-    /// Where rounds make progress; `None`: at the matrices' rates (the replay).
-    work: Option<&'c mut dyn RoundWork>,
-    /// Seconds each allocation of the round ran (memory reused).
-    ran: Vec<f64>,
+    rules: Rules,
+    streams: Streams<'c>,
     /// Active jobs by slot (a finished job's slot takes the last job).
     active: Vec<JobState>,
     /// Per slot, what the engine keeps besides the job's state.
     slots: Vec<Slot>,
-    /// Memory the placement check reuses.
-    scratch: check::Scratch,
     queue: Queue,
-    /// The order after Synergy's per-round selection, when the policy has one.
-    selected: Vec<usize>,
     done: Vec<JobState>,
     rounds: Vec<RoundRow>,
-    placements: Vec<Placement>,
-    allocs: Vec<Alloc>,
-    /// Slots that ran in the last round (kept only where [`Replay::runners_rerank`]).
-    running: Vec<usize>,
     last: Option<Decision>,
-    free_frac: [f64; 3],
-    last_arrival: f64,
-    window_done: u64,
-    lp_failures: u64,
-    idle_rounds: u32,
-    t: f64,
-    t0: f64,
-    n_rounds: u64,
-    contention_sum: f64,
-    /// GPUs the active jobs ask for.
-    active_gpus: u64,
-    n_finished: u64,
-    /// Synergy's starvation priority sorts first (its semantics, a policy that uses it).
-    prioritized: bool,
-    /// Starting a job costs time: some profile has a start-up and the semantics are exact.
-    start_costs: bool,
-    ended: bool,
+    buffers: RoundBuffers,
+    clock: Clock,
+    tally: Tally,
 }
 
 impl<'c, 'a> Replay<'c, 'a> {
@@ -260,52 +230,38 @@ impl<'c, 'a> Replay<'c, 'a> {
                 "first round time must be finite".into(),
             ));
         }
-        let prioritized = cfg.semantics == Semantics::Synergy && cfg.policy.uses_priority();
-        let kept = cfg.fast && !prioritized;
+        let rules = Rules::new(rules(cfg.semantics), cfg.policy, cfg.profiles);
+        let kept = cfg.fast && !rules.prioritized;
         Ok(Replay {
             cfg,
-            arrivals: arrivals.peekable(),
-            recorder,
-            sink: None,
-            work: None,
-            ran: Vec::new(),
+            rules,
+            streams: Streams {
+                arrivals: arrivals.peekable(),
+                recorder,
+                sink: None,
+                work: None,
+            },
             active: Vec::new(),
             slots: Vec::new(),
-            scratch: check::Scratch::default(),
             queue: Queue::new(cfg.policy.key_update(cfg.semantics), kept),
-            selected: Vec::new(),
             done: Vec::new(),
             rounds: Vec::new(),
-            placements: Vec::new(),
-            allocs: Vec::new(),
-            running: Vec::new(),
             last: None,
-            free_frac: [1.0; 3],
-            last_arrival: f64::NEG_INFINITY,
-            window_done: 0,
-            lp_failures: 0,
-            idle_rounds: 0,
-            t: t0,
-            t0,
-            n_rounds: 0,
-            contention_sum: 0.0,
-            active_gpus: 0,
-            n_finished: 0,
-            prioritized,
-            start_costs: cfg.semantics == Semantics::Exact && cfg.profiles.any_start_cost(),
-            ended: false,
+            buffers: RoundBuffers::default(),
+            clock: Clock::starting_at(t0),
+            tally: Tally::default(),
         })
     }
 
     /// Makes every round's progress with `work` (a deploy's real jobs) instead of the
     /// matrices' rates.
     pub fn set_work(&mut self, work: &'c mut dyn RoundWork) {
-        self.work = Some(work);
+        self.streams.work = Some(work);
     }
 
     /// Start of the next round (after [`Replay::step_round`]: of the round after the one run).
     pub fn now(&self) -> f64 {
-        self.t
+        self.clock.t
     }
 
     /// Jobs admitted and not finished (in slot order: a finished job's slot takes the last
@@ -322,7 +278,7 @@ impl<'c, 'a> Replay<'c, 'a> {
     /// The placements of the last round run; their `job` indexes the active jobs as they were
     /// in that round (finished jobs have since left [`Replay::active`]).
     pub fn last_placements(&self) -> &[Placement] {
-        &self.placements
+        &self.buffers.placements
     }
 
     pub fn rounds(&self) -> &[RoundRow] {
@@ -352,7 +308,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             jobs,
             rounds: self.rounds,
             end_s,
-            lp_failures: self.lp_failures,
+            lp_failures: self.tally.lp_failures,
         }
     }
 
@@ -360,50 +316,50 @@ impl<'c, 'a> Replay<'c, 'a> {
     fn settle(&mut self, slot: usize) {
         let (rounds, contention) = self.slots[slot].since;
         let j = &mut self.active[slot];
-        j.rounds_active = (self.n_rounds - rounds) as u32;
-        j.contention_sum = self.contention_sum - contention;
+        j.rounds_active = (self.clock.n_rounds - rounds) as u32;
+        j.contention_sum = self.tally.contention_sum - contention;
     }
 
     fn pctx(&self, contention: f64) -> PolicyCtx<'a> {
         let cfg = self.cfg;
         PolicyCtx {
-            now: self.t,
+            now: self.clock.t,
             cluster: cfg.cluster,
             contention,
-            free_frac: self.free_frac,
+            free_frac: self.tally.free_frac,
             semantics: cfg.semantics,
-            fair: cfg.mechanism.synergy_fair(),
+            fair: self.rules.of.keys_ignore_speedups(cfg.mechanism),
         }
     }
 
     /// Admits the jobs that arrived by the current time.
     fn admit(&mut self) -> Result<(), ReplayError> {
         let cfg = self.cfg;
-        let prioritized = self.prioritized;
-        while let Some(next) = self.arrivals.peek() {
-            if next.arrival_s > self.t {
+        let prioritized = self.rules.prioritized;
+        while let Some(next) = self.streams.arrivals.peek() {
+            if next.arrival_s > self.clock.t {
                 break;
             }
-            let job = self.arrivals.next().expect("peeked");
-            if job.arrival_s < self.last_arrival {
+            let job = self.streams.arrivals.next().expect("peeked");
+            if job.arrival_s < self.tally.last_arrival {
                 return Err(ReplayError::Options(format!(
                     "workload is not sorted by arrival: job {} arrives at {} after a job at {}",
-                    job.id, job.arrival_s, self.last_arrival
+                    job.id, job.arrival_s, self.tally.last_arrival
                 )));
             }
-            self.last_arrival = job.arrival_s;
-            if let Some(rec) = self.recorder.as_deref_mut() {
+            self.tally.last_arrival = job.arrival_s;
+            if let Some(rec) = self.streams.recorder.as_deref_mut() {
                 rec.write(&job)?;
             }
             let state = bind(job, cfg.cluster, cfg.profiles, cfg.semantics)?;
-            self.active_gpus += u64::from(state.spec.gpus);
+            self.tally.active_gpus += u64::from(state.spec.gpus);
             if self.queue.is_kept() {
                 // Kept keys read nothing that changes between rounds (KeyUpdate's contract).
                 let rank = Rank::of(cfg.policy, &state, &self.pctx(1.0), prioritized);
                 self.queue.admit(self.active.len(), rank);
             }
             self.slots.push(Slot {
-                since: (self.n_rounds, self.contention_sum),
+                since: (self.clock.n_rounds, self.tally.contention_sum),
                 ran_round: 0,
                 memo: None,
                 started_on: 0,
@@ -416,7 +372,7 @@ impl<'c, 'a> Replay<'c, 'a> {
     /// Runs the next round that has work (admitting arrivals first, skipping empty rounds).
     /// Returns `false`, running nothing, once the replay is over.
     pub fn step_round(&mut self) -> Result<bool, ReplayError> {
-        if self.ended {
+        if self.clock.ended {
             return Ok(false);
         }
         let cfg = self.cfg;
@@ -424,28 +380,28 @@ impl<'c, 'a> Replay<'c, 'a> {
         let window_len = cfg.window.map_or(0, |(a, b)| b - a + 1);
         loop {
             self.admit()?;
-            if cfg.window.is_some() && self.window_done == window_len {
-                self.ended = true;
+            if cfg.window.is_some() && self.tally.window_done == window_len {
+                self.clock.ended = true;
                 return Ok(false);
             }
             if !self.active.is_empty() {
                 break;
             }
-            match self.arrivals.peek() {
+            match self.streams.arrivals.peek() {
                 None => {
-                    self.ended = true;
+                    self.clock.ended = true;
                     return Ok(false);
                 }
                 Some(next) => {
-                    let k = ((next.arrival_s - self.t0) / r).ceil();
-                    self.t = self.t.max(self.t0 + k * r);
+                    let k = ((next.arrival_s - self.clock.t0) / r).ceil();
+                    self.clock.t = self.clock.t.max(self.clock.t0 + k * r);
                 }
             }
         }
-        if self.t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
+        if self.clock.t >= cfg.horizon_s || cfg.horizon_s.is_nan() {
             return Err(horizon_reached(cfg.horizon_s, &self.active));
         }
-        let t = self.t;
+        let t = self.clock.t;
         let round = self.round();
         // A plug-in's failure comes first: the round's own error is its consequence.
         if let Some(message) = cfg.policy.failure() {
@@ -471,41 +427,34 @@ impl<'c, 'a> Replay<'c, 'a> {
     fn decide(&mut self, contention: f64) -> Result<bool, ReplayError> {
         let cfg = self.cfg;
         let cl = cfg.cluster;
-        let synergy = cfg.semantics == Semantics::Synergy;
         let pctx = self.pctx(contention);
-        let prioritized = self.prioritized;
+        let prioritized = self.rules.prioritized;
         self.queue.resort(&self.active, |j| {
             Rank::of(cfg.policy, j, &pctx, prioritized)
         });
-        let select = synergy && cfg.policy.synergy_selected_only();
+        let select = self.rules.selects;
         if select {
-            self.selected.clear();
-            self.selected.extend(self.queue.slots());
-            select_round_jobs(&mut self.selected, &self.active, cl.total_gpus);
-            if cfg.mechanism.synergy_tune() {
-                let active = &self.active;
-                self.selected
-                    .sort_by_key(|&i| std::cmp::Reverse(active[i].spec.gpus));
-            }
+            self.buffers.selected.clear();
+            self.buffers.selected.extend(self.queue.slots());
+            let total_gpus = cl.total_gpus;
+            self.rules.of.select(
+                &mut self.buffers.selected,
+                &self.active,
+                total_gpus,
+                cfg.mechanism,
+            );
         }
         if prioritized {
-            // After the sort, as Synergy's schedulers do: the bump counts from the next round.
-            let t = self.t;
-            for j in self.active.iter_mut() {
-                let since = t - j.synergy.last_run_end.unwrap_or(j.spec.arrival_s);
-                if since > SYNERGY_STARVATION_S {
-                    j.synergy.priority = 1;
-                }
-            }
+            self.rules.of.after_order(self.clock.t, &mut self.active);
         }
         let len = if select {
-            self.selected.len()
+            self.buffers.selected.len()
         } else {
             self.queue.len()
         };
         let order = || {
             if select {
-                Slots::Selected(self.selected.iter())
+                Slots::Selected(self.buffers.selected.iter())
             } else {
                 self.queue.slots()
             }
@@ -515,7 +464,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             && d.holds(order(), len)
         {
             // The same decision, so the same outcome of its LP, counted per round.
-            self.lp_failures += u64::from(d.stats.lp_failed);
+            self.tally.lp_failures += u64::from(d.stats.lp_failed);
             return Ok(true);
         }
         let mctx = MechCtx {
@@ -532,21 +481,21 @@ impl<'c, 'a> Replay<'c, 'a> {
             pulled: &mut pulled,
             exhausted: false,
         };
-        self.placements.clear();
+        self.buffers.placements.clear();
         cfg.mechanism
-            .allocate(&mctx, &mut pull, &mut self.placements, &mut stats);
+            .allocate(&mctx, &mut pull, &mut self.buffers.placements, &mut stats);
         let exhausted = pull.exhausted;
         if stats.lp_failed {
-            self.lp_failures += 1;
+            self.tally.lp_failures += 1;
         }
         let mut allocs = check::allocations(
-            &self.placements,
+            &self.buffers.placements,
             &self.active,
             cl,
             cfg.mechanism.name(),
-            self.t,
-            &mut self.scratch,
-            std::mem::take(&mut self.allocs),
+            self.clock.t,
+            &mut self.buffers.scratch,
+            std::mem::take(&mut self.buffers.allocs),
         )?;
         for a in &mut allocs {
             // A job given what it had last time runs at the rate it had (the rate is a pure
@@ -565,7 +514,7 @@ impl<'c, 'a> Replay<'c, 'a> {
                 }
             };
         }
-        self.allocs = allocs;
+        self.buffers.allocs = allocs;
         self.last = Some(Decision {
             pulled,
             exhausted,
@@ -574,32 +523,32 @@ impl<'c, 'a> Replay<'c, 'a> {
         Ok(false)
     }
 
-    /// One round at `self.t` over the (non-empty) active jobs.
+    /// One round at `self.clock.t` over the (non-empty) active jobs.
     fn round(&mut self) -> Result<(), ReplayError> {
         let cfg = self.cfg;
         let cl = cfg.cluster;
         let r = cfg.round_s;
-        let t = self.t;
-        self.n_rounds += 1;
-        if self.n_rounds > cfg.max_rounds {
+        let t = self.clock.t;
+        self.clock.n_rounds += 1;
+        if self.clock.n_rounds > cfg.max_rounds {
             return Err(ReplayError::NoProgress(format!(
                 "more than {} rounds (raise --max-rounds if the workload is really this long)",
                 cfg.max_rounds
             )));
         }
         let started = Instant::now();
-        let contention = (self.active_gpus as f64 / cl.total_gpus as f64).max(1.0);
+        let contention = (self.tally.active_gpus as f64 / cl.total_gpus as f64).max(1.0);
         self.decide(contention)?;
         let decision_s = started.elapsed().as_secs_f64();
         if let Some(audit) = cfg.audit {
-            audit(t, &self.active, &self.placements);
+            audit(t, &self.active, &self.buffers.placements);
         }
 
         let stats = &self.last.as_ref().expect("decided").stats;
         let mut row = RoundRow {
             t,
             active: self.active.len(),
-            running: self.placements.len(),
+            running: self.buffers.placements.len(),
             gpus: 0,
             cpus: 0.0,
             mem_gb: 0.0,
@@ -611,7 +560,7 @@ impl<'c, 'a> Replay<'c, 'a> {
             lp_rounded: stats.rounded,
         };
         let mut progressed = false;
-        for a in &self.allocs {
+        for a in &self.buffers.allocs {
             let j = &self.active[a.slot];
             row.gpus += a.gpus;
             row.cpus += a.cpus;
@@ -621,62 +570,58 @@ impl<'c, 'a> Replay<'c, 'a> {
             row.mem_use += a.mem_gb.min(j.best_mem);
             progressed |= a.rate > 0.0;
         }
-        self.free_frac = [
+        self.tally.free_frac = [
             1.0 - row.gpus as f64 / cl.total_gpus as f64,
             1.0 - row.cpus / cl.total_cpus,
             1.0 - row.mem_gb / cl.total_mem_gb,
         ];
         self.rounds.push(row);
-        if !progressed && self.arrivals.peek().is_none() {
-            self.idle_rounds += 1;
-            if self.idle_rounds > 3 {
+        if !progressed && self.streams.arrivals.peek().is_none() {
+            self.clock.idle_rounds += 1;
+            if self.clock.idle_rounds > 3 {
                 return Err(ReplayError::NoProgress(format!(
                     "{} jobs wait at t={t} s and no placement makes progress",
                     self.active.len()
                 )));
             }
         } else {
-            self.idle_rounds = 0;
+            self.clock.idle_rounds = 0;
         }
 
         // Every active job counts the round (settled on leaving).
-        self.contention_sum += contention;
+        self.tally.contention_sum += contention;
         let finished = self.progress(t)?;
         self.rekey_runners();
         self.retire(finished)?;
-        self.t += r;
+        self.clock.t += r;
         Ok(())
     }
 
     /// Whether a job's place in the order may change as it runs or stops running (only then
     /// does the engine keep the last round's runners).
     fn runners_rerank(&self) -> bool {
-        self.cfg.semantics == Semantics::Synergy || self.queue.reranks()
+        self.rules.of.runners_move() || self.queue.reranks()
     }
 
-    /// Jobs that ran this round, or stopped running: under Synergy's semantics a job that did
-    /// not run carries its best-case speed-up again; both may have moved in the order.
+    /// Jobs that ran this round, or stopped running (the rules update what a stopped job
+    /// carries): both may have moved in the order.
     fn rekey_runners(&mut self) {
         let cfg = self.cfg;
-        let synergy = cfg.semantics == Semantics::Synergy;
         if !self.runners_rerank() {
             return;
         }
         let pctx = self.pctx(1.0);
-        let prioritized = self.prioritized;
-        for &s in &self.running {
-            if self.slots[s].ran_round == self.n_rounds as u32 {
+        let prioritized = self.rules.prioritized;
+        for &s in &self.buffers.running {
+            if self.slots[s].ran_round == self.clock.n_rounds as u32 {
                 continue;
             }
-            let j = &mut self.active[s];
-            if synergy {
-                j.synergy.speedup = j.synergy.speedup_orig;
-            }
+            self.rules.of.stopped(&mut self.active[s]);
             let j = &self.active[s];
             self.queue
                 .rerank(s, || Rank::of(cfg.policy, j, &pctx, prioritized));
         }
-        for a in &self.allocs {
+        for a in &self.buffers.allocs {
             let j = &self.active[a.slot];
             self.queue
                 .rerank(a.slot, || Rank::of(cfg.policy, j, &pctx, prioritized));
@@ -688,8 +633,10 @@ impl<'c, 'a> Replay<'c, 'a> {
     fn retire(&mut self, mut finished: Vec<usize>) -> Result<(), ReplayError> {
         let cfg = self.cfg;
         if self.runners_rerank() {
-            self.running.clear();
-            self.running.extend(self.allocs.iter().map(|a| a.slot));
+            self.buffers.running.clear();
+            self.buffers
+                .running
+                .extend(self.buffers.allocs.iter().map(|a| a.slot));
         }
         if finished.is_empty() {
             return Ok(());
@@ -707,8 +654,8 @@ impl<'c, 'a> Replay<'c, 'a> {
             self.queue.swap_remove(s);
             self.slots.swap_remove(s);
             let job = self.active.swap_remove(s);
-            self.active_gpus -= u64::from(job.spec.gpus);
-            self.n_finished += 1;
+            self.tally.active_gpus -= u64::from(job.spec.gpus);
+            self.tally.n_finished += 1;
             if from != s {
                 match moved.iter_mut().find(|m| m.0 == from) {
                     Some(m) => m.0 = s,
@@ -719,8 +666,10 @@ impl<'c, 'a> Replay<'c, 'a> {
         }
         // Only jobs from the slots past the new end moved.
         let end = self.active.len();
-        self.running.retain(|s| finished.binary_search(s).is_err());
-        for s in &mut self.running {
+        self.buffers
+            .running
+            .retain(|s| finished.binary_search(s).is_err());
+        for s in &mut self.buffers.running {
             if *s >= end {
                 *s = moved.iter().find(|m| m.1 == *s).expect("moved").0;
             }
@@ -730,35 +679,22 @@ impl<'c, 'a> Replay<'c, 'a> {
             if let Some((a, b)) = cfg.window
                 && (a..=b).contains(&j.spec.id)
             {
-                self.window_done += 1;
+                self.tally.window_done += 1;
             }
-            match self.sink.as_deref_mut() {
+            match self.streams.sink.as_deref_mut() {
                 Some(sink) => sink(j)?,
                 None => self.done.push(j),
             }
         }
         if let Some(progress) = cfg.progress {
             progress(if cfg.window.is_some() {
-                self.window_done
+                self.tally.window_done
             } else {
-                self.n_finished
+                self.tally.n_finished
             });
         }
         Ok(())
     }
-}
-
-/// Synergy's `jobs_this_round`: the jobs, in order, whose GPUs still fit the cluster's count.
-fn select_round_jobs(order: &mut Vec<usize>, jobs: &[JobState], total_gpus: u32) {
-    let mut free = total_gpus;
-    order.retain(|&i| {
-        let g = jobs[i].spec.gpus;
-        let take = g <= free;
-        if take {
-            free -= g;
-        }
-        take
-    });
 }
 
 #[cfg(test)]

@@ -20,11 +20,11 @@ pub struct Rank {
 }
 
 impl Rank {
-    /// The rank of `job` now; `prioritized`: Synergy's starvation priority sorts first.
+    /// The rank of `job` now; `prioritized`: its starvation priority sorts first.
     pub fn of(policy: &dyn Policy, job: &JobState, ctx: &PolicyCtx, prioritized: bool) -> Rank {
         Rank {
             prio: if prioritized {
-                -f64::from(job.synergy.priority)
+                -f64::from(job.starvation_priority())
             } else {
                 0.0
             },

@@ -10,7 +10,6 @@
 //! * [`summary`]: the table, part files and their merge, plots, the text table
 //! * [`cli`]: the `replay` flags and what each mode does
 
-pub mod cli;
 pub mod error;
 pub mod expand;
 pub mod local;

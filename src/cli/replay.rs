@@ -1,14 +1,14 @@
-//! Command-line arguments of `profiler replay` (wired into the binary by `main.rs`).
+//! Command-line arguments of `profiler replay`.
 
-use super::cluster::ClusterSpec;
-use super::elastic::engine::EngineConfig;
-use super::elastic::experiment::{ElasticOptions, ElasticRun};
-use super::error::ReplayError;
-pub use super::input::{TraceFormat, detect, parse_horizon, parse_split, parse_window};
-use super::profile::Semantics;
-use super::workload::WideJobs;
-use super::workload::synthetic::{DurationDist, SyntheticSpec, parse_gpu_demand};
-use super::{ReplayOptions, WorkloadSpec};
+use crate::replay::cluster::ClusterSpec;
+use crate::replay::elastic::engine::EngineConfig;
+use crate::replay::elastic::experiment::{ElasticOptions, ElasticRun};
+use crate::replay::error::ReplayError;
+pub use crate::replay::input::{TraceFormat, detect, parse_horizon, parse_split, parse_window};
+use crate::replay::profile::Semantics;
+use crate::replay::workload::WideJobs;
+use crate::replay::workload::synthetic::{DurationDist, SyntheticSpec, parse_gpu_demand};
+use crate::replay::{ReplayOptions, WorkloadSpec};
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
@@ -134,7 +134,7 @@ pub struct ReplayArgs {
     /// kind it gains most on against the other models, `any` ignores kinds (overrides the
     /// cluster file's `kind_placement`).
     #[arg(long, value_enum)]
-    pub kind_placement: Option<super::cluster::KindPlacement>,
+    pub kind_placement: Option<crate::replay::cluster::KindPlacement>,
     /// The machine kind whose matrix stands in for a model with none of a group's kind
     /// (overrides the cluster file's `kind_fallback`; without either, that is an error).
     #[arg(long, value_name = "KIND")]
@@ -173,15 +173,15 @@ pub struct ReplayArgs {
     #[arg(
         long,
         default_value = "fifo",
-        help = format!("Policy: {}", super::policy::names()),
-        long_help = described("Policy (orders the jobs each round)", super::policy::ALL),
+        help = format!("Policy: {}", crate::replay::policy::names()),
+        long_help = described("Policy (orders the jobs each round)", crate::replay::policy::ALL),
     )]
     pub policy: String,
     #[arg(
         long,
         default_value = "proportional",
-        help = format!("Mechanism: {}", super::mechanism::names()),
-        long_help = described("Mechanism (decides where and with how much CPU and memory)", super::mechanism::ALL),
+        help = format!("Mechanism: {}", crate::replay::mechanism::names()),
+        long_help = described("Mechanism (decides where and with how much CPU and memory)", crate::replay::mechanism::ALL),
     )]
     pub mechanism: String,
     /// Run several POLICY+MECHANISM pairs on the identical workload in parallel and print
@@ -219,37 +219,37 @@ pub struct ReplayArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        help = format!("Elastic policies to run, or `all`: {}", super::elastic::policy::names()),
+        help = format!("Elastic policies to run, or `all`: {}", crate::replay::elastic::policy::names()),
         long_help = described(
             "Elastic policies to run (comma-separated, or `all`), each on the same jobs with every seed",
-            super::elastic::policy::ALL,
+            crate::replay::elastic::policy::ALL,
         ),
     )]
     pub elastic: Vec<String>,
     /// Elastic trace, KIND:PATH: `ones:` ONES's trace (trace_1.csv), `pollux:` one of Pollux's
     /// workloads (workload-N.csv).
-    #[arg(long, value_parser = clap::value_parser!(super::elastic::experiment::ElasticTrace))]
-    pub elastic_trace: Option<super::elastic::experiment::ElasticTrace>,
+    #[arg(long, value_parser = clap::value_parser!(crate::replay::elastic::experiment::ElasticTrace))]
+    pub elastic_trace: Option<crate::replay::elastic::experiment::ElasticTrace>,
     /// Elastic: replay only the trace's first N jobs (by arrival); ONES's evaluation uses 50.
     #[arg(long)]
     pub first: Option<usize>,
     /// Elastic: seeds per policy (--seed, --seed + 1, ...); each seed draws the jobs'
     /// throughput noise and the policies' random numbers.
-    #[arg(long, default_value_t = super::elastic::experiment::DEFAULT_SEEDS)]
+    #[arg(long, default_value_t = crate::replay::elastic::experiment::DEFAULT_SEEDS)]
     pub seeds: u64,
     /// Elastic: seconds between scheduling decisions (Pollux's interval).
-    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_INTERVAL_S)]
+    #[arg(long, default_value_t = crate::replay::elastic::engine::DEFAULT_INTERVAL_S)]
     pub interval: f64,
     /// Elastic: seconds of no progress, GPUs held, each time a job starts, resumes or (under a
     /// checkpoint-restart scheduler) changes GPUs or servers; a batch change alone is free.
-    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_RECONFIGURATION_S)]
+    #[arg(long, default_value_t = crate::replay::elastic::engine::DEFAULT_RECONFIGURATION_S)]
     pub reconfiguration: f64,
     /// Elastic: seconds of no progress when a scheduler that rescales running jobs in place
     /// (ONES and its variants: pause, re-initialise NCCL, broadcast) changes a running job's GPUs.
-    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_RESCALE_S)]
+    #[arg(long, default_value_t = crate::replay::elastic::engine::DEFAULT_RESCALE_S)]
     pub rescale: f64,
     /// Elastic: sigma of each job's log-normal throughput noise (0: none).
-    #[arg(long, default_value_t = super::elastic::engine::DEFAULT_NOISE_SIGMA)]
+    #[arg(long, default_value_t = crate::replay::elastic::engine::DEFAULT_NOISE_SIGMA)]
     pub noise: f64,
     /// Elastic: add columns with each policy's mean-JCT reduction against these policies.
     #[arg(long, value_delimiter = ',')]
@@ -281,7 +281,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "365d")]
     pub horizon: String,
     #[command(flatten)]
-    pub grid: super::grid::cli::GridArgs,
+    pub grid: super::grid::GridArgs,
 }
 
 impl ReplayArgs {
@@ -293,14 +293,14 @@ impl ReplayArgs {
     /// The elastic run these arguments ask for; errors for options that belong to the other
     /// replay, or elastic options without `--elastic`.
     pub fn to_elastic(&self) -> Result<ElasticRun, ReplayError> {
-        self.to_elastic_with(&super::elastic::policy::by_name)
+        self.to_elastic_with(&crate::replay::elastic::policy::by_name)
     }
 
     /// [`ReplayArgs::to_elastic`], the policy names checked against `make` (a front end's own
     /// policies beside the built-ins).
     pub fn to_elastic_with(
         &self,
-        make: &super::elastic::policy::Factory,
+        make: &crate::replay::elastic::policy::Factory,
     ) -> Result<ElasticRun, ReplayError> {
         let opt = |m: String| Err(ReplayError::Options(m));
         let Some(trace) = self.elastic_trace.clone() else {
@@ -333,7 +333,7 @@ impl ReplayArgs {
             if self.elastic.len() > 1 {
                 return opt("--elastic all runs every policy; list no others beside it".into());
             }
-            super::elastic::policy::ALL
+            crate::replay::elastic::policy::ALL
                 .iter()
                 .map(|p| p.0.to_owned())
                 .collect()
@@ -360,7 +360,7 @@ impl ReplayArgs {
             versus: self.versus.clone(),
             out_dir: self.out.clone(),
         };
-        super::elastic::experiment::check_with(&options, make)?;
+        crate::replay::elastic::experiment::check_with(&options, make)?;
         Ok(ElasticRun {
             options,
             trace,
@@ -376,23 +376,23 @@ impl ReplayArgs {
             (!self.versus.is_empty(), "--versus"),
             (self.elastic_resources, "--elastic-resources"),
             (
-                self.seeds != super::elastic::experiment::DEFAULT_SEEDS,
+                self.seeds != crate::replay::elastic::experiment::DEFAULT_SEEDS,
                 "--seeds",
             ),
             (
-                self.interval != super::elastic::engine::DEFAULT_INTERVAL_S,
+                self.interval != crate::replay::elastic::engine::DEFAULT_INTERVAL_S,
                 "--interval (the other replay's rounds are --round-s)",
             ),
             (
-                self.reconfiguration != super::elastic::engine::DEFAULT_RECONFIGURATION_S,
+                self.reconfiguration != crate::replay::elastic::engine::DEFAULT_RECONFIGURATION_S,
                 "--reconfiguration",
             ),
             (
-                self.rescale != super::elastic::engine::DEFAULT_RESCALE_S,
+                self.rescale != crate::replay::elastic::engine::DEFAULT_RESCALE_S,
                 "--rescale",
             ),
             (
-                self.noise != super::elastic::engine::DEFAULT_NOISE_SIGMA,
+                self.noise != crate::replay::elastic::engine::DEFAULT_NOISE_SIGMA,
                 "--noise",
             ),
         ];

@@ -1,6 +1,6 @@
 //! Command-line arguments of `profiler export` (wired into the binary by `main.rs`).
 
-use super::{CellChoice, ExportFormat, ExportOptions};
+use crate::export::{CellChoice, ExportFormat, ExportOptions};
 use crate::matrix::{CostWeights, DEFAULT_EPS, ServerShape};
 use std::path::PathBuf;
 
@@ -69,7 +69,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "TYPE")]
     pub gavel_worker: Option<String>,
     /// Path job_submit.lua reads the Slurm demand table from.
-    #[arg(long, default_value = super::slurm::DEFAULT_TABLE, value_name = "PATH")]
+    #[arg(long, default_value = crate::export::slurm::DEFAULT_TABLE, value_name = "PATH")]
     pub slurm_table: String,
 }
 

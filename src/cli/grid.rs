@@ -1,10 +1,10 @@
 //! The `profiler replay` flags of scenario grids, and what each mode does: a local run, a
 //! Slurm submission, one array task (`--chunk-index`), or the merge of the tasks' parts.
 
-use super::error::GridError;
-use super::local::{GridObserver, default_threads};
-use super::slurm::{SlurmOptions, cancel_on_signals, submit_and_wait};
-use super::spec::GridSpec;
+use crate::replay::grid::error::GridError;
+use crate::replay::grid::local::{GridObserver, default_threads};
+use crate::replay::grid::slurm::{SlurmOptions, cancel_on_signals, submit_and_wait};
+use crate::replay::grid::spec::GridSpec;
 use std::path::{Path, PathBuf};
 
 /// Default scenarios per Slurm array task.
@@ -50,7 +50,7 @@ pub struct GridArgs {
 
 fn need_out<'a>(out: Option<&'a Path>, flag: &str) -> Result<&'a Path, GridError> {
     out.ok_or_else(|| {
-        GridError::Replay(super::super::ReplayError::Options(format!(
+        GridError::Replay(crate::replay::ReplayError::Options(format!(
             "{flag} needs --out DIR (where the parts and the summary go)"
         )))
     })
@@ -68,7 +68,7 @@ pub fn run(
         return Ok(String::new());
     };
     if args.chunk == 0 {
-        return Err(GridError::Replay(super::super::ReplayError::Options(
+        return Err(GridError::Replay(crate::replay::ReplayError::Options(
             "--chunk must be at least 1".into(),
         )));
     }
@@ -82,7 +82,8 @@ pub fn run(
     };
     if let Some(i) = args.chunk_index {
         let out = need_out(out, "--chunk-index")?;
-        let (part, range) = super::run_chunk(&grid, args.chunk, i, threads, observer, out)?;
+        let (part, range) =
+            crate::replay::grid::run_chunk(&grid, args.chunk, i, threads, observer, out)?;
         return Ok(format!(
             "scenarios {}..{}: wrote {}\n",
             range.start,
@@ -92,7 +93,7 @@ pub fn run(
     }
     if args.merge_parts {
         let out = need_out(out, "--merge-parts")?;
-        let (rows, written) = super::merge(&grid, args.chunk, out)?;
+        let (rows, written) = crate::replay::grid::merge(&grid, args.chunk, out)?;
         return Ok(format!(
             "merged {rows} scenarios into {}\n{}",
             out.join("summary.csv").display(),
@@ -122,10 +123,10 @@ pub fn run(
             out.join("summary.csv").display()
         ));
     }
-    let (results, written) = super::run_local(&grid, threads, observer, out)?;
+    let (results, written) = crate::replay::grid::run_local(&grid, threads, observer, out)?;
     Ok(format!(
         "{}{}",
-        super::summary::render(&results),
+        crate::replay::grid::summary::render(&results),
         listing(&written)
     ))
 }

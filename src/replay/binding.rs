@@ -1,10 +1,11 @@
-//! Binding a trace job to its profile: its rates, its best-case demand on the cluster's
-//! servers and Synergy's per-job counters.
+//! Binding a trace job to its profile: its rates, its demand on the cluster's servers (as the
+//! semantics' rules have it) and Synergy's per-job counters.
 
-use super::super::cluster::Cluster;
-use super::super::error::ReplayError;
-use super::super::job::{JobKinds, JobSpec, JobState, SynergyCounters};
-use super::super::profile::{Profile, ProfileSet, Semantics};
+use super::cluster::Cluster;
+use super::error::ReplayError;
+use super::job::{JobKinds, JobSpec, JobState, SynergyCounters};
+use super::profile::{Profile, ProfileSet, Semantics};
+use super::semantics::{Demand, rules};
 
 /// Binds a trace job to its profile.
 pub fn bind(
@@ -60,23 +61,7 @@ pub fn bind(
         mem_gb: g * p.best_mem,
         speedup: speedup_orig,
     };
-    let demand = match sem {
-        Semantics::Synergy => {
-            let (bc, bm) = p.declared_best.unwrap_or((p.best_cpu, p.best_mem));
-            let declared = Demand {
-                cpus: g * bc,
-                mem_gb: g * bm,
-                speedup: speedup_orig,
-            };
-            declared.synergy_capped(job.gpus, &cluster.servers[0])
-        }
-        Semantics::Exact if job.gpus > cluster.max_server_gpus => Demand {
-            cpus: best.cpus.min(c * g),
-            mem_gb: best.mem_gb.min(m * g),
-            speedup: speedup_orig,
-        },
-        Semantics::Exact => best,
-    };
+    let demand = rules(sem).demand(p, best, job.gpus, cluster);
     let synergy = SynergyCounters {
         iter_s: batch / per_gpu_prop,
         samples_per_iter,
@@ -210,50 +195,4 @@ fn advantage_order(per_kind: &[u32], cluster: &Cluster, profiles: &ProfileSet) -
     let mut order: Vec<u16> = (0..cluster.kinds.len() as u16).collect();
     order.sort_by(|&a, &b| advantage[b as usize].total_cmp(&advantage[a as usize]));
     order
-}
-
-/// A job's best-case demand in all (cores, GB) and its speed-up there over the proportional
-/// share.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Demand {
-    cpus: f64,
-    mem_gb: f64,
-    speedup: f64,
-}
-
-impl Demand {
-    /// Synergy's binding of a job's demand to a server shape (`add_synergy_profile`): a
-    /// dimension above one server is capped at the server, and the speed-up of a job capped in
-    /// CPUs falls on the straight line from 1 at the proportional share to the best case; a job
-    /// wider than a server asks for its proportional share in every capped dimension and runs
-    /// at speed-up 1 (its storage demand, a server's share per GPU, always exceeds a server).
-    fn synergy_capped(self, gpus: u32, server: &super::super::cluster::Server) -> Demand {
-        let g = gpus as f64;
-        let wide = gpus > server.gpus;
-        let per_gpu = |whole: f64| g * (whole / server.gpus as f64);
-        // A demand above the server's `whole`: the server, or the proportional share when wide.
-        let cap = |want: f64, whole: f64| {
-            (want > whole).then(|| if wide { per_gpu(whole) } else { whole })
-        };
-        let mut d = self;
-        let mut interpolate = false;
-        if let Some(c) = cap(d.cpus, server.cpus) {
-            d.cpus = c;
-            interpolate = !wide;
-        }
-        if let Some(m) = cap(d.mem_gb, server.mem_gb) {
-            d.mem_gb = m;
-            interpolate = !wide;
-        }
-        if wide {
-            d.speedup = 1.0;
-        } else if interpolate {
-            let fair = per_gpu(server.cpus);
-            let span = self.cpus - fair;
-            if span != 0.0 {
-                d.speedup = 1.0 + (self.speedup - 1.0) / span * (d.cpus - fair);
-            }
-        }
-        d
-    }
 }
