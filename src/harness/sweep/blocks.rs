@@ -10,14 +10,10 @@
 //! or kept the rest of the machine busy) marks it as disturbed, and another pass is measured in
 //! place of each round's worth of blocks left out.
 
-use super::measure::Outcome;
-use super::{Run, Sweep, SweepError};
+use super::SweepObserver;
 use crate::harness::measure::job_output::now_unix_s;
-use crate::harness::sweep::plan::{Point, Walk, joins_launch, label};
-use crate::matrix::{
-    BlockReference, Cell, SweepBlock, describe_host, describe_relative, relative_rates,
-};
-use crate::spec::SweepMode;
+use crate::harness::sweep::plan::{Axes, Point, Walk, joins_launch};
+use crate::matrix::{BlockReference, Cell, SweepBlock};
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use std::collections::BTreeMap;
@@ -131,69 +127,41 @@ pub(super) fn reference_of(cell: &Cell) -> Option<BlockReference> {
     })
 }
 
-impl Sweep<'_> {
-    /// Whether each launch is a block of its own: live re-capping, where one launch walks the
-    /// points of a pass.
-    pub(super) fn blocks_per_launch(&self) -> bool {
-        self.axes.mode == SweepMode::Live && !self.opts.spec.depends_on_cpu_level()
-    }
-
-    /// The reference point of `params`: the top CPU level at the top memory level.
-    pub(super) fn reference_point(&self, params: &BTreeMap<String, String>) -> Point {
-        let cpu = match &self.axes.search {
-            Some(s) => s.max,
-            None => self.axes.cpu.iter().copied().fold(0.0, f64::max),
-        };
-        Point {
-            cpu,
-            mem: 0,
-            params: params.clone(),
-        }
-    }
-
-    /// Blocks a launch measures: `measure.rounds` where it walks in rounds, else 1.
-    pub(super) fn rounds_per_launch(&self) -> u32 {
-        match self.blocks_per_launch() {
-            true => self.opts.spec.spec.measure.rounds.max(1),
-            false => 1,
-        }
-    }
-
-    /// The rounds a launch walks the top memory level in, with the reference that ends each:
-    /// only where the launch is re-capped back to it (live).
-    fn rounds<'a>(&self, reference: &'a Point) -> Option<(&'a Point, u32)> {
-        self.blocks_per_launch()
-            .then_some((reference, self.rounds_per_launch()))
-    }
-
+impl Blocks {
     /// The first pass's walk of `grid`: the reference first, then the rest ([`walk_order`]).
     pub(super) fn first_walk(
         &mut self,
+        axes: &Axes,
         grid: Vec<Point>,
         params: &BTreeMap<String, String>,
     ) -> Walk {
-        let reference = self.reference_point(params);
-        let rounds = self.rounds(&reference);
+        let reference = axes.reference_point(params);
+        let rounds = axes.rounds(&reference);
         walk_order(
             grid,
             std::slice::from_ref(&reference),
             rounds,
             false,
-            &mut self.blocks.rng,
+            &mut self.rng,
         )
     }
 
     /// A later pass's walk of `points`: the reference first, then the rest ([`walk_order`]).
-    /// With the live check still to make, the pass is its fresh launch: it starts at the lowest
-    /// CPU level at the top memory level (where re-capping is the largest step) and is re-capped
-    /// up to the reference from there.
-    pub(super) fn again_walk(&mut self, points: Vec<Point>) -> Walk {
+    /// With the live check still to make (`live_check_pending`), the pass is its fresh launch:
+    /// it starts at the lowest CPU level at the top memory level (where re-capping is the
+    /// largest step) and is re-capped up to the reference from there.
+    pub(super) fn again_walk(
+        &mut self,
+        axes: &Axes,
+        points: Vec<Point>,
+        live_check_pending: bool,
+    ) -> Walk {
         let Some(params) = points.first().map(|p| p.params.clone()) else {
             return Walk::default();
         };
-        let reference = self.reference_point(&params);
+        let reference = axes.reference_point(&params);
         let mut leading = vec![reference.clone()];
-        if self.live_check.is_pending()
+        if live_check_pending
             && let Some(low) = (points.iter())
                 .filter(|p| p.mem == reference.mem)
                 .min_by(|a, b| a.cpu.total_cmp(&b.cpu))
@@ -201,28 +169,18 @@ impl Sweep<'_> {
         {
             leading.insert(0, low.clone());
         }
-        let rounds = self.rounds(&reference);
-        walk_order(points, &leading, rounds, true, &mut self.blocks.rng)
+        let rounds = axes.rounds(&reference);
+        walk_order(points, &leading, rounds, true, &mut self.rng)
     }
 
-    /// Starts a block for `params` (closing one still open).
-    pub(super) fn open_block(
-        &mut self,
-        params: &BTreeMap<String, String>,
-    ) -> Result<(), SweepError> {
-        self.close_block()?;
-        let reference = self.reference_point(params);
+    /// Starts a block for `params`, with `reference_cpu` its reference's CPU level; the last
+    /// one is closed already.
+    pub(super) fn open(&mut self, params: &BTreeMap<String, String>, reference_cpu: f64) {
         let now = now_unix_s();
-        self.blocks.open = Some(SweepBlock {
-            index: self
-                .blocks
-                .closed
-                .iter()
-                .map(|b| b.index + 1)
-                .max()
-                .unwrap_or(0),
+        self.open = Some(SweepBlock {
+            index: self.closed.iter().map(|b| b.index + 1).max().unwrap_or(0),
             params: params.clone(),
-            reference_cpu: reference.cpu,
+            reference_cpu,
             reference_memory_bytes: 0,
             span_unix_s: [now, now],
             opening: None,
@@ -230,69 +188,74 @@ impl Sweep<'_> {
             drifted: false,
             disturbed: false,
         });
-        Ok(())
     }
 
-    /// Notes `cell`, just measured at `p`, where `p` is the reference: as the open block's
-    /// opening, or, where it has one, its closing. Where `chain` (the launch walks on at the top
-    /// memory level, another round), that block ends and the next opens with the same
-    /// measurement.
+    /// Notes `cell`, a measurement of the reference, as the open block's opening, or, where it
+    /// has one (or the launch measured points before it, `started_elsewhere`: that reference
+    /// closes their block), its closing. Returns whether the block is to end here and the next
+    /// open with the same measurement (`chain`: the launch walks on at the top memory level,
+    /// another round).
     pub(super) fn note_reference(
         &mut self,
-        p: &Point,
         cell: &Cell,
         chain: bool,
-    ) -> Result<(), SweepError> {
-        if *p != self.reference_point(&p.params) {
-            return Ok(());
-        }
-        let Some(block) = self.blocks.open.as_mut() else {
-            return Ok(());
+        started_elsewhere: bool,
+    ) -> bool {
+        let Some(block) = self.open.as_mut() else {
+            return false;
         };
         let measured = reference_of(cell);
-        // A launch that started elsewhere (the live check's) measured points before its first
-        // reference: that reference closes their block.
-        let launch = self.launches.resumed + self.launches.started;
-        let started_elsewhere =
-            (self.out.cells.iter()).any(|c| c.visits.iter().any(|v| v.launch == launch));
         if block.opening.is_none() && !started_elsewhere {
             block.opening = measured;
-            return Ok(());
+            return false;
         }
-        block.closing = measured.clone();
-        if chain {
-            self.open_block(&p.params)?;
-            if let Some(next) = self.blocks.open.as_mut() {
-                next.opening = measured;
-                // The measurement opens the next block too, disturbed or not.
-                next.disturbed = is_disturbed(cell);
-            }
+        block.closing = measured;
+        chain
+    }
+
+    /// Gives the block just opened `cell`, the reference measurement that closed the last one,
+    /// as its opening.
+    pub(super) fn open_with(&mut self, cell: &Cell) {
+        if let Some(next) = self.open.as_mut() {
+            next.opening = reference_of(cell);
+            // The measurement opens the next block too, disturbed or not.
+            next.disturbed = is_disturbed(cell);
         }
-        Ok(())
     }
 
     /// Marks the open block disturbed where `cell`, just measured in it, stayed disturbed.
     pub(super) fn note_disturbance(&mut self, cell: &Cell) {
-        if let Some(block) = self.blocks.open.as_mut() {
+        if let Some(block) = self.open.as_mut() {
             block.disturbed |= is_disturbed(cell);
         }
     }
 
-    /// Ends the open block: records it in the header, with its drift judged. A block without a
-    /// reference measurement says nothing and is not kept.
-    pub(super) fn close_block(&mut self) -> Result<(), SweepError> {
-        let Some(mut block) = self.blocks.open.take() else {
-            return Ok(());
+    /// Gives the open block `cell`, the reference measured to close it, as its closing.
+    pub(super) fn note_closing(&mut self, cell: &Cell) {
+        if let Some(block) = self.open.as_mut() {
+            block.closing = reference_of(cell);
+        }
+    }
+
+    /// Ends the open block, its reference at `top_memory_bytes`, with its drift judged; says
+    /// whether it was kept (a block without a reference measurement says nothing and is not).
+    pub(super) fn close(
+        &mut self,
+        observer: &mut dyn SweepObserver,
+        top_memory_bytes: u64,
+    ) -> bool {
+        let Some(mut block) = self.open.take() else {
+            return false;
         };
         if block.opening.is_none() && block.closing.is_none() {
-            return Ok(());
+            return false;
         }
         block.span_unix_s[1] = now_unix_s();
-        block.reference_memory_bytes = self.mem.levels.bytes().map_or(0, |b| b[0]);
+        block.reference_memory_bytes = top_memory_bytes;
         if let Some((moved, allowed)) = block.drift_beyond_windows() {
             block.drifted = block.judge_drift(DRIFT_SLACK);
             if block.drifted {
-                self.observer.warn(&format!(
+                observer.warn(&format!(
                     "block {}: the reference cell moved {:+.1}% while the block was measured, \
                      beyond the {:.1}% its windows allow and the {:.0}% a block moves by \
                      anyway: its cells keep their absolute rates, their relative rates leave it \
@@ -305,21 +268,20 @@ impl Sweep<'_> {
             }
         }
         if block.disturbed {
-            self.observer.warn(&format!(
+            observer.warn(&format!(
                 "block {}: other processes disturbed a measurement of it (see the cell's \
                  interference): its cells keep their absolute rates, their relative rates leave \
                  it out, and another pass is measured",
                 block.index
             ));
         }
-        self.blocks.closed.push(block);
-        let blocks = self.blocks.closed.clone();
-        self.update_header(|h| h.blocks = blocks)
+        self.closed.push(block);
+        true
     }
 
     /// Blocks of `params` left out so far (drifted or disturbed).
-    pub(super) fn left_out_blocks(&self, params: &BTreeMap<String, String>) -> u32 {
-        let left_out = (self.blocks.closed.iter()).filter(|b| b.left_out() && &b.params == params);
+    pub(super) fn left_out(&self, params: &BTreeMap<String, String>) -> u32 {
+        let left_out = (self.closed.iter()).filter(|b| b.left_out() && &b.params == params);
         left_out.count() as u32
     }
 
@@ -327,78 +289,21 @@ impl Sweep<'_> {
     /// on to `next`: the open block has a reference measurement to compare with, the launch is
     /// still at the top memory level and is leaving it (or has nothing left), and it can re-cap
     /// to the reference.
-    pub(super) fn closing_due(&self, point: &Point, next: Option<&Point>) -> bool {
-        let reference = self.reference_point(&point.params);
-        let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
-        self.blocks
-            .open
+    pub(super) fn closing_due(&self, axes: &Axes, point: &Point, next: Option<&Point>) -> bool {
+        let reference = axes.reference_point(&point.params);
+        self.open
             .as_ref()
             .is_some_and(|b| b.opening.is_some() && b.closing.is_none())
-            && self.blocks_per_launch()
+            && axes.blocks_per_launch()
             && *point != reference
             && point.mem == reference.mem
             && next.is_none_or(|n| n.mem != reference.mem || n.params != point.params)
-            && joins_launch(point, &reference, self.axes.mode, depends_on_cpu)
+            && joins_launch(point, &reference, axes.mode, axes.depends_on_cpu)
     }
 
-    /// Re-caps the running job to the reference and measures it to close the block. `false`
-    /// when the job died meanwhile (the launch is over; nothing is recorded for the reference).
-    pub(super) fn measure_closing(
-        &mut self,
-        run: &mut Run,
-        from: &Point,
-    ) -> Result<bool, SweepError> {
-        let reference = self.reference_point(&from.params);
-        self.observer.status(&format!(
-            "{}: re-capping to the reference again to close block {}",
-            label(&reference),
-            self.blocks.open.as_ref().map_or(0, |b| b.index)
-        ));
-        match self.measure_reference(run, &reference)? {
-            Outcome::Cell(cell) => {
-                if let Some(block) = self.blocks.open.as_mut() {
-                    block.closing = reference_of(&cell);
-                }
-                Ok(true)
-            }
-            Outcome::Died(_) => Ok(false),
-        }
-    }
-
-    /// Re-caps the running job's CPU to `reference` (the launch is at the reference's memory
-    /// level already), lets the cap settle, and measures it.
-    pub(super) fn measure_reference(
-        &mut self,
-        run: &mut Run,
-        reference: &Point,
-    ) -> Result<Outcome, SweepError> {
-        if let Some(cg) = &run.cgroup {
-            cg.set_cpu(reference.cpu)?;
-        }
-        self.settle(run)?;
-        self.measure(run, reference, std::time::Instant::now())
-    }
-
-    /// Gives every cell its rate relative to its blocks' reference, says how tight they are, and
-    /// rewrites the file.
-    pub(super) fn hold_relative_rates(&mut self) -> Result<(), SweepError> {
-        if self.blocks.closed.is_empty() {
-            return Ok(());
-        }
-        let relative = relative_rates(&self.blocks.closed, &self.out.cells);
-        for (cell, r) in self.out.cells.iter_mut().zip(relative) {
-            cell.relative = r;
-        }
-        if let Some(line) = describe_relative(&self.out.cells, &self.blocks.closed) {
-            match self.out.cells.iter().any(|c| c.relative.is_some()) {
-                true => self.observer.note(&line),
-                false => self.observer.warn(&line),
-            }
-        }
-        if let Some(line) = describe_host(&self.out.cells, &self.blocks.closed) {
-            self.observer.note(&line);
-        }
-        self.rewrite()
+    /// The open block's index (0 with none).
+    pub(super) fn open_index(&self) -> u32 {
+        self.open.as_ref().map_or(0, |b| b.index)
     }
 }
 

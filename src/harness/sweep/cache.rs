@@ -1,8 +1,10 @@
 //! The memory axis from the cache model: the bandwidths it needs, measured once per sweep, and
 //! the modelled cells below the measured top memory level.
 
+use super::SweepObserver;
+use super::measure::PARTLY_CACHED;
+use super::output::Output;
 use super::run::Run;
-use super::{Sweep, SweepError};
 use crate::cache_model::CacheModel;
 use crate::cache_model::{self, curve_hit_ratio, lru_hit_curve, page_cache_hit_ratio};
 use crate::harness::memory::dataset::{DatasetSize, read_ahead_bytes};
@@ -11,7 +13,9 @@ use crate::harness::memory::open_trace::OpenTrace;
 use crate::harness::memory::resident::dataset_maps;
 use crate::harness::sweep::plan::{MemoryLevels, Point};
 use crate::matrix::{CacheKind, CacheModelInputs, Cell, CellKey, CellSource, MissCalibration};
+use crate::spec::LoadedSpec;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// What the memory axis is made of: its levels, the dataset, the cache model's inputs and what
 /// was found out about them while the sweep ran.
@@ -30,19 +34,46 @@ pub(super) struct MemoryInputs {
     /// what it delivered.
     pub storage_note: Option<String>,
     /// How levels relative to the dataset were sized from the job's footprint.
-    pub sizing: Option<super::footprint::Sizing>,
+    pub sizing: Option<Sizing>,
     /// The memory axis has a dataset but no cache model (measuring storage failed): lower
     /// memory levels are not filled in rather than filled with the top level's rate.
     pub model_unavailable: bool,
+    /// The dataset as the spec gives it: its path, its samples, what caches it.
+    spec_dataset: SpecDataset,
+}
+
+/// How the memory levels relative to the dataset were sized (`super::footprint`).
+pub(super) struct Sizing {
+    /// The levels as the spec gives them (percentages of the dataset), to size again.
+    pub unresolved: MemoryLevels,
+    /// The footprint they were sized from, bytes.
+    pub resident: u64,
+    /// The least the next sizing may use (after an OOM kill), bytes.
+    pub floor: u64,
+    pub resizes: u32,
+}
+
+/// What the job spec says of its dataset.
+struct SpecDataset {
+    path: Option<PathBuf>,
+    samples: Option<u64>,
+    cache: CacheKind,
 }
 
 impl MemoryInputs {
     pub fn new(
+        spec: &LoadedSpec,
         levels: MemoryLevels,
         dataset: Option<DatasetSize>,
         storage_throttle: Option<((u64, u64), u64)>,
     ) -> MemoryInputs {
+        let declared = spec.spec.dataset.as_ref();
         MemoryInputs {
+            spec_dataset: SpecDataset {
+                path: spec.dataset_path.clone(),
+                samples: declared.and_then(|d| d.samples),
+                cache: declared.map_or(CacheKind::PageCache, |d| d.cache),
+            },
             levels,
             dataset,
             cache_inputs: None,
@@ -53,6 +84,44 @@ impl MemoryInputs {
             sizing: None,
             model_unavailable: false,
         }
+    }
+
+    /// The dataset's samples: the spec's `dataset.samples`, else one per dataset file.
+    pub(super) fn dataset_samples(&self) -> Option<u64> {
+        let ds = self.dataset.as_ref()?;
+        Some(self.spec_dataset.samples.unwrap_or(ds.files))
+    }
+
+    /// Samples in one epoch: the spec's `dataset.samples`, else one per dataset file.
+    pub(super) fn epoch_samples(&self) -> Option<f64> {
+        self.dataset_samples().map(|n| n as f64)
+    }
+
+    /// The epoch to measure over when the page cache holds only part of the dataset. The cache
+    /// then holds what the last epoch read last, so a freshly shuffled epoch hits early and
+    /// misses late: a few steady windows would see only one phase, and only a whole epoch
+    /// gives the rate a job really gets.
+    pub(super) fn partly_cached_epoch(&self) -> Option<f64> {
+        let ds = self.dataset.as_ref()?;
+        let cached = ds.cached().bytes;
+        ((cached as f64) < PARTLY_CACHED * ds.page_cache_bytes as f64)
+            .then(|| self.epoch_samples())
+            .flatten()
+            .filter(|n| *n > 0.0)
+    }
+
+    /// Mapped files `run`'s job touched since its referenced bits were last cleared, the
+    /// dataset left out (the cache model accounts for it).
+    pub(super) fn mapped_hot_bytes(&self, run: &Run) -> Option<u64> {
+        // Without a memory cgroup nothing says how much of them a limit would have to hold.
+        run.memory_counters()?;
+        // smaps names files by their canonical path.
+        let dataset =
+            (self.spec_dataset.path.as_deref()).and_then(|d| std::fs::canonicalize(d).ok());
+        Some(crate::harness::memory::resident::referenced_file_bytes(
+            &run.pids(),
+            dataset.as_deref(),
+        ))
     }
 }
 
@@ -83,48 +152,40 @@ fn read_around_unit(window: u64, dataset: Option<&DatasetSize>) -> u64 {
     window.min(mean_file.max(1))
 }
 
-impl Sweep<'_> {
+impl MemoryInputs {
     /// Measures storage and memory bandwidth for the cache model (once per sweep).
-    pub(super) fn prepare_cache_model(&mut self) {
-        if self.mem.cache_inputs.is_some() {
+    pub(super) fn prepare_cache_model(&mut self, observer: &mut dyn SweepObserver) {
+        if self.cache_inputs.is_some() {
             return;
         }
-        let Some(ds) = &self.mem.dataset else { return };
-        self.observer
-            .status("measuring storage and memory bandwidth for the cache model");
+        let Some(ds) = &self.dataset else { return };
+        observer.status("measuring storage and memory bandwidth for the cache model");
         let storage = match crate::harness::memory::bandwidth::measure_storage_read_bandwidth(
             &ds.paths,
             512 << 20,
         ) {
             Ok(b) => b,
             Err(e) => {
-                self.observer.warn(&format!(
+                observer.warn(&format!(
                     "storage bandwidth: {e}; memory levels below the top one will not be modelled (measure them with --memory measure)"
                 ));
-                self.mem.model_unavailable = true;
+                self.model_unavailable = true;
                 return;
             }
         };
         // Runs see the throttled bandwidth when the spec emulates slower storage.
-        let storage = match self.mem.storage_throttle {
+        let storage = match self.storage_throttle {
             Some((_, cap)) => storage.min(cap as f64),
             None => storage,
         };
-        let kind = self
-            .opts
-            .spec
-            .spec
-            .dataset
-            .as_ref()
-            .map_or(CacheKind::PageCache, |d| d.cache);
-        self.mem.cache_inputs = Some(CacheModelInputs::new(
-            kind,
+        self.cache_inputs = Some(CacheModelInputs::new(
+            self.spec_dataset.cache,
             ds.page_cache_bytes,
             storage,
             crate::harness::memory::bandwidth::measure_memory_read_bandwidth_per_core(),
         ));
-        if let Some((_, cap)) = self.mem.storage_throttle {
-            self.check_cap_against_random_reads(cap as f64);
+        if let Some((_, cap)) = self.storage_throttle {
+            self.check_cap_against_random_reads(observer, cap as f64);
         }
     }
 
@@ -132,8 +193,8 @@ impl Sweep<'_> {
     /// [`RANDOM_READERS`] readers each reading one sample at a time at random: a job that reads
     /// its samples so runs at the disk's speed, which the cap does not hold steady, and its
     /// cells below the top memory level at whatever the disk gave them.
-    fn check_cap_against_random_reads(&mut self, cap: f64) {
-        let (Some(ds), Some(samples)) = (&self.mem.dataset, self.dataset_samples()) else {
+    fn check_cap_against_random_reads(&mut self, observer: &mut dyn SweepObserver, cap: f64) {
+        let (Some(ds), Some(samples)) = (&self.dataset, self.dataset_samples()) else {
             return;
         };
         let Some(sample_bytes) = ds.page_cache_bytes.checked_div(samples) else {
@@ -147,8 +208,7 @@ impl Sweep<'_> {
         ) {
             Ok(r) => r,
             Err(e) => {
-                self.observer
-                    .status(&format!("random reads of a sample not measured: {e}"));
+                observer.status(&format!("random reads of a sample not measured: {e}"));
                 return;
             }
         };
@@ -163,37 +223,42 @@ impl Sweep<'_> {
             sample_bytes as f64 / 1024.0,
             cap / 1e6
         );
-        self.observer.warn(&format!(
+        observer.warn(&format!(
             "{note}: a job that reads its samples at random runs at the disk's speed, not \
              the cap's, and the disk's speed can change from one cell to the next; set \
              sweep.storage_read_mb_s below {:.1} for cells that hold",
             got / 1e6
         ));
-        self.mem.storage_note = Some(note);
+        self.storage_note = Some(note);
     }
 
     /// Whether the cells below the top memory level come from the page-cache model.
     fn page_cache_model(&self) -> bool {
-        (self.mem.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache)
+        (self.cache_inputs.as_ref()).is_some_and(|i| i.kind == CacheKind::PageCache)
     }
 
     /// Once per sweep, while `run`'s job reads its dataset, how it maps the dataset's files
-    /// (`self.mem.dataset_maps`). Where it maps them with no advice (neither `MADV_RANDOM` nor
+    /// (`dataset_maps`). Where it maps them with no advice (neither `MADV_RANDOM` nor
     /// `MADV_SEQUENTIAL`), a miss reads the device's read-ahead window, not a sample, and the
     /// page-cache model is told so (`read_unit_bytes`, in the header). Where it maps them with
     /// `MADV_SEQUENTIAL`, the model is told how much it keeps mapped at once
     /// (`sequential_map_bytes`): the most of [`MAP_LOOKS`] looks, as a loader maps and unmaps
-    /// its chunks as it goes and may be between epochs at any one look.
-    pub(super) fn check_dataset_maps(&mut self, run: &Run) -> Result<(), SweepError> {
+    /// its chunks as it goes and may be between epochs at any one look. Says whether the
+    /// cache model's inputs changed.
+    pub(super) fn check_dataset_maps(
+        &mut self,
+        observer: &mut dyn SweepObserver,
+        run: &Run,
+    ) -> bool {
         let page_cache = self.page_cache_model();
-        let Some(dataset) = self.opts.spec.dataset_path.as_deref() else {
-            return Ok(());
+        let Some(dataset) = self.spec_dataset.path.as_deref() else {
+            return false;
         };
-        if self.mem.dataset_maps.is_some() || !page_cache {
-            return Ok(());
+        if self.dataset_maps.is_some() || !page_cache {
+            return false;
         }
         let Ok(dataset) = std::fs::canonicalize(dataset) else {
-            return Ok(());
+            return false;
         };
         let mut maps = dataset_maps(&run.pids(), &dataset);
         if maps.mapped && !maps.read_around {
@@ -203,42 +268,41 @@ impl Sweep<'_> {
                 maps.sequential_bytes = maps.sequential_bytes.max(look.sequential_bytes);
             }
         }
-        self.mem.dataset_maps = Some(maps);
+        self.dataset_maps = Some(maps);
+        let mut changed = false;
         if maps.sequential_bytes > 0
-            && let Some(inputs) = self.mem.cache_inputs.as_mut()
+            && let Some(inputs) = self.cache_inputs.as_mut()
         {
             inputs.sequential_map_bytes = Some(maps.sequential_bytes);
-            let inputs = inputs.clone();
-            self.observer.status(&format!(
+            changed = true;
+            observer.status(&format!(
                 "the job keeps {:.0} MB of its dataset mapped with MADV_SEQUENTIAL, which the \
                  kernel reads ahead of its use: the cache model counts what a smaller page \
                  cache evicts before use as read twice",
                 maps.sequential_bytes as f64 / 1e6
             ));
-            self.update_header(|h| h.cache_model = Some(inputs))?;
         }
         let Some(window) = maps
             .read_around
             .then(|| read_ahead_bytes(&dataset))
             .flatten()
         else {
-            return Ok(());
+            return changed;
         };
-        let unit = read_around_unit(window, self.mem.dataset.as_ref());
-        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
-            return Ok(());
+        let unit = read_around_unit(window, self.dataset.as_ref());
+        let Some(inputs) = self.cache_inputs.as_mut() else {
+            return changed;
         };
         inputs.read_unit_bytes = Some(unit);
-        let inputs = inputs.clone();
         if unit < window {
-            self.observer.status(&format!(
+            observer.status(&format!(
                 "the job maps the dataset's files into memory, {} KiB on average, smaller than \
                  the device's read-ahead window: a page fault on an uncached file reads that \
                  file, as a read does",
                 unit / 1024
             ));
         } else {
-            self.observer.warn(&format!(
+            observer.warn(&format!(
                 "the job maps the dataset's files into memory with no madvise: each page fault \
                  on an uncached page reads {} KiB around it (the device's read_ahead_kb), and \
                  the cache model counts misses so; under a memory cap such a job can thrash \
@@ -246,21 +310,26 @@ impl Sweep<'_> {
                 unit / 1024
             ));
         }
-        self.update_header(|h| h.cache_model = Some(inputs))
+        true
     }
 
     /// Starts tracing the order in which the sweep's first launch opens the dataset's files,
-    /// for the page-cache model, where it has files to order.
-    pub(super) fn start_open_trace(&mut self) -> Option<OpenTrace> {
+    /// for the page-cache model, where it has files to order (`first_launch`: the launch about
+    /// to start is the sweep's first).
+    pub(super) fn start_open_trace(
+        &self,
+        observer: &mut dyn SweepObserver,
+        first_launch: bool,
+    ) -> Option<OpenTrace> {
         let page_cache = self.page_cache_model();
-        let ds = self.mem.dataset.as_ref()?;
-        if !page_cache || self.launches.started > 0 || ds.paths.len() < 2 {
+        let ds = self.dataset.as_ref()?;
+        if !page_cache || !first_launch || ds.paths.len() < 2 {
             return None;
         }
         match OpenTrace::start(&ds.paths) {
             Ok(trace) => Some(trace),
             Err(e) => {
-                self.observer.status(&format!(
+                observer.status(&format!(
                     "no trace of the order in which the job reads its files ({e}): the cache \
                      model assumes a fresh shuffle every epoch"
                 ));
@@ -271,34 +340,39 @@ impl Sweep<'_> {
 
     /// Replays an LRU page cache over the first launch's opens: where they re-read enough of
     /// the dataset, the model's hit ratio comes from them (`access_hit_curve`, in the header).
-    pub(super) fn record_access_order(&mut self, trace: OpenTrace) -> Result<(), SweepError> {
+    /// Says whether the cache model's inputs changed.
+    pub(super) fn record_access_order(
+        &mut self,
+        observer: &mut dyn SweepObserver,
+        trace: OpenTrace,
+    ) -> bool {
         let opens = trace.finish();
-        if self.mem.dataset_maps.is_some_and(|m| m.mapped) {
-            self.observer.status(
+        if self.dataset_maps.is_some_and(|m| m.mapped) {
+            observer.status(
                 "the job maps its dataset's files into memory: when it opens them says nothing of \
                  what it reads, and the cache model assumes a fresh shuffle every epoch",
             );
-            return Ok(());
+            return false;
         }
-        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
-            return Ok(());
+        let Some(inputs) = self.cache_inputs.as_mut() else {
+            return false;
         };
         if opens.overflowed {
-            self.observer.status(
+            observer.status(
                 "the trace of the job's file opens lost some (the kernel's queue overflowed): \
                  the cache model assumes a fresh shuffle every epoch",
             );
-            return Ok(());
+            return false;
         }
         let Some(curve) = lru_hit_curve(&opens.files, &opens.sizes) else {
-            self.observer.status(&format!(
+            observer.status(&format!(
                 "the first launch opened the dataset's {} files {} times, re-reading less than \
                  {:.0}% of its bytes: the cache model assumes a fresh shuffle every epoch",
                 opens.sizes.len(),
                 opens.files.len(),
                 100.0 * cache_model::MIN_REREAD_SHARE
             ));
-            return Ok(());
+            return false;
         };
         let (traced, shuffled) = (curve_hit_ratio(&curve, 0.5), page_cache_hit_ratio(0.5));
         let what = format!(
@@ -311,31 +385,30 @@ impl Sweep<'_> {
             100.0 * shuffled
         );
         if traced < shuffled / 2.0 {
-            self.observer.warn(&format!(
+            observer.warn(&format!(
                 "{what}: memory that holds less than the whole dataset buys little"
             ));
         } else {
-            self.observer.status(&what);
+            observer.status(&what);
         }
         inputs.access_hit_curve = Some(curve);
-        let inputs = inputs.clone();
-        self.update_header(|h| h.cache_model = Some(inputs))
+        true
     }
 
     /// Where the top memory level's cell ended without the dataset in the page cache because
     /// the job's other memory grew past what the levels were sized for, says so (a warning and
     /// the cell's note): every cell modelled or validated below takes the top cell as the rate
     /// with the whole dataset cached.
-    pub(super) fn note_top_level_shortfall(&mut self, cell: &mut Cell) {
-        let top = self
-            .mem
-            .levels
-            .bytes()
-            .and_then(|b| b.iter().max().copied());
-        let (Some(ds), Some(t)) = (self.mem.dataset.as_ref(), cell.telemetry.as_ref()) else {
+    pub(super) fn note_top_level_shortfall(
+        &self,
+        observer: &mut dyn SweepObserver,
+        cell: &mut Cell,
+    ) {
+        let top = self.levels.bytes().and_then(|b| b.iter().max().copied());
+        let (Some(ds), Some(t)) = (self.dataset.as_ref(), cell.telemetry.as_ref()) else {
             return;
         };
-        if self.mem.cache_inputs.is_none()
+        if self.cache_inputs.is_none()
             || cell.source != CellSource::Measured
             || top != Some(cell.memory_bytes)
         {
@@ -346,11 +419,11 @@ impl Sweep<'_> {
             ds.page_cache_bytes,
             t.dataset_cached_bytes,
             t.resident_besides_dataset(),
-            self.mem.sizing.as_ref().map(|s| s.resident()),
+            self.sizing.as_ref().map(|s| s.resident),
         ) else {
             return;
         };
-        self.observer.warn(&format!(
+        observer.warn(&format!(
             "{why}; the cells below take it as the rate with the whole dataset cached and come \
              out low (a longer warmup_s sizes the levels from the grown job; sweep.memory_gib \
              places them by hand)"
@@ -371,8 +444,8 @@ impl Sweep<'_> {
         cpus: &[f64],
         params: &BTreeMap<String, String>,
     ) -> Option<Point> {
-        let inputs = self.mem.cache_inputs.as_ref()?;
-        let n_mem = self.mem.levels.len();
+        let inputs = self.cache_inputs.as_ref()?;
+        let n_mem = self.levels.len();
         if n_mem < CALIBRATED_LEVELS
             || inputs.miss_calibration.is_some()
             || inputs.dataset_bytes == 0
@@ -390,41 +463,42 @@ impl Sweep<'_> {
     /// Records the calibration cell in the header's cache model (`miss_calibration`) once it
     /// and the top level at its CPU level are measured, and says what the model makes of it:
     /// a job that ran there below what bandwidth allows waits on its reads, and each read
-    /// costs the modelled cells the time it cost there.
+    /// costs the modelled cells the time it cost there. Says whether the cache model's inputs
+    /// changed.
     pub(super) fn calibrate_misses(
         &mut self,
+        observer: &mut dyn SweepObserver,
+        out: &Output,
         params: &BTreeMap<String, String>,
         cpus: &[f64],
-    ) -> Result<(), SweepError> {
-        let Some(levels) = self.mem.levels.bytes().map(|b| b.to_vec()) else {
-            return Ok(());
+    ) -> bool {
+        let Some(levels) = self.levels.bytes().map(|b| b.to_vec()) else {
+            return false;
         };
         if levels.len() < CALIBRATED_LEVELS {
-            return Ok(());
+            return false;
         }
         let Some(cpu) = cpus.iter().copied().reduce(f64::max) else {
-            return Ok(());
+            return false;
         };
         let (Some(&top_level), Some(&lowest)) = (levels.first(), levels.last()) else {
-            return Ok(());
+            return false;
         };
         let cell = |mem: u64| {
             let key = CellKey::new(cpu, mem, params);
-            self.out.cells.iter().find(|c| c.key() == key)
+            out.cells.iter().find(|c| c.key() == key)
         };
         let Some(calibration) = (cell(top_level).zip(cell(lowest)))
             .and_then(|(top, low)| MissCalibration::from_cells(top, low))
         else {
-            return Ok(());
+            return false;
         };
-        let samples = (self.out.header.as_ref())
-            .and_then(|h| h.job.dataset_samples)
-            .unwrap_or(0);
-        let Some(inputs) = self.mem.cache_inputs.as_mut() else {
-            return Ok(());
+        let samples = out.dataset_samples();
+        let Some(inputs) = self.cache_inputs.as_mut() else {
+            return false;
         };
         if lowest == top_level || inputs.miss_calibration.is_some() {
-            return Ok(());
+            return false;
         }
         inputs.miss_calibration = Some(calibration);
         let inputs = inputs.clone();
@@ -444,7 +518,7 @@ impl Sweep<'_> {
             ),
             None => String::new(),
         };
-        self.observer.status(&match model.wait_per_read_s(samples) {
+        observer.status(&match model.wait_per_read_s(samples) {
             Some(wait) => format!(
                 "{at}, below what storage bandwidth allows: the job waits on its reads, and the \
                  cache model adds {:.0} µs to a sample's time for each sample read from \
@@ -456,32 +530,30 @@ impl Sweep<'_> {
                 calibration.storage_read_bytes_per_s.unwrap_or(0.0) / 1e6
             ),
         });
-        self.update_header(|h| h.cache_model = Some(inputs))
+        true
     }
 
-    /// Fills the memory levels below the top one from the measured CPU axis.
-    pub(super) fn fill_modelled(
-        &mut self,
+    /// The cells of the memory levels below the top one, modelled from the measured CPU axis,
+    /// for those not recorded in `out` yet.
+    pub(super) fn modelled(
+        &self,
+        out: &Output,
         params: &BTreeMap<String, String>,
         cpus: &[f64],
-    ) -> Result<(), SweepError> {
-        let Some(levels) = self.mem.levels.bytes().map(|b| b.to_vec()) else {
-            return Ok(());
+    ) -> Vec<Cell> {
+        let Some(levels) = self.levels.bytes() else {
+            return Vec::new();
         };
-        if self.mem.model_unavailable && self.mem.cache_inputs.is_none() {
+        if self.model_unavailable && self.cache_inputs.is_none() {
             // Without the cache model the top level's rate says nothing about lower levels;
             // leave them out (a --resume that can measure storage fills them).
-            return Ok(());
+            return Vec::new();
         }
-        let samples = self
-            .out
-            .header
-            .as_ref()
-            .and_then(|h| h.job.dataset_samples)
-            .unwrap_or(0);
+        let samples = out.dataset_samples();
+        let mut cells = Vec::new();
         for &cpu in cpus {
             let top = CellKey::new(cpu, levels[0], params);
-            let Some(measured) = self.out.cells.iter().find(|c| c.key() == top).cloned() else {
+            let Some(measured) = out.cells.iter().find(|c| c.key() == top) else {
                 continue;
             };
             let lower: Vec<u64> = levels[1..]
@@ -489,14 +561,17 @@ impl Sweep<'_> {
                 .copied()
                 .filter(|&l| {
                     let key = CellKey::new(cpu, l, params);
-                    !self.out.done.contains(&key) && !self.out.cells.iter().any(|c| c.key() == key)
+                    !out.done.contains(&key) && !out.cells.iter().any(|c| c.key() == key)
                 })
                 .collect();
-            for cell in modelled_cells(&measured, &lower, self.mem.cache_inputs.as_ref(), samples) {
-                self.record(cell)?;
-            }
+            cells.extend(modelled_cells(
+                measured,
+                &lower,
+                self.cache_inputs.as_ref(),
+                samples,
+            ));
         }
-        Ok(())
+        cells
     }
 }
 

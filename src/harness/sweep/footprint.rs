@@ -6,9 +6,10 @@
 //! not that the allocation cannot run the job: the levels are sized again, larger, and the point
 //! is launched again.
 
+use super::cache::{MemoryInputs, Sizing};
 use super::run::Run;
-use super::{Sweep, SweepError};
-use crate::harness::sweep::plan::{MemoryLevels, Point, cpu_text};
+use super::{SweepError, SweepObserver};
+use crate::harness::sweep::plan::{Point, cpu_text};
 use crate::matrix::{Cell, CellSource};
 
 /// How many times the levels are sized again before an OOM kill is taken at its word.
@@ -17,25 +18,7 @@ const MAX_RESIZES: u32 = 2;
 const GROWTH: f64 = 1.5;
 use crate::units::GIB;
 
-/// How the memory levels relative to the dataset were sized.
-pub(super) struct Sizing {
-    /// The levels as the spec gives them (percentages of the dataset), to size again.
-    unresolved: MemoryLevels,
-    /// The footprint they were sized from, bytes.
-    resident: u64,
-    /// The least the next sizing may use (after an OOM kill), bytes.
-    floor: u64,
-    resizes: u32,
-}
-
-impl Sizing {
-    /// The footprint the levels were sized from, bytes.
-    pub(super) fn resident(&self) -> u64 {
-        self.resident
-    }
-}
-
-impl Sweep<'_> {
+impl MemoryInputs {
     /// Fixes levels relative to the dataset from `run`, the first launch, once it is warm: what
     /// the job holds besides the dataset, the most anonymous and shared memory it held while
     /// warming up (what the kernel cannot reclaim without swap; a loader that starts its
@@ -53,14 +36,13 @@ impl Sweep<'_> {
             _ => run.resident_bytes(),
         };
         let (floor, resizes) = self
-            .mem
             .sizing
             .as_ref()
             .map_or((0, 0), |s| (s.floor, s.resizes));
         let resident = footprint.max(floor);
-        let unresolved = self.mem.levels.clone();
-        self.mem.levels.resolve(resident);
-        self.mem.sizing = Some(Sizing {
+        let unresolved = self.levels.clone();
+        self.levels.resolve(resident);
+        self.sizing = Some(Sizing {
             unresolved,
             resident,
             floor,
@@ -71,18 +53,23 @@ impl Sweep<'_> {
     /// Whether `died`, the first launch's cell, is an OOM kill of a job that outgrew the
     /// footprint its levels were sized from; if so the levels are unfixed, to be sized again
     /// (at least `GROWTH` times larger, and no less than the anonymous and shared memory the
-    /// launch was seen holding) by the point's next launch, and the header is rewritten with them.
-    pub(super) fn outgrew_sizing(&mut self, died: &Cell, p: &Point, held_peak: u64) -> bool {
-        let Some(sizing) = self.mem.sizing.as_mut() else {
+    /// launch was seen holding) by the point's next launch. Only before any cell is recorded
+    /// (`recorded_any`): the caller then starts the file afresh, with the levels sized again.
+    pub(super) fn outgrew_sizing(
+        &mut self,
+        observer: &mut dyn SweepObserver,
+        died: &Cell,
+        p: &Point,
+        held_peak: u64,
+        recorded_any: bool,
+    ) -> bool {
+        let Some(sizing) = self.sizing.as_mut() else {
             return false;
         };
-        if died.source != CellSource::Infeasible
-            || !self.out.cells.is_empty()
-            || sizing.resizes >= MAX_RESIZES
-        {
+        if died.source != CellSource::Infeasible || recorded_any || sizing.resizes >= MAX_RESIZES {
             return false;
         }
-        let killed_at = self.mem.levels.bytes().map_or(0, |b| b[p.mem]);
+        let killed_at = self.levels.bytes().map_or(0, |b| b[p.mem]);
         let estimate = ((sizing.resident as f64 * GROWTH) as u64).max(held_peak);
         sizing.floor = estimate;
         sizing.resizes += 1;
@@ -97,18 +84,15 @@ impl Sweep<'_> {
             sizing.resizes,
             if sizing.resizes == 1 { "" } else { "s" }
         );
-        self.mem.levels = sizing.unresolved.clone();
-        self.observer.warn(&note);
-        self.mem.memory_note = Some(note);
-        // The file holds the header alone, with the old levels: it is replaced.
-        self.out.writer = None;
-        self.out.header = None;
+        self.levels = sizing.unresolved.clone();
+        observer.warn(&note);
+        self.memory_note = Some(note);
         true
     }
 
     /// Sets the limit of the level `p` measures on `run`'s cgroup, once levels are sized.
     pub(super) fn apply_sized_limit(&self, run: &Run, p: &Point) -> Result<(), SweepError> {
-        let bytes = self.mem.levels.bytes().expect("sized")[p.mem];
+        let bytes = self.levels.bytes().expect("sized")[p.mem];
         if let Some(cg) = &run.cgroup {
             cg.set_memory_limit(Some(bytes))?;
         }

@@ -4,8 +4,8 @@
 //! it and over each of its windows (`matrix/relative/host.rs` takes that speed out of the
 //! visit's ratio, on both its sides).
 
-use super::Sweep;
-use crate::harness::cgroup::pinned_cpus;
+use super::SweepObserver;
+use crate::harness::cgroup::{CgroupRoot, pinned_cpus};
 use crate::harness::measure::host_probe::{HostProbe, noise_over, speed_over};
 use crate::harness::measure::steady::RateWindows;
 use crate::matrix::visits::HostSpeed;
@@ -18,11 +18,11 @@ pub(super) struct HostWatch {
     pub pending: Option<([f64; 2], HostSpeed)>,
 }
 
-impl Sweep<'_> {
-    /// Starts the probe on every CPU runs may use, for live and relaunching sweeps alike;
-    /// says why not where it cannot start.
-    pub(super) fn start_host_probe(&mut self) {
-        let Some(root) = &self.root else {
+impl HostWatch {
+    /// Starts the probe on every CPU runs may use under `root`, for live and relaunching
+    /// sweeps alike; says why not where it cannot start.
+    pub(super) fn start(&mut self, root: Option<&CgroupRoot>, observer: &mut dyn SweepObserver) {
+        let Some(root) = root else {
             return;
         };
         let started = root
@@ -30,8 +30,8 @@ impl Sweep<'_> {
             .map_err(|e| e.to_string())
             .and_then(|cg| HostProbe::start(cg, root.cpus()).map_err(|e| e.to_string()));
         match started {
-            Ok(probe) => self.host.probe = Some(probe),
-            Err(e) => self.observer.warn(&format!(
+            Ok(probe) => self.probe = Some(probe),
+            Err(e) => observer.warn(&format!(
                 "no probe of the host's speed on the job's CPUs ({e}): relative rates keep the \
                  host's spells"
             )),
@@ -40,14 +40,15 @@ impl Sweep<'_> {
 
     /// What the probe saw on the CPUs of a job at `cores` over `span` and each of `windows`
     /// inside it; `None` without a probe or where it got too little time to say.
-    pub(super) fn host_speed_of(
+    pub(super) fn speed_of(
         &self,
+        root: Option<&CgroupRoot>,
         cores: f64,
         span: [f64; 2],
         windows: &RateWindows,
     ) -> Option<HostSpeed> {
-        let probe = self.host.probe.as_ref()?;
-        let root = self.root.as_ref()?;
+        let probe = self.probe.as_ref()?;
+        let root = root?;
         let cpus = pinned_cpus(root.cpus(), cores);
         let bursts = probe.bursts_within(span);
         let speed = speed_over(&bursts, &cpus, span)?;

@@ -29,12 +29,11 @@
 //!
 //! The header records the rates, the tolerance, the decision and its reason.
 
-use super::{Sweep, SweepError};
-use crate::harness::sweep::plan::Point;
+use super::SweepObserver;
+use crate::harness::sweep::plan::{Axes, MemoryLevels, Point};
 use crate::matrix::LiveCheckOutcome::{Live, Relaunch, Undecided, Unproven};
 use crate::matrix::relative::{OWN_SPREAD_DF, block_spread, left_out_launches, ratios_by_launch};
-use crate::matrix::{CellKey, LiveCheck};
-use crate::spec::SweepMode;
+use crate::matrix::{Cell, CellKey, LiveCheck, SweepBlock};
 use crate::stats::mean;
 use std::collections::BTreeMap;
 
@@ -316,19 +315,43 @@ pub fn unheard_verdict(cpu: f64, live: f64, fresh: f64, why: String) -> LiveChec
     }
 }
 
-impl Sweep<'_> {
-    /// Marks the pass about to start at `first` as the check's fresh launch, where the check is
-    /// still to make and `first` is not the reference.
+/// A decided check, for the header: `by_levels` where the launches it may take ran out
+/// before its blocks could decide it and the levels did ([`unheard_verdict`]), which is said as
+/// a warning whatever it finds.
+pub(super) struct Verdict {
+    pub check: LiveCheck,
+    pub by_levels: bool,
+}
+
+impl Verdict {
+    /// Whether re-capping was found not valid: the points are measured again, a fresh launch
+    /// each.
+    pub(super) fn relaunches(&self) -> bool {
+        match self.by_levels {
+            true => self.check.outcome == Relaunch,
+            false => self.check.outcome != Live,
+        }
+    }
+
+    /// Whether it is said as a note rather than a warning.
+    pub(super) fn is_note(&self) -> bool {
+        !self.by_levels && self.check.outcome == Live
+    }
+}
+
+impl LiveCheckState {
+    /// Marks the pass about to start at `first` as the check's fresh launch, `launch`, where
+    /// the check is still to make and `first` is not the reference.
     /// Where the pass has no point below the reference (one CPU level), there is nothing to
     /// check.
-    pub(super) fn start_live_check(&mut self, first: Option<&Point>) {
-        let LiveCheckState::Pending { earlier } = &self.live_check else {
+    pub(super) fn start(&mut self, axes: &Axes, first: Option<&Point>, launch: u32) {
+        let LiveCheckState::Pending { earlier } = &*self else {
             return;
         };
-        self.live_check = match first.filter(|p| **p != self.reference_point(&p.params)) {
+        *self = match first.filter(|p| **p != axes.reference_point(&p.params)) {
             Some(first) => LiveCheckState::Checking(Box::new(Checking {
                 point: first.clone(),
-                launch: self.launch_id() + 1,
+                launch,
                 earlier: earlier.clone(),
                 live_again: 0,
             })),
@@ -336,65 +359,31 @@ impl Sweep<'_> {
         };
     }
 
-    /// The check's point for `params`: the lowest CPU level at the top memory level whose cell
-    /// is not infeasible (it may have failed on the launch re-capped down to it).
-    pub(super) fn live_check_point(&self, params: &BTreeMap<String, String>) -> Option<Point> {
-        let top = self.mem.levels.bytes()?[0];
-        let cpu = (self.out.cells.iter())
-            .filter(|c| &c.params == params && c.memory_bytes == top)
-            .filter(|c| c.source != crate::matrix::CellSource::Infeasible)
-            .map(|c| c.cpu)
-            .min_by(f64::total_cmp)?;
-        Some(Point {
-            cpu,
-            mem: 0,
-            params: params.clone(),
-        })
+    /// Whether `launch`, at `first`, is the live check's fresh launch (it must start there).
+    pub(super) fn is_check_launch(&self, first: &Point, launch: u32) -> bool {
+        matches!(self, LiveCheckState::Checking(c) if c.point == *first && c.launch == launch)
     }
 
-    /// Of `points` (one parameter combination), those the check's fresh launch needs: the
-    /// lowest CPU level at the top memory level, and the reference.
-    pub(super) fn live_check_points(&self, points: Vec<Point>) -> Vec<Point> {
-        let Some(reference) = points.first().map(|p| self.reference_point(&p.params)) else {
-            return points;
-        };
-        let low = (points.iter())
-            .filter(|p| p.mem == reference.mem)
-            .map(|p| p.cpu)
-            .fold(f64::INFINITY, f64::min);
-        (points.into_iter())
-            .filter(|p| p.mem == reference.mem && (p.cpu == low || *p == reference))
-            .collect()
-    }
-
-    /// Whether a launch at `first` is the live check's fresh launch (it must start there).
-    pub(super) fn is_live_check_launch(&self, first: &Point) -> bool {
-        matches!(&self.live_check, LiveCheckState::Checking(c)
-            if c.point == *first && c.launch == self.launch_id() + 1)
-    }
-
-    /// Decides the check once its fresh launch was measured. Where re-capping is not valid, the
-    /// cells of `params` measured so far are dropped (they were measured by re-capping) and
-    /// `true` says to measure them again, now on a fresh launch each.
-    pub(super) fn conclude_live_check(
+    /// Decides the check once its fresh launch was measured, from the `blocks` and `cells`
+    /// recorded at the memory `levels`; `None` while it is not decided (it is made again on a
+    /// later pass, as `observer` is told).
+    pub(super) fn conclude(
         &mut self,
-        params: &BTreeMap<String, String>,
-    ) -> Result<bool, SweepError> {
-        let (LiveCheckState::Checking(c) | LiveCheckState::AwaitingLive(c)) =
-            self.live_check.clone()
-        else {
-            return Ok(false);
+        observer: &mut dyn SweepObserver,
+        blocks: &[SweepBlock],
+        cells: &[Cell],
+        levels: &MemoryLevels,
+    ) -> Option<Verdict> {
+        let (LiveCheckState::Checking(c) | LiveCheckState::AwaitingLive(c)) = self.clone() else {
+            return None;
         };
-        let key = self
-            .mem
-            .levels
-            .bytes()
-            .map(|b| CellKey::new(c.point.cpu, b[c.point.mem], &c.point.params));
-        let cell = self.out.cells.iter().find(|x| Some(x.key()) == key);
+        let key =
+            (levels.bytes()).map(|b| CellKey::new(c.point.cpu, b[c.point.mem], &c.point.params));
+        let cell = cells.iter().find(|x| Some(x.key()) == key);
         let (sides, left_out) = match cell {
             Some(cell) => (
-                c.sides(&ratios_by_launch(&self.blocks.closed, cell), &cell.visits),
-                left_out_launches(&self.blocks.closed, cell),
+                c.sides(&ratios_by_launch(blocks, cell), &cell.visits),
+                left_out_launches(blocks, cell),
             ),
             None => (Sides::default(), Vec::new()),
         };
@@ -408,9 +397,9 @@ impl Sweep<'_> {
         let live_unheard = live.is_empty() && (left_out.iter()).any(|&l| !c.is_fresh(l));
         let fresh_unheard = fresh.is_empty() && left_out.contains(&c.launch);
         if live_unheard || fresh_unheard {
-            return self.live_check_unheard(
+            return self.unheard(
+                observer,
                 &c,
-                params,
                 fresh_unheard,
                 mean(&live_rates),
                 fresh_rate.unwrap_or(0.0),
@@ -427,7 +416,7 @@ impl Sweep<'_> {
                     own_df,
                 )
             }
-            false => block_spread(&self.blocks.closed, &self.out.cells),
+            false => block_spread(blocks, cells),
         };
         let check = compare(
             c.point.cpu,
@@ -443,18 +432,13 @@ impl Sweep<'_> {
             df,
         );
         if check.outcome == Undecided {
-            return self.live_check_undecided(&c, params, check);
+            return self.undecided(observer, &c, check);
         }
-        let line = describe(&check);
-        let valid = check.outcome == Live;
-        self.live_check = LiveCheckState::Done(check.clone());
-        self.update_header(|h| h.live_check = Some(check))?;
-        if valid {
-            self.observer.note(&line);
-            return Ok(false);
-        }
-        self.observer.warn(&line);
-        self.relaunch_from_scratch(params)
+        *self = LiveCheckState::Done(check.clone());
+        Some(Verdict {
+            check,
+            by_levels: false,
+        })
     }
 
     /// One side of the check had every block it measured the point in left out: the check's
@@ -462,14 +446,14 @@ impl Sweep<'_> {
     /// launches re-capped down, measured again on a next pass that starts at the reference and
     /// re-caps down (a fresh launch more would say nothing of re-capping). After
     /// [`LIVE_CHECK_ATTEMPTS`] launches the levels decide ([`unheard_verdict`]).
-    fn live_check_unheard(
+    fn unheard(
         &mut self,
+        observer: &mut dyn SweepObserver,
         c: &Checking,
-        params: &BTreeMap<String, String>,
         fresh_unheard: bool,
         live_samples_per_s: f64,
         fresh_samples_per_s: f64,
-    ) -> Result<bool, SweepError> {
+    ) -> Option<Verdict> {
         let attempts = c.attempts();
         let (side, again) = match fresh_unheard {
             true => ("the fresh launch", "on the next pass's fresh launch"),
@@ -483,18 +467,18 @@ impl Sweep<'_> {
              it, or the reference drifted)"
         );
         if attempts < LIVE_CHECK_ATTEMPTS {
-            self.observer.warn(&format!(
+            observer.warn(&format!(
                 "live check at {} CPUs: {why}; the check is made again {again}",
                 c.point.cpu
             ));
-            self.live_check = match fresh_unheard {
+            *self = match fresh_unheard {
                 true => c.again_fresh(),
                 false => LiveCheckState::AwaitingLive(Box::new(Checking {
                     live_again: c.live_again + 1,
                     ..c.clone()
                 })),
             };
-            return Ok(false);
+            return None;
         }
         let check = unheard_verdict(
             c.point.cpu,
@@ -502,45 +486,36 @@ impl Sweep<'_> {
             fresh_samples_per_s,
             format!("{why}, after {attempts} launches for the check"),
         );
-        self.record_unheard(check, params)
+        self.decided_by_levels(check)
     }
 
-    /// Records a verdict of [`unheard_verdict`] and acts on it: `true` where the job is
-    /// relaunched at every point.
-    fn record_unheard(
-        &mut self,
-        check: LiveCheck,
-        params: &BTreeMap<String, String>,
-    ) -> Result<bool, SweepError> {
-        let line = describe(&check);
-        let relaunch = check.outcome == Relaunch;
-        self.live_check = LiveCheckState::Done(check.clone());
-        self.update_header(|h| h.live_check = Some(check))?;
-        self.observer.warn(&line);
-        match relaunch {
-            true => self.relaunch_from_scratch(params),
-            false => Ok(false),
-        }
+    /// A verdict of [`unheard_verdict`]: the check is done.
+    fn decided_by_levels(&mut self, check: LiveCheck) -> Option<Verdict> {
+        *self = LiveCheckState::Done(check.clone());
+        Some(Verdict {
+            check,
+            by_levels: true,
+        })
     }
 
     /// The blocks were too few to tell the ratios apart (`check` is undecided): the check
     /// is made again on the next pass's fresh launch, its blocks added to this one's; after
     /// [`LIVE_CHECK_ATTEMPTS`] launches the levels decide ([`unheard_verdict`]).
-    fn live_check_undecided(
+    fn undecided(
         &mut self,
+        observer: &mut dyn SweepObserver,
         c: &Checking,
-        params: &BTreeMap<String, String>,
         check: LiveCheck,
-    ) -> Result<bool, SweepError> {
+    ) -> Option<Verdict> {
         let attempts = c.attempts();
         if attempts < LIVE_CHECK_ATTEMPTS {
-            self.observer.warn(&format!(
+            observer.warn(&format!(
                 "live check at {} CPUs cannot tell yet: {}; the check is made again on the next \
                  pass's fresh launch",
                 c.point.cpu, check.reason
             ));
-            self.live_check = c.again_fresh();
-            return Ok(false);
+            *self = c.again_fresh();
+            return None;
         }
         let verdict = unheard_verdict(
             c.point.cpu,
@@ -548,25 +523,43 @@ impl Sweep<'_> {
             check.relaunch_samples_per_s,
             format!("{}, after {attempts} launches for the check", check.reason),
         );
-        self.record_unheard(verdict, params)
+        self.decided_by_levels(verdict)
     }
+}
 
-    /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped,
-    /// and `true` says to measure them again, a fresh launch each.
-    fn relaunch_from_scratch(
-        &mut self,
-        params: &BTreeMap<String, String>,
-    ) -> Result<bool, SweepError> {
-        self.axes.mode = SweepMode::Relaunch;
-        self.blocks.open = None;
-        self.blocks.closed.retain(|b| &b.params != params);
-        let blocks = self.blocks.closed.clone();
-        self.out.cells.retain(|c| &c.params != params);
-        self.out.done.retain(|k| &k.params != params);
-        self.update_header(|h| h.blocks = blocks)?;
-        self.rewrite()?;
-        Ok(true)
-    }
+/// The check's point for `params`: the lowest CPU level at the top memory level whose cell
+/// is not infeasible (it may have failed on the launch re-capped down to it).
+pub(super) fn check_point(
+    levels: &MemoryLevels,
+    cells: &[Cell],
+    params: &BTreeMap<String, String>,
+) -> Option<Point> {
+    let top = levels.bytes()?[0];
+    let cpu = (cells.iter())
+        .filter(|c| &c.params == params && c.memory_bytes == top)
+        .filter(|c| c.source != crate::matrix::CellSource::Infeasible)
+        .map(|c| c.cpu)
+        .min_by(f64::total_cmp)?;
+    Some(Point {
+        cpu,
+        mem: 0,
+        params: params.clone(),
+    })
+}
+
+/// Of `points` (one parameter combination), those the check's fresh launch needs: the
+/// lowest CPU level at the top memory level, and the reference.
+pub(super) fn check_points(axes: &Axes, points: Vec<Point>) -> Vec<Point> {
+    let Some(reference) = points.first().map(|p| axes.reference_point(&p.params)) else {
+        return points;
+    };
+    let low = (points.iter())
+        .filter(|p| p.mem == reference.mem)
+        .map(|p| p.cpu)
+        .fold(f64::INFINITY, f64::min);
+    (points.into_iter())
+        .filter(|p| p.mem == reference.mem && (p.cpu == low || *p == reference))
+        .collect()
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub(super) enum WarmUp {
     /// The job reports progress and has warmed up: measure it.
     Ready,
     /// It died or never reported; the cell says why.
-    Failed(Cell),
+    Failed(Box<Cell>),
 }
 
 impl Sweep<'_> {
@@ -99,7 +99,7 @@ impl Sweep<'_> {
         // One pass over the dataset, so a launch's first cell sees a warm page cache, and more
         // while the cache is still taking it in.
         let pass_samples = match m.warmup_pass {
-            true => self.epoch_samples().unwrap_or(0.0),
+            true => self.mem.epoch_samples().unwrap_or(0.0),
             false => 0.0,
         };
         let mut first: Option<(Instant, f64)> = None;
@@ -128,19 +128,20 @@ impl Sweep<'_> {
                 run.held_peak = run.held_peak.max(c.held_bytes());
             }
             if run.job.try_status().is_some() {
-                return Ok(WarmUp::Failed(self.death_cell(
+                return Ok(WarmUp::Failed(Box::new(self.death_cell(
                     run,
                     p,
                     started,
                     "start-up and warm-up",
-                )));
+                ))));
             }
             match first {
                 Some((f, _))
                     if f.elapsed().as_secs_f64() >= m.warmup_s
                         && (f.elapsed().as_secs_f64() >= m.startup_timeout_s
                             || (read >= pass_samples
-                                && !self.cache_still_filling(
+                                && !self.mem.cache_still_filling(
+                                    self.observer,
                                     p,
                                     run.held_peak,
                                     &mut cache_look,
@@ -178,55 +179,16 @@ impl Sweep<'_> {
                             ));
                         }
                     }
-                    return Ok(WarmUp::Failed(self.empty_cell(
+                    return Ok(WarmUp::Failed(Box::new(self.empty_cell(
                         p,
                         CellSource::Failed,
                         note,
                         started.elapsed().as_secs_f64(),
-                    )));
+                    ))));
                 }
                 _ => std::thread::sleep(POLL),
             }
         }
-    }
-
-    /// Mapped files the job touched since its referenced bits were last cleared, the dataset
-    /// left out (the cache model accounts for it).
-    pub(super) fn mapped_hot_bytes(&self, run: &Run) -> Option<u64> {
-        // Without a memory cgroup nothing says how much of them a limit would have to hold.
-        run.memory_counters()?;
-        // smaps names files by their canonical path.
-        let dataset =
-            (self.opts.spec.dataset_path.as_deref()).and_then(|d| std::fs::canonicalize(d).ok());
-        Some(crate::harness::memory::resident::referenced_file_bytes(
-            &run.pids(),
-            dataset.as_deref(),
-        ))
-    }
-
-    /// Samples in one epoch: the spec's `dataset.samples`, else one per dataset file.
-    fn epoch_samples(&self) -> Option<f64> {
-        self.dataset_samples().map(|n| n as f64)
-    }
-
-    /// The dataset's samples: the spec's `dataset.samples`, else one per dataset file.
-    pub(super) fn dataset_samples(&self) -> Option<u64> {
-        let ds = self.mem.dataset.as_ref()?;
-        let samples = (self.opts.spec.spec.dataset.as_ref()).and_then(|d| d.samples);
-        Some(samples.unwrap_or(ds.files))
-    }
-
-    /// The epoch to measure over when the page cache holds only part of the dataset. The cache
-    /// then holds what the last epoch read last, so a freshly shuffled epoch hits early and
-    /// misses late: a few steady windows would see only one phase, and only a whole epoch
-    /// gives the rate a job really gets.
-    fn partly_cached_epoch(&self) -> Option<f64> {
-        let ds = self.mem.dataset.as_ref()?;
-        let cached = ds.cached().bytes;
-        ((cached as f64) < PARTLY_CACHED * ds.page_cache_bytes as f64)
-            .then(|| self.epoch_samples())
-            .flatten()
-            .filter(|n| *n > 0.0)
     }
 
     /// Whether the launch running now measured `p` already (a later round's visit).
@@ -257,7 +219,7 @@ impl Sweep<'_> {
         at.judge = WindowJudge::start(run.cgroup.as_ref(), cpus, p.cpu, m.steady_windows);
         // What of its mapped files the job uses from here on (for the cache model).
         crate::harness::memory::resident::clear_referenced(&run.pids());
-        at.epoch = self.partly_cached_epoch();
+        at.epoch = self.mem.partly_cached_epoch();
         if let Some(n) = at.epoch {
             self.observer.status(&format!(
                 "{}: dataset partly cached: measuring a whole epoch ({n:.0} samples)",
@@ -312,10 +274,12 @@ impl Sweep<'_> {
     ) -> Result<Outcome, SweepError> {
         let elapsed = at.elapsed_s();
         let dataset_cached = self.mem.dataset.as_ref().map(|d| d.cached());
-        let mapped_hot = self.mapped_hot_bytes(run);
+        let mapped_hot = self.mem.mapped_hot_bytes(run);
         let telemetry = Some(at.telemetry(run, elapsed, dataset_cached, mapped_hot));
-        self.check_dataset_maps(run)?;
-        let period = at.period(self.epoch_samples(), elapsed, m);
+        if self.mem.check_dataset_maps(self.observer, run) {
+            self.cache_model_changed()?;
+        }
+        let period = at.period(self.mem.epoch_samples(), elapsed, m);
         if let Some(epochs) = period.and_then(|(_, unsettled)| unsettled) {
             self.observer.status(&format!(
                 "{}: windows did not settle; the rate is over the last {epochs:.0} whole \
@@ -335,8 +299,9 @@ impl Sweep<'_> {
                 windows.left_out(m.steady_windows),
             ),
         };
+        let root = self.root.as_ref();
         self.host.pending = measured_unix_s
-            .and_then(|span| Some((span, self.host_speed_of(p.cpu, span, &at.windows)?)));
+            .and_then(|span| Some((span, self.host.speed_of(root, p.cpu, span, &at.windows)?)));
         let throughput = match over_epoch {
             Some((t, _)) => Some(t),
             None => windows.throughput(m.steady_windows),
@@ -368,7 +333,7 @@ impl Sweep<'_> {
             left_out_unix_s,
             ..self.cell_at(p, CellSource::Measured)
         };
-        self.note_disturbance(&cell);
+        self.blocks.note_disturbance(&cell);
         Ok(Outcome::Cell(cell))
     }
 }

@@ -14,6 +14,46 @@ pub(crate) struct Axes {
     pub search_results: Vec<String>,
     pub params: BTreeMap<String, Vec<String>>,
     pub mode: SweepMode,
+    /// The job sizes itself from the CPU level it starts at: no launch re-caps it.
+    pub depends_on_cpu: bool,
+    /// The spec's `measure.rounds`: blocks a live launch measures.
+    pub rounds: u32,
+}
+
+impl Axes {
+    /// Whether each launch is a block of its own: live re-capping, where one launch walks the
+    /// points of a pass.
+    pub(super) fn blocks_per_launch(&self) -> bool {
+        self.mode == SweepMode::Live && !self.depends_on_cpu
+    }
+
+    /// The reference point of `params`: the top CPU level at the top memory level.
+    pub(super) fn reference_point(&self, params: &BTreeMap<String, String>) -> Point {
+        let cpu = match &self.search {
+            Some(s) => s.max,
+            None => self.cpu.iter().copied().fold(0.0, f64::max),
+        };
+        Point {
+            cpu,
+            mem: 0,
+            params: params.clone(),
+        }
+    }
+
+    /// Blocks a launch measures: `measure.rounds` where it walks in rounds, else 1.
+    pub(super) fn rounds_per_launch(&self) -> u32 {
+        match self.blocks_per_launch() {
+            true => self.rounds.max(1),
+            false => 1,
+        }
+    }
+
+    /// The rounds a launch walks the top memory level in, with the reference that ends each:
+    /// only where the launch is re-capped back to it (live).
+    pub(super) fn rounds<'a>(&self, reference: &'a Point) -> Option<(&'a Point, u32)> {
+        self.blocks_per_launch()
+            .then_some((reference, self.rounds_per_launch()))
+    }
 }
 
 /// A grid point to measure.

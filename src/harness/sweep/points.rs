@@ -1,14 +1,20 @@
 //! Walking the points: one launch for as long as points can share it (live re-capping), a live
-//! launch's rounds each a block that ends with the reference ([`super::blocks`]), and the
-//! uncapped spec check.
+//! launch's rounds each a block that ends with the reference ([`super::blocks`]), launching the
+//! job for a point (its cgroup and caps, its command and environment), and the uncapped spec
+//! check.
 
 use super::measure::{Outcome, WarmUp};
 use super::{POLL, Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
+use crate::harness::measure::job_output::ProgressTail;
+use crate::harness::process::job_launch::{cpu_vars, job_launch};
 use crate::harness::sweep::plan::{
-    MemoryLevels, Point, PointSource, joins_launch, label, param_combinations,
+    MemoryLevels, Point, PointSource, Recorded, joins_launch, label, param_combinations,
 };
 use crate::matrix::{Cell, CellSource, Matrix};
+use crate::spec::Vars;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// What a launch's walk does after a point.
@@ -22,6 +28,101 @@ enum Step {
 }
 
 impl Sweep<'_> {
+    pub(super) fn recorded(&self) -> Recorded<'_> {
+        Recorded {
+            cells: &self.out.cells,
+            memory: &self.mem.levels,
+            done: &self.out.done,
+        }
+    }
+
+    /// The running launch's number in the sweep, counted from 1 (0 before the first), the
+    /// launches of a resumed sweep's file included: what its visits are recorded with.
+    pub(super) fn launch_id(&self) -> u32 {
+        self.launches.resumed + self.launches.started
+    }
+
+    pub(super) fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn interrupted(&self) -> SweepError {
+        SweepError::Interrupted {
+            cells: self.out.cells.len(),
+            path: self.opts.output.clone(),
+        }
+    }
+
+    /// Starts a block for `params` (closing one still open).
+    fn open_block(&mut self, params: &BTreeMap<String, String>) -> Result<(), SweepError> {
+        self.close_block()?;
+        let reference = self.axes.reference_point(params);
+        self.blocks.open(params, reference.cpu);
+        Ok(())
+    }
+
+    /// Ends the open block and records it in the header ([`super::blocks::Blocks::close`]).
+    fn close_block(&mut self) -> Result<(), SweepError> {
+        let top = self.mem.levels.bytes().map_or(0, |b| b[0]);
+        if !self.blocks.close(self.observer, top) {
+            return Ok(());
+        }
+        let blocks = self.blocks.closed.clone();
+        self.update_header(|h| h.blocks = blocks)
+    }
+
+    /// Notes `cell`, just measured at `p`, where `p` is the reference: as the open block's
+    /// opening, or, where it has one, its closing. Where `chain` (the launch walks on at the top
+    /// memory level, another round), that block ends and the next opens with the same
+    /// measurement.
+    fn note_reference(&mut self, p: &Point, cell: &Cell, chain: bool) -> Result<(), SweepError> {
+        if *p != self.axes.reference_point(&p.params) {
+            return Ok(());
+        }
+        // A launch that started elsewhere (the live check's) measured points before its first
+        // reference: that reference closes their block.
+        let launch = self.launch_id();
+        let started_elsewhere =
+            (self.out.cells.iter()).any(|c| c.visits.iter().any(|v| v.launch == launch));
+        if self.blocks.note_reference(cell, chain, started_elsewhere) {
+            self.open_block(&p.params)?;
+            self.blocks.open_with(cell);
+        }
+        Ok(())
+    }
+
+    /// Re-caps the running job to the reference and measures it to close the block. `false`
+    /// when the job died meanwhile (the launch is over; nothing is recorded for the reference).
+    fn measure_closing(&mut self, run: &mut Run, from: &Point) -> Result<bool, SweepError> {
+        let reference = self.axes.reference_point(&from.params);
+        self.observer.status(&format!(
+            "{}: re-capping to the reference again to close block {}",
+            label(&reference),
+            self.blocks.open_index()
+        ));
+        match self.measure_reference(run, &reference)? {
+            Outcome::Cell(cell) => {
+                self.blocks.note_closing(&cell);
+                Ok(true)
+            }
+            Outcome::Died(_) => Ok(false),
+        }
+    }
+
+    /// Re-caps the running job's CPU to `reference` (the launch is at the reference's memory
+    /// level already), lets the cap settle, and measures it.
+    pub(super) fn measure_reference(
+        &mut self,
+        run: &mut Run,
+        reference: &Point,
+    ) -> Result<Outcome, SweepError> {
+        if let Some(cg) = &run.cgroup {
+            cg.set_cpu(reference.cpu)?;
+        }
+        self.settle(run)?;
+        self.measure(run, reference, Instant::now())
+    }
+
     /// Measures the points `source` gives, one launch for as long as they can share it (live
     /// re-capping); when the job dies, the next point is relaunched. A pass of fresh launches is
     /// one block, a live launch's round another.
@@ -56,11 +157,11 @@ impl Sweep<'_> {
         may_open: bool,
     ) -> Result<Option<Point>, SweepError> {
         let started = Instant::now();
-        let per_launch = self.blocks_per_launch();
+        let per_launch = self.axes.blocks_per_launch();
         if per_launch || self.blocks.open.is_none() {
             self.open_block(&first.params)?;
         }
-        let reference = self.reference_point(&first.params);
+        let reference = self.axes.reference_point(&first.params);
         let launch_at = match may_open && per_launch && self.opens_at_reference(&first) {
             true => reference,
             false => first.clone(),
@@ -68,7 +169,7 @@ impl Sweep<'_> {
         self.observer
             .status(&format!("{}: starting job", label(&launch_at)));
         let limit = self.mem.levels.bytes().map(|b| b[launch_at.mem]);
-        let trace = self.start_open_trace();
+        let trace = (self.mem).start_open_trace(self.observer, self.launches.started == 0);
         let mut run = self.launch(&launch_at, limit)?;
         let resized = match self.start(&mut run, &first, &launch_at, started)? {
             Some(died) => {
@@ -80,8 +181,10 @@ impl Sweep<'_> {
         };
         run.job.stop();
         drop(run);
-        if let Some(trace) = trace {
-            self.record_access_order(trace)?;
+        if let Some(trace) = trace
+            && self.mem.record_access_order(self.observer, trace)
+        {
+            self.cache_model_changed()?;
         }
         if per_launch {
             self.close_block()?;
@@ -92,14 +195,14 @@ impl Sweep<'_> {
     /// Whether a live launch that would start at `first` starts at the reference instead: `first`
     /// is at the top memory level, and the reference was measured (or is still to be).
     fn opens_at_reference(&self, first: &Point) -> bool {
-        let reference = self.reference_point(&first.params);
+        let reference = self.axes.reference_point(&first.params);
         let reference_cell = self.mem.levels.bytes().and_then(|b| {
             let key = crate::matrix::CellKey::new(reference.cpu, b[0], &reference.params);
             self.out.cells.iter().find(|c| c.key() == key)
         });
         first.mem == reference.mem
             && *first != reference
-            && !self.is_live_check_launch(first)
+            && !self.live_check.is_check_launch(first, self.launch_id() + 1)
             && reference_cell.is_none_or(|c| c.source == CellSource::Measured)
     }
 
@@ -124,12 +227,12 @@ impl Sweep<'_> {
                 );
             }
             cell.memory_bytes = self.mem.levels.bytes().expect("resolved")[first.mem];
-            return Ok(Some(cell));
+            return Ok(Some(*cell));
         }
         if self.mem.levels.bytes().is_none() {
-            self.size_memory_levels(run);
+            self.mem.size_memory_levels(run);
             self.check_step_caps(launch_at)?;
-            self.apply_sized_limit(run, launch_at)?;
+            self.mem.apply_sized_limit(run, launch_at)?;
             self.ensure_writer()?;
             std::thread::sleep(Duration::from_secs_f64(
                 self.opts.spec.spec.measure.settle_s,
@@ -184,10 +287,12 @@ impl Sweep<'_> {
         source: &mut dyn PointSource,
         mut point: Point,
     ) -> Result<Option<Point>, SweepError> {
-        let depends_on_cpu = self.opts.spec.depends_on_cpu_level();
+        let depends_on_cpu = self.axes.depends_on_cpu;
         loop {
             let next = source.peek(&self.recorded());
-            if self.closing_due(&point, next.as_ref()) && !self.measure_closing(run, &point)? {
+            if self.blocks.closing_due(&self.axes, &point, next.as_ref())
+                && !self.measure_closing(run, &point)?
+            {
                 return Ok(None);
             }
             // Next point on the same launch, if it can share it.
@@ -226,7 +331,18 @@ impl Sweep<'_> {
                 self.record(cell)?;
                 Ok(Step::Go)
             }
-            Outcome::Died(cell) if self.outgrew_sizing(&cell, p, run.held_peak) => {
+            Outcome::Died(cell)
+                if self.mem.outgrew_sizing(
+                    self.observer,
+                    &cell,
+                    p,
+                    run.held_peak,
+                    !self.out.cells.is_empty(),
+                ) =>
+            {
+                // The file holds the header alone, with the old levels: it is replaced.
+                self.out.writer = None;
+                self.out.header = None;
                 Ok(Step::Resized(p.clone()))
             }
             Outcome::Died(cell) => {
@@ -323,7 +439,7 @@ impl Sweep<'_> {
         self.observer.planned(1, 0);
         let mut run = self.launch(&p, None)?;
         let cell = match self.warm_up(&mut run, &p, started)? {
-            WarmUp::Failed(cell) => cell,
+            WarmUp::Failed(cell) => *cell,
             WarmUp::Ready => match self.measure(&mut run, &p, started)? {
                 Outcome::Cell(c) | Outcome::Died(c) => c,
             },
@@ -340,5 +456,79 @@ impl Sweep<'_> {
             launches: self.launches.started,
             wall_s: started.elapsed().as_secs_f64(),
         })
+    }
+}
+
+/// Launching the job for a point: its cgroup and caps, its command and environment, and the
+/// files its progress is read from.
+impl Sweep<'_> {
+    pub(super) fn vars_for(&self, p: &Point) -> Vars {
+        let mut vars = cpu_vars(&self.opts.spec, p.cpu);
+        vars.extend(p.params.clone());
+        vars
+    }
+
+    /// In a Slurm step: an error unless the step's cgroup has the point's caps.
+    pub(super) fn check_step_caps(&self, p: &Point) -> Result<(), SweepError> {
+        let Some((_, caps)) = &self.step else {
+            return Ok(());
+        };
+        let memory = self.mem.levels.bytes().map(|b| b[p.mem]);
+        caps.check(p.cpu, memory).map_err(|e| {
+            SweepError::Plan(format!(
+                "in the Slurm step: refusing to measure {}: {e} (ask for more with \
+                 `profiler sweep --slurm --slurm-mem MB`)",
+                label(p)
+            ))
+        })
+    }
+
+    pub(super) fn launch(
+        &mut self,
+        first: &Point,
+        memory_limit: Option<u64>,
+    ) -> Result<Run, SweepError> {
+        self.check_step_caps(first)?;
+        let spec = &self.opts.spec;
+        self.launches.started += 1;
+        // Start every launch with a cold cache, charged to the job's own cgroup (or the Slurm
+        // step's), so its reads and cache are its own.
+        if (self.root.is_some() || self.step.is_some())
+            && let Some(ds) = &self.mem.dataset
+        {
+            ds.evict();
+        }
+        let cgroup = match &self.root {
+            Some(root) => {
+                let cg = root.create_launch(&spec.spec.name, self.launches.started)?;
+                cg.set_cpu(first.cpu)?;
+                cg.set_memory_limit(memory_limit)?;
+                if let Some((dev, bps)) = self.mem.storage_throttle {
+                    cg.set_read_bps(dev, Some(bps))?;
+                }
+                Some(cg)
+            }
+            None => None,
+        };
+        let tag = match &cgroup {
+            Some(cg) => cg.name().to_string(),
+            None => format!(
+                "{}-{}-{}",
+                spec.spec.name,
+                std::process::id(),
+                self.launches.started
+            ),
+        };
+        let vars = self.vars_for(first);
+        let procs = cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
+        let (launch, progress_paths) = job_launch(spec, &vars, &self.out.log_dir, &tag, procs, &[])
+            .map_err(|source| SweepError::Template {
+                spec: spec.path.clone(),
+                source,
+            })?;
+        let job = launch.spawn()?;
+        let step = self.step.as_ref().map(|(_, caps)| caps.clone());
+        let tail = ProgressTail::new(&spec.spec, progress_paths);
+        Ok(Run::started(job, cgroup, tail, step))
     }
 }

@@ -1,16 +1,12 @@
-//! Launching the job for a point: its cgroup and caps, its command and environment, and the
-//! files its progress is read from.
+//! A launched job: its process, its cgroup (or the Slurm step it runs in), the files its
+//! progress is read from, and what it holds.
 
-use super::{Sweep, SweepError};
 use crate::harness::cgroup::effective::EffectiveCaps;
 use crate::harness::cgroup::{CgroupCounters, RunCgroup};
 use crate::harness::measure::job_output::{ProgressTail, Report};
 use crate::harness::memory::resident::tree_resident_bytes;
-use crate::harness::process::job_launch::{cpu_vars, job_launch};
 use crate::harness::process::launch::RunningJob;
 use crate::harness::process::tree::{TreeUsage, descendants, tree_usage};
-use crate::harness::sweep::plan::{Point, label};
-use crate::spec::Vars;
 
 /// A launched job and what it has reported so far.
 pub(super) struct Run {
@@ -27,6 +23,25 @@ pub(super) struct Run {
 }
 
 impl Run {
+    /// `job`, just started in `cgroup` (or in the Slurm step whose cgroup has `step`'s caps),
+    /// its progress read by `tail`; OOM kills count from now.
+    pub(super) fn started(
+        job: RunningJob,
+        cgroup: Option<RunCgroup>,
+        tail: ProgressTail,
+        step: Option<EffectiveCaps>,
+    ) -> Run {
+        let oom_base = oom_kills(cgroup.as_ref(), step.as_ref());
+        Run {
+            job,
+            cgroup,
+            tail,
+            step,
+            oom_base,
+            held_peak: 0,
+        }
+    }
+
     pub(super) fn poll(&mut self) -> Vec<Report> {
         self.tail.poll()
     }
@@ -82,84 +97,5 @@ fn oom_kills(cgroup: Option<&RunCgroup>, step: Option<&EffectiveCaps>) -> u64 {
         (Some(cg), _) => cg.counters().oom_kills,
         (None, Some(caps)) => caps.oom_kills().unwrap_or(0),
         (None, None) => 0,
-    }
-}
-
-impl Sweep<'_> {
-    pub(super) fn vars_for(&self, p: &Point) -> Vars {
-        let mut vars = cpu_vars(&self.opts.spec, p.cpu);
-        vars.extend(p.params.clone());
-        vars
-    }
-
-    /// In a Slurm step: an error unless the step's cgroup has the point's caps.
-    pub(super) fn check_step_caps(&self, p: &Point) -> Result<(), SweepError> {
-        let Some((_, caps)) = &self.step else {
-            return Ok(());
-        };
-        let memory = self.mem.levels.bytes().map(|b| b[p.mem]);
-        caps.check(p.cpu, memory).map_err(|e| {
-            SweepError::Plan(format!(
-                "in the Slurm step: refusing to measure {}: {e} (ask for more with \
-                 `profiler sweep --slurm --slurm-mem MB`)",
-                label(p)
-            ))
-        })
-    }
-
-    pub(super) fn launch(
-        &mut self,
-        first: &Point,
-        memory_limit: Option<u64>,
-    ) -> Result<Run, SweepError> {
-        self.check_step_caps(first)?;
-        let spec = &self.opts.spec;
-        self.launches.started += 1;
-        // Start every launch with a cold cache, charged to the job's own cgroup (or the Slurm
-        // step's), so its reads and cache are its own.
-        if (self.root.is_some() || self.step.is_some())
-            && let Some(ds) = &self.mem.dataset
-        {
-            ds.evict();
-        }
-        let cgroup = match &self.root {
-            Some(root) => {
-                let cg = root.create_launch(&spec.spec.name, self.launches.started)?;
-                cg.set_cpu(first.cpu)?;
-                cg.set_memory_limit(memory_limit)?;
-                if let Some((dev, bps)) = self.mem.storage_throttle {
-                    cg.set_read_bps(dev, Some(bps))?;
-                }
-                Some(cg)
-            }
-            None => None,
-        };
-        let tag = match &cgroup {
-            Some(cg) => cg.name().to_string(),
-            None => format!(
-                "{}-{}-{}",
-                spec.spec.name,
-                std::process::id(),
-                self.launches.started
-            ),
-        };
-        let vars = self.vars_for(first);
-        let procs = cgroup.as_ref().map(|c| c.procs_files()).unwrap_or_default();
-        let (launch, progress_paths) = job_launch(spec, &vars, &self.out.log_dir, &tag, procs, &[])
-            .map_err(|source| SweepError::Template {
-                spec: spec.path.clone(),
-                source,
-            })?;
-        let job = launch.spawn()?;
-        let step = self.step.as_ref().map(|(_, caps)| caps.clone());
-        let oom_base = oom_kills(cgroup.as_ref(), step.as_ref());
-        Ok(Run {
-            job,
-            cgroup,
-            tail: ProgressTail::new(&spec.spec, progress_paths),
-            step,
-            oom_base,
-            held_peak: 0,
-        })
     }
 }

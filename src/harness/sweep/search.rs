@@ -1,15 +1,15 @@
 //! The sweep's CPU search: measure the levels a [`CpuSearch`] asks for, one at a time, at the
 //! top memory level (a running job's CPU cap can go up or down, its memory cap only down), then,
 //! when memory is measured, the lower memory levels at the levels it chose, memory level by
-//! memory level, so that in live mode one launch does it all.
+//! memory level, so that in live mode one launch does it all. The sweep walks these sources
+//! (`super::passes`).
 
-use super::{Sweep, SweepError};
 use crate::harness::sweep::cpu_search::{
     CpuSearch, Granularity, KNEE_MAX_POINTS, KNEE_TOLERANCE, Measured, Next, SearchRule, knee,
 };
 use crate::harness::sweep::plan::{Point, PointSource, Recorded, Walk, cpu_text};
 use crate::matrix::CellSource;
-use crate::spec::{CpuSearchSpec, MemoryAxis, SearchRuleSpec};
+use crate::spec::{CpuSearchSpec, SearchRuleSpec};
 use std::collections::BTreeMap;
 
 /// The search a spec asks for; `max` defaults to every CPU available here, `min` to one core.
@@ -60,15 +60,15 @@ pub(super) fn describe(search: &CpuSearch, results: &[String]) -> String {
 }
 
 /// Points proposed by the search for one parameter combination, at the top memory level.
-struct SearchPoints<'a> {
-    search: &'a CpuSearch,
-    params: &'a BTreeMap<String, String>,
+pub(super) struct SearchPoints<'a> {
+    pub search: &'a CpuSearch,
+    pub params: &'a BTreeMap<String, String>,
 }
 
 impl SearchPoints<'_> {
     /// Levels recorded at the top memory level for these parameters (resumed ones included);
     /// a failed or infeasible level counts, with no throughput.
-    fn measured(&self, recorded: &Recorded) -> Vec<Measured> {
+    pub(super) fn measured(&self, recorded: &Recorded) -> Vec<Measured> {
         let Some(top) = recorded.memory.bytes().and_then(|b| b.first().copied()) else {
             return Vec::new();
         };
@@ -111,10 +111,10 @@ impl PointSource for SearchPoints<'_> {
 
 /// The search's points, then the lower memory levels at the CPU levels it chose (skipping
 /// levels where the top memory level was OOM-killed).
-struct SearchThenLowerMemory<'a> {
-    search: SearchPoints<'a>,
-    memory_levels: usize,
-    lower: Option<Walk>,
+pub(super) struct SearchThenLowerMemory<'a> {
+    pub search: SearchPoints<'a>,
+    pub memory_levels: usize,
+    pub lower: Option<Walk>,
 }
 
 impl PointSource for SearchThenLowerMemory<'_> {
@@ -152,7 +152,11 @@ impl PointSource for SearchThenLowerMemory<'_> {
     }
 }
 
-fn top_was_oom_killed(recorded: &Recorded, cpu: f64, params: &BTreeMap<String, String>) -> bool {
+pub(super) fn top_was_oom_killed(
+    recorded: &Recorded,
+    cpu: f64,
+    params: &BTreeMap<String, String>,
+) -> bool {
     let top = recorded.memory.bytes().map(|b| b[0]);
     recorded.cells.iter().any(|c| {
         Some(c.memory_bytes) == top
@@ -162,108 +166,20 @@ fn top_was_oom_killed(recorded: &Recorded, cpu: f64, params: &BTreeMap<String, S
     })
 }
 
-impl Sweep<'_> {
-    /// Runs the search for one parameter combination, then (with `memory = "measure"`) the lower
-    /// memory levels at the CPU levels it chose, on the same launch where the mode allows.
-    /// Returns those CPU levels, highest first.
-    pub(super) fn run_search(
-        &mut self,
-        search: &CpuSearch,
-        params: &BTreeMap<String, String>,
-        memory_axis: MemoryAxis,
-        remaining_combos: usize,
-    ) -> Result<Vec<f64>, SweepError> {
-        let n_mem = self.mem.levels.len();
-        let measure_memory = memory_axis == MemoryAxis::Measure && n_mem > 1;
-        let search_points = SearchPoints { search, params };
-        let measured = if measure_memory {
-            let mut source = SearchThenLowerMemory {
-                search: search_points,
-                memory_levels: n_mem,
-                lower: None,
-            };
-            self.run_points(&mut source)?;
-            source.search.measured(&self.recorded())
-        } else {
-            let mut source = search_points;
-            self.run_points(&mut source)?;
-            source.measured(&self.recorded())
-        };
-        let mut levels: Vec<f64> = measured.iter().map(|m| m.cpu).collect();
-        levels.sort_by(|a, b| b.total_cmp(a));
-        if measure_memory {
-            // Below a level OOM-killed at the top memory level, nothing fits either.
-            for &cpu in &levels {
-                if !top_was_oom_killed(&self.recorded(), cpu, params) {
-                    continue;
-                }
-                for mem in 1..n_mem {
-                    let p = Point {
-                        cpu,
-                        mem,
-                        params: params.clone(),
-                    };
-                    if !self.recorded().is_done(&p) {
-                        self.record(self.ruled_out_cell(&p))?;
-                    }
-                }
-            }
-        }
-        let result = self.search_result(search, params, &measured);
-        self.observer.status(&result);
-        self.axes.search_results.push(result);
-
-        // This combination's cells are known now; later ones only bounded.
-        let here = self
-            .out
-            .cells
-            .iter()
-            .filter(|c| &c.params == params)
-            .count();
-        let left = (levels.len() * n_mem).saturating_sub(here)
-            + remaining_combos * search.at_most() * n_mem;
-        let done = self.out.cells.len();
-        if remaining_combos == 0 {
-            self.observer.planned(done + left, done);
-        } else {
-            self.observer.planned_at_most(done + left, done);
-        }
-        Ok(levels)
+/// What the search for `params` found, in a line for the header.
+pub(super) fn search_result(
+    search: &CpuSearch,
+    params: &BTreeMap<String, String>,
+    measured: &[Measured],
+) -> String {
+    let mut text: String = params.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    text.push_str(&format!("{} levels measured", measured.len()));
+    if let Some(k) = knee(measured, search.tolerance) {
+        let best = measured.iter().map(|m| m.rate).fold(0.0, f64::max);
+        text.push_str(&format!(
+            ", knee at {k:.2} cores (reaches {:.0}% of the best, {best:.1} samples/s)",
+            (1.0 - search.tolerance) * 100.0
+        ));
     }
-
-    fn search_result(
-        &self,
-        search: &CpuSearch,
-        params: &BTreeMap<String, String>,
-        measured: &[Measured],
-    ) -> String {
-        let mut text: String = params.iter().map(|(k, v)| format!("{k}={v} ")).collect();
-        text.push_str(&format!("{} levels measured", measured.len()));
-        if let Some(k) = knee(measured, search.tolerance) {
-            let best = measured.iter().map(|m| m.rate).fold(0.0, f64::max);
-            text.push_str(&format!(
-                ", knee at {k:.2} cores (reaches {:.0}% of the best, {best:.1} samples/s)",
-                (1.0 - search.tolerance) * 100.0
-            ));
-        }
-        text
-    }
-
-    /// The matrix's CPU axis becomes the levels measured; the header is rewritten to say so.
-    pub(super) fn record_searched_axis(&mut self) -> Result<(), SweepError> {
-        let mut axis: Vec<f64> = Vec::new();
-        for c in &self.out.cells {
-            if !axis.iter().any(|a| (a - c.cpu).abs() < 5e-4) {
-                axis.push(c.cpu);
-            }
-        }
-        axis.sort_by(|a, b| b.total_cmp(a));
-        self.axes.cpu = axis;
-        let fresh = self.make_header();
-        self.update_header(|h| {
-            h.axes.cpu = fresh.axes.cpu;
-            h.provenance = fresh.provenance;
-        })?;
-        Ok(())
-    }
+    text
 }

@@ -6,7 +6,8 @@
 //! reads from storage while it is measured and is not the rate of the job with its data
 //! cached, the rate every cell the cache model derives from it scales with.
 
-use super::Sweep;
+use super::SweepObserver;
+use super::cache::MemoryInputs;
 use super::measure::PARTLY_CACHED;
 use crate::harness::sweep::plan::{Point, label};
 
@@ -51,7 +52,7 @@ fn next(last: Option<CacheLook>, read: f64, cached: u64, dataset: u64) -> Next {
     }
 }
 
-impl Sweep<'_> {
+impl MemoryInputs {
     /// Whether the warm-up of `p` goes on for another pass of `pass` samples, `read` samples
     /// into it: its memory level has room for the dataset beside the `held` bytes the job holds
     /// (anonymous and shared memory, at their most so far), and the page cache holds less than
@@ -59,17 +60,18 @@ impl Sweep<'_> {
     /// none yet at the first). Looks once a pass, so a dataset of many files is scanned once
     /// an epoch.
     pub(super) fn cache_still_filling(
-        &mut self,
+        &self,
+        observer: &mut dyn SweepObserver,
         p: &Point,
         held: u64,
         last: &mut Option<CacheLook>,
         read: f64,
         pass: f64,
     ) -> bool {
-        let Some(ds) = self.mem.dataset.as_ref() else {
+        let Some(ds) = self.dataset.as_ref() else {
             return false;
         };
-        let limit = self.mem.levels.bytes().and_then(|b| b.get(p.mem).copied());
+        let limit = self.levels.bytes().and_then(|b| b.get(p.mem).copied());
         if pass <= 0.0 || limit.is_some_and(|l| l.saturating_sub(held) < ds.page_cache_bytes) {
             return false;
         }
@@ -82,7 +84,7 @@ impl Sweep<'_> {
         match next(*last, read, cached, ds.page_cache_bytes) {
             Next::Measure => false,
             Next::AnotherPass(look) => {
-                self.observer.status(&format!(
+                observer.status(&format!(
                     "{}: the page cache holds {:.0}% of the dataset: warming up for another pass",
                     label(p),
                     100.0 * cached as f64 / ds.page_cache_bytes.max(1) as f64

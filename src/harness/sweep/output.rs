@@ -7,7 +7,7 @@ use super::{Sweep, SweepError, search};
 use crate::harness::measure::job_output::now_unix_s;
 use crate::harness::sweep::plan::MemoryLevels;
 use crate::matrix::{
-    Axes, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, MatrixHeader, MatrixWriter,
+    Axes, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader, MatrixWriter,
     SCHEMA_VERSION,
 };
 use crate::spec::SweepMode;
@@ -34,9 +34,24 @@ impl Output {
             log_dir,
         }
     }
+
+    /// The dataset's samples the header records (0 where it records none).
+    pub fn dataset_samples(&self) -> u64 {
+        (self.header.as_ref())
+            .and_then(|h| h.job.dataset_samples)
+            .unwrap_or(0)
+    }
 }
 
+/// The matrix file: its header, appending cells as they finish, resuming from a file an
+/// interrupted sweep left.
 impl Sweep<'_> {
+    /// Writes the cache model's inputs, just changed, into the header.
+    pub(super) fn cache_model_changed(&mut self) -> Result<(), SweepError> {
+        let inputs = self.mem.cache_inputs.clone();
+        self.update_header(|h| h.cache_model = inputs)
+    }
+
     pub(super) fn make_header(&self) -> MatrixHeader {
         let spec = &self.opts.spec.spec;
         let cgroup = match (&self.root, &self.step) {
@@ -163,7 +178,7 @@ impl Sweep<'_> {
         // A live launch walking in rounds visits a point more than once: each visit is kept;
         // so is each fresh launch's measurement where the probe runs, to carry its speed.
         let probed = self.host.probe.is_some();
-        if (self.blocks_per_launch() || probed) && cell.source == CellSource::Measured {
+        if (self.axes.blocks_per_launch() || probed) && cell.source == CellSource::Measured {
             cell.visits = visit_of(&cell, self.launch_id()).into_iter().collect();
             if let (Some(visit), Some((span, host))) =
                 (cell.visits.first_mut(), self.host.pending.take())
@@ -178,7 +193,7 @@ impl Sweep<'_> {
             self.out.cells[i] = add_visits(&self.out.cells[i], &cell);
             return self.rewrite();
         }
-        self.note_top_level_shortfall(&mut cell);
+        self.mem.note_top_level_shortfall(self.observer, &mut cell);
         self.ensure_writer()?.append(&cell)?;
         self.out.done.insert(cell.key());
         self.observer.cell_done(&cell);
@@ -254,6 +269,25 @@ impl Sweep<'_> {
                 .replace_header(&header)?;
             self.out.header = Some(header);
         }
+        Ok(())
+    }
+
+    /// Writes the header and every cell recorded so far over the matrix file.
+    pub(super) fn rewrite(&mut self) -> Result<(), SweepError> {
+        self.ensure_writer()?;
+        let matrix = Matrix {
+            header: self
+                .out
+                .header
+                .clone()
+                .unwrap_or_else(|| self.make_header()),
+            cells: self.out.cells.clone(),
+        };
+        self.out
+            .writer
+            .as_mut()
+            .expect("ensured")
+            .replace_all(&matrix)?;
         Ok(())
     }
 }
