@@ -4,6 +4,7 @@
 //! documentation fails here.
 
 use clap::CommandFactory;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 fn read(doc: &str) -> String {
@@ -137,8 +138,8 @@ const FLAG_REFERENCES: &[(&str, &[&str])] = &[
 #[test]
 fn every_command_line_flag_is_in_its_command_s_reference() {
     let cli = profiler::cli::Cli::command();
-    let subcommands: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
-    let listed: Vec<&str> = FLAG_REFERENCES.iter().map(|(c, _)| *c).collect();
+    let subcommands: BTreeSet<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    let listed: BTreeSet<&str> = FLAG_REFERENCES.iter().map(|(c, _)| *c).collect();
     assert_eq!(subcommands, listed, "a command without its references");
     let mut missing = Vec::new();
     for (name, docs) in FLAG_REFERENCES {
