@@ -3,11 +3,12 @@
 # fleet): the zoo's twelve matrices copied under 1,000 job names, `profiler report` over them,
 # then Chromium's --dump-dom of the index against that of an empty page, five runs each,
 # alternated; the difference of the medians is the index's own cost.
-#   scripts/bench-report-index.sh [N]      (N matrices, default 1000)
+#   scripts/bench-report-index.sh [N]      (N matrices, default 1000; PROFILER: the binary,
+#                                           target/release/profiler by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000}
-bin=target/release/profiler
+bin=${PROFILER:-target/release/profiler}
 [[ -x $bin ]] || cargo build --release
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
