@@ -493,7 +493,7 @@ impl MemoryInputs {
         else {
             return false;
         };
-        let samples = out.dataset_samples();
+        let samples = out.recorded_dataset_samples();
         let Some(inputs) = self.cache_inputs.as_mut() else {
             return false;
         };
@@ -549,7 +549,7 @@ impl MemoryInputs {
             // leave them out (a --resume that can measure storage fills them).
             return Vec::new();
         }
-        let samples = out.dataset_samples();
+        let samples = out.recorded_dataset_samples();
         let mut cells = Vec::new();
         for &cpu in cpus {
             let top = CellKey::new(cpu, levels[0], params);

@@ -35,8 +35,9 @@ impl Output {
         }
     }
 
-    /// The dataset's samples the header records (0 where it records none).
-    pub fn dataset_samples(&self) -> u64 {
+    /// The dataset's samples as the header records them (a resumed file's own; 0 where it
+    /// records none).
+    pub fn recorded_dataset_samples(&self) -> u64 {
         (self.header.as_ref())
             .and_then(|h| h.job.dataset_samples)
             .unwrap_or(0)
