@@ -6,7 +6,7 @@ use profiler::cli::{Cli, Command};
 use profiler::harness::process::signals;
 use profiler::harness::sweep::{self, fleet};
 use profiler::harness::validate;
-use profiler::matrix::{load_matrix, render_cells, render_demands, render_summary};
+use profiler::matrix::{load_matrix, render_brief, render_cells, render_demands, render_summary};
 use profiler::output::grid_progress::GridProgress;
 use profiler::output::progress::SweepProgress;
 use profiler::output::replay_progress::ReplayProgress;
@@ -63,6 +63,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export(args),
         Command::Doctor(args) => doctor(args),
         Command::Show(args) => show(args),
+        Command::Corpus(args) => corpus(args),
     }
 }
 
@@ -134,13 +135,20 @@ fn local_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(why);
     }
     let spec = profiler::spec::load_spec(&args.job)?;
+    let verbose = args.verbose;
     let opts = args.into_options(spec);
     let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
-    let mut progress = SweepProgress::new();
+    let mut progress = SweepProgress::with_verbosity(verbose);
     let result = sweep::run_sweep(&opts, &mut progress, &cancel);
     progress.finish();
     let outcome = result?;
-    print!("{}", render_summary(&outcome.matrix));
+    match verbose {
+        true => print!("{}", render_summary(&outcome.matrix)),
+        false => print!(
+            "{}",
+            render_brief(&outcome.matrix, opts.spec.spec.measure.precision)
+        ),
+    }
     if !opts.caps {
         return match outcome.uncapped_verdict() {
             Ok(verdict) => {
@@ -278,6 +286,18 @@ fn doctor(args: profiler::cli::DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn corpus(args: profiler::cli::CorpusArgs) -> anyhow::Result<ExitCode> {
+    use profiler::matrix::cell_model::corpus;
+    let judged = corpus::judge(&corpus::load(&args.paths)?, args.precision);
+    if judged.is_empty() {
+        anyhow::bail!("no job has two sweeps or more in {:?}", args.paths);
+    }
+    for j in judged {
+        println!("{}", j.describe(args.precision));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn show(args: profiler::cli::ShowArgs) -> anyhow::Result<ExitCode> {

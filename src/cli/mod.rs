@@ -67,6 +67,21 @@ profiler sweep --job 'workloads/*.toml' --slurm --slurm-arg=--account=prof"
     Sweep(SweepArgs),
     /// Print a matrix file as CPU x memory tables (and its best-case demand with --demand).
     Show(ShowArgs),
+    /// Judge the cell model on recorded sweeps: whether each sweep's intervals hold the other
+    /// sweeps' rates of the same cells, how wide they are, and where a precision would stop.
+    #[command(
+        long_about = "Judge the cell model on a corpus of recorded sweeps of the same jobs.\n\n\
+Each sweep is fitted on its own, every sweep of a machine kind read at one probe speed (the upper \
+quartile of the kind's probe readings). Each sweep's 95% intervals are held against every other \
+sweep's estimates of the same cells: the share inside should be about 95%. Beside it, the \
+intervals the sweeps recorded, held the same way. Last, each sweep is refitted at the end of \
+each of its visits, to find where --precision would have stopped it.\n\n\
+A folder stands for the *.matrix.jsonl files in it and in its subfolders (a corpus keeps one \
+per machine kind). Jobs with one sweep are skipped.\n\n\
+Examples:\n  profiler corpus tests/data/sweeps\n  \
+profiler corpus matrices/history --precision 0.03"
+    )]
+    Corpus(CorpusArgs),
     /// Measure every cell of a job's matrix and report how well each cache model predicts the
     /// memory axis from the CPU axis.
     #[command(
@@ -247,6 +262,18 @@ pub struct SweepArgs {
     /// took less, so a sweep's time stays bounded where launches disagree.
     #[arg(long, value_name = "SECONDS", value_parser = non_negative_seconds)]
     pub launches_budget: Option<f64>,
+    /// The relative half-width every cell is measured to (overrides measure.precision, default
+    /// 0.05 for ±5%): after the passes asked for, the sweep measures the reference and the
+    /// cells still wider again, pass after pass, until none is or the budget is spent
+    /// (--launches-budget; by default the passes after the first may take half again what the
+    /// combination took before them), and names the cells it left wider.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_precision)]
+    pub precision: Option<f64>,
+    /// Print every step (each launch, re-cap and cell as it goes) and each finding's
+    /// arithmetic (the live check, the spread between launches), and the whole matrix summary
+    /// at the end; by default only warnings, and a one-screen summary.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     #[command(flatten)]
     pub cgroup_parent: CgroupParentArg,
     /// Run the whole-core CPU levels as Slurm jobs (sbatch), under Slurm's cgroups.
@@ -304,6 +331,9 @@ impl SweepArgs {
     pub fn into_options(self, mut spec: LoadedSpec) -> SweepOptions {
         if let Some(n) = self.launches {
             spec.spec.measure.launches = n;
+        }
+        if let Some(p) = self.precision {
+            spec.spec.measure.precision = p;
         }
         if let Some(b) = self.launches_budget {
             spec.spec.measure.launches_budget_s = Some(b);
@@ -411,6 +441,16 @@ pub struct ShowArgs {
     pub demand_args: DemandArgs,
 }
 
+#[derive(Debug, Clone, clap::Args)]
+pub struct CorpusArgs {
+    /// Matrix files, or folders of them.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The relative half-width a sweep stops at, for the replayed stops.
+    #[arg(long, default_value_t = crate::matrix::cell_model::DEFAULT_PRECISION, value_name = "FRACTION", value_parser = parse_precision)]
+    pub precision: f64,
+}
+
 /// How a best-case demand is chosen (`show --demand`, `export`, `plot`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemandArgs {
@@ -444,6 +484,15 @@ fn parse_eps(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|e| (0.0..1.0).contains(e))
         .ok_or_else(|| format!("{s:?}: expected a fraction in [0, 1), e.g. 0.02"))
+}
+
+fn parse_precision(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|p| *p > 0.0 && *p < 1.0)
+        .ok_or_else(|| {
+            format!("{s:?}: expected a relative half-width in (0, 1), e.g. 0.05 for ±5%")
+        })
 }
 
 fn non_negative_seconds(s: &str) -> Result<f64, String> {

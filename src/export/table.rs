@@ -7,7 +7,8 @@
 //! as null too, never as NaN.
 
 use super::{ExportError, ExportOptions, Prepared};
-use crate::matrix::{Cell, quiet_host_rates};
+use crate::matrix::Cell;
+use crate::matrix::cell_model::{absolute_rates, read_at_of};
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -63,7 +64,7 @@ pub fn cells_frame(matrices: &[Prepared], opts: &ExportOptions) -> Result<DataFr
             .collect(),
     );
     let quiet: Vec<Option<f64>> = (matrices.iter())
-        .flat_map(|p| quiet_host_rates(&p.matrix.header.blocks, &p.matrix.cells))
+        .flat_map(|p| absolute_rates(&p.matrix.cells, read_at_of(&p.matrix.header)))
         .collect();
     let mut columns = rows.matrix_columns();
     columns.extend(rows.param_columns());

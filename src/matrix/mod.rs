@@ -5,6 +5,7 @@
 //! On disk a matrix is JSON lines (`*.matrix.jsonl`): one header line, then one line per cell,
 //! appended and flushed as each cell finishes so an interrupted sweep keeps every finished cell.
 
+pub mod cell_model;
 pub mod checks;
 pub mod demand;
 pub mod doubt;
@@ -20,11 +21,8 @@ pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
 pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_matrix};
 pub use machine::{GpuDevice, MachineInfo, Processor, Storage, UNKNOWN_KIND};
-pub use relative::{
-    BlockReference, HostModel, RelativeRate, SweepBlock, describe_host, describe_relative,
-    quiet_host_rates, relative_rates,
-};
-pub use summary::{live_check_line, render_cells, render_summary};
+pub use relative::{BlockReference, HostModel, RelativeRate, SweepBlock};
+pub use summary::{live_check_line, render_brief, render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 pub use validation::{CellCheck, ModelAccuracy, PairedRatio, Validation, ValidationCell};
 pub use visits::Visit;
@@ -92,6 +90,11 @@ pub struct MatrixHeader {
     /// ([`relative`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<SweepBlock>,
+    /// The host probe's speed every cell's relative rate was read at (the cell model's `s*`):
+    /// the same for every sweep of a machine kind (`cell_model::KindSpeeds`). Absent where no
+    /// probe ran, and in files written before the cell model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at_probe_speed: Option<f64>,
 }
 
 /// The spread between launches of the same job at the same point, pooled over the points the
@@ -802,6 +805,7 @@ pub(crate) mod fixtures {
             live_check: None,
             launch_spread: None,
             blocks: Vec::new(),
+            read_at_probe_speed: None,
         }
     }
 

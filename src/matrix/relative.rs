@@ -1,27 +1,15 @@
-//! Rates relative to a block's reference. A sweep measures in blocks: each block measures the
-//! reference point of a parameter combination (its top cell, the most CPU and memory) first,
-//! the other points in a fresh random order, and, where the launch can be re-capped back to
-//! it, the reference again at its end. Cells measured close together share what the host did
-//! meanwhile, so a cell's rate over its block's reference is steadier than either level: a
-//! scheduler's demand and speed-up are such ratios.
+//! Rates relative to a combination's reference (its top cell, the most CPU and memory), and
+//! the blocks a sweep measures in. The relative rates themselves are the cell model's
+//! (`super::cell_model`); this file holds their record in the matrix, the blocks recorded in
+//! the header, and the raw per-block ratios the live check compares launches by.
 //!
 //! A measurement (a launch's, or a visit's where a launch measured the cell more than once)
-//! belongs to the block whose span holds the middle of its measuring interval.
-//! Its ratio is taken against the reference at that moment: interpolated (geometrically)
-//! between the opening and closing measurements, so a drift that is linear over the block
-//! cancels. A block whose reference moved beyond what the two measurements' windows allow
-//! ([`SweepBlock::drift_beyond_windows`]) is dropped from every relative rate.
-//!
-//! Across blocks, the log-ratios of a cell scatter by the between-block standard deviation: the
-//! cell's own where it has six blocks or more, else pooled over the sweep's cells (a cell
-//! with few blocks says little of its own spread), and never taken below what
-//! the windows of the two measurements say one ratio varies by. The interval is a prediction
-//! interval for the relative rate another sweep with as many blocks measures:
-//! `mean ± t(df) · sd · sqrt(1/k + 1/k)` in log space.
+//! belongs to the block whose span holds the middle of its measuring interval. Its ratio is
+//! taken against the reference at that moment: interpolated (geometrically) between the
+//! opening and closing measurements, so a drift that is linear over the block cancels.
 
-use super::visits::HostSpeed;
 use super::{Cell, CellSource};
-use crate::stats::{mean, t_975};
+use crate::stats::t_975;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -233,22 +221,6 @@ impl SweepBlock {
         };
         Some(vec![(o, 1.0 - f), (c, f)])
     }
-
-    /// The probe's log speed over the reference at unix second `t`, interpolated as the
-    /// reference is, from the visits of `reference` that measured the block's references;
-    /// `None` where one of them has no probe speed.
-    fn reference_log_speed(&self, reference: &Cell, t: f64) -> Option<f64> {
-        let speed_of = |r: &BlockReference| {
-            (reference.visits.iter())
-                .find(|v| v.measured_unix_s == r.measured_unix_s)
-                .and_then(|v| v.host.as_ref())
-                .filter(|h| h.speed > 0.0)
-                .map(|h| h.speed.ln())
-        };
-        (self.interpolation(t)?.iter())
-            .map(|(r, f)| Some(f * speed_of(r)?))
-            .sum()
-    }
 }
 
 /// Variance of the log of a rate with the 95% interval `[low, high]` from `windows` windows:
@@ -270,13 +242,9 @@ fn log_variance(rate: f64, low: f64, high: f64, windows: u32) -> f64 {
 /// One measurement of a cell: a visit where a launch measured it more than once, else a launch.
 struct Measurement {
     rate: f64,
-    /// Variance of the log of the rate, from its windows.
-    log_variance: f64,
     span: Option<[f64; 2]>,
     /// The launch, where it is a visit.
     launch: Option<u32>,
-    /// The host's speed meanwhile, where a probe measured it.
-    host: Option<HostSpeed>,
 }
 
 /// Each measurement of `cell`: its visits where a launch measured it more than once, else its
@@ -286,61 +254,32 @@ fn measurements(cell: &Cell) -> Vec<Measurement> {
         false => (cell.visits.iter())
             .map(|v| Measurement {
                 rate: v.samples_per_s,
-                log_variance: log_variance(v.samples_per_s, v.ci95_low, v.ci95_high, v.windows),
                 span: Some(v.measured_unix_s),
                 launch: Some(v.launch),
-                host: v.host.clone(),
             })
             .collect(),
         true => (cell.launches().into_iter())
             .map(|l| Measurement {
                 rate: l.samples_per_s,
-                log_variance: log_variance(l.samples_per_s, l.ci95_low, l.ci95_high, 0),
                 span: l.measured_unix_s,
                 launch: None,
-                host: None,
             })
             .collect(),
     }
 }
 
-/// What the blocks say of one measured cell: its log-ratio in each kept block, the variance its
-/// windows give each, the launch of each where it is a visit, and how many blocks that
-/// measured it were dropped.
+/// What the blocks say of one measured cell: its log-ratio in each kept block, the launch of
+/// each where it is a visit, and the launches of the visits in blocks left out.
 #[derive(Debug, Default)]
 struct Ratios {
     logs: Vec<f64>,
-    within: Vec<f64>,
     launches: Vec<Option<u32>>,
-    dropped: u32,
-    /// The launches of the visits in blocks left out.
     dropped_launches: Vec<u32>,
-    /// The host's speed during each kept measurement, where a probe measured it.
-    hosts: Vec<Option<HostSpeed>>,
-    /// The middle of each kept measurement, in unix seconds.
-    mids: Vec<f64>,
-    /// The probe's log speed over each kept measurement's reference, where known.
-    reference_speeds: Vec<Option<f64>>,
-    /// Where the logs were read at the quiet host's speed: the model, the slope used, the raw
-    /// logs' mean, the share of their spread explained, and the variance the slope's estimate
-    /// adds to another sweep's log-ratio.
-    host_model: Option<HostModel>,
-    host_slope: Option<f64>,
-    raw_mean: Option<f64>,
-    explained: Option<f64>,
-    slope_variance: f64,
 }
 
 fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
     let mut out = Ratios::default();
-    for Measurement {
-        rate,
-        log_variance,
-        span,
-        launch,
-        host,
-    } in measurements(cell)
-    {
+    for Measurement { rate, span, launch } in measurements(cell) {
         let Some([s0, s1]) = span else {
             continue;
         };
@@ -349,21 +288,17 @@ fn ratios(blocks: &[SweepBlock], cell: &Cell) -> Ratios {
             continue;
         };
         if block.left_out() {
-            out.dropped += 1;
             out.dropped_launches.extend(launch);
             continue;
         }
-        let Some((reference, ref_var)) = block.reference_at(mid) else {
+        let Some((reference, _)) = block.reference_at(mid) else {
             continue;
         };
         if rate <= 0.0 {
             continue;
         }
         out.logs.push((rate / reference).ln());
-        out.within.push(log_variance + ref_var);
         out.launches.push(launch);
-        out.hosts.push(host);
-        out.mids.push(mid);
     }
     out
 }
@@ -392,7 +327,7 @@ pub fn block_spread(blocks: &[SweepBlock], cells: &[Cell]) -> (f64, usize) {
         .filter(|c| c.source == CellSource::Measured && !is_reference(c))
         .map(|c| ratios(blocks, c))
         .collect();
-    let (variance, df) = spread::pooled(measured.iter().map(|r| r.logs.as_slice()));
+    let (variance, df) = pooled(measured.iter().map(|r| r.logs.as_slice()));
     (variance.sqrt(), df)
 }
 
@@ -401,86 +336,9 @@ pub fn block_spread(blocks: &[SweepBlock], cells: &[Cell]) -> (f64, usize) {
 /// give Student's quantile for few degrees of freedom, wider than the pooled spread).
 pub const OWN_SPREAD_DF: usize = 5;
 
-/// Every cell's rate relative to its block's reference, in `cells`' order: measured cells from
-/// the blocks that measured them, modelled cells from the measured cell they were scaled from
-/// (same CPU level and parameters, the largest memory measured) times the model's ratio to it;
-/// `None` where no kept block measured the cell (or its source), and for failed cells.
-pub fn relative_rates(blocks: &[SweepBlock], cells: &[Cell]) -> Vec<Option<RelativeRate>> {
-    let is_reference = |c: &Cell| blocks.iter().any(|b| b.is_reference(c));
-    let fits = quiet_host::level_fits(blocks, cells);
-    // Measured cells other than the references are read at the quiet host's speed of their
-    // blocks where a probe measured them.
-    let measured: Vec<Option<Ratios>> = cells
-        .iter()
-        .map(|c| {
-            (c.source == CellSource::Measured).then(|| {
-                let mut r = ratios(blocks, c);
-                if !is_reference(c) {
-                    quiet_host::read_at_quiet_host(blocks, cells, c, &fits, &mut r);
-                }
-                r
-            })
-        })
-        .collect();
-    let sweep = spread::Levels::of(
-        (cells.iter().zip(&measured))
-            .filter(|(c, _)| !is_reference(c))
-            .filter_map(|(_, r)| r.as_ref()),
-    );
-    let mut out: Vec<Option<RelativeRate>> = cells
-        .iter()
-        .zip(&measured)
-        .map(|(cell, r)| {
-            let r = r.as_ref()?;
-            let k = r.logs.len();
-            if k == 0 {
-                return None;
-            }
-            if is_reference(cell) {
-                // The reference is the unit of its own blocks.
-                return Some(RelativeRate::unadjusted(
-                    1.0,
-                    [1.0, 1.0],
-                    k as u32,
-                    r.dropped,
-                ));
-            }
-            let m = mean(&r.logs);
-            // The lower median, not the mean: one measurement whose windows say little (a rate
-            // over whole epochs of a job that reports in bursts, or whose windows never
-            // settled) must not widen every other's floor, nor the one other of two.
-            let floor = crate::stats::lower_median(&r.within);
-            let (variance, df) = sweep.variance_of_mean(r, floor);
-            let q = if df > 0 { t_975(df) } else { 1.96 };
-            // Another sweep's mean spreads as this one's does, and each reads its ratios with
-            // a slope of its own.
-            let half =
-                (q.powi(2) * 2.0 * variance + 1.96f64.powi(2) * 2.0 * r.slope_variance).sqrt();
-            Some(RelativeRate {
-                rate: m.exp(),
-                ci95_low: (m - half).exp(),
-                ci95_high: (m + half).exp(),
-                blocks: k as u32,
-                dropped_blocks: r.dropped,
-                host_slope: r.host_slope,
-                host_model: r.host_model,
-                raw_rate: r.raw_mean.map(f64::exp),
-                host_explained: r.explained,
-            })
-        })
-        .collect();
-    for (i, cell) in cells.iter().enumerate() {
-        if cell.source != CellSource::Modelled {
-            continue;
-        }
-        out[i] = modelled_relative(cells, &out, cell);
-    }
-    out
-}
-
 /// A modelled cell's relative rate: that of the measured cell it was scaled from (same CPU
 /// level and parameters, the most memory) times the model's ratio of the two rates.
-fn modelled_relative(
+pub(super) fn modelled_relative(
     cells: &[Cell],
     relative: &[Option<RelativeRate>],
     cell: &Cell,
@@ -522,55 +380,19 @@ pub fn absolute_scale(cells: &[&Cell]) -> Option<f64> {
     (scale.is_finite() && scale > 0.0).then_some(scale)
 }
 
-/// One line on the relative rates of measured cells other than the references: their median
-/// half-width and the blocks behind them.
-pub fn describe_relative(cells: &[Cell], blocks: &[SweepBlock]) -> Option<String> {
-    let widths: Vec<f64> = cells
-        .iter()
-        .filter(|c| c.source == CellSource::Measured)
-        .filter_map(|c| c.relative.as_ref())
-        .filter(|r| r.ci95_high > r.ci95_low)
-        .map(|r| r.half_width())
-        .collect();
-    let dropped = blocks.iter().filter(|b| b.left_out()).count();
-    let disturbed = blocks.iter().filter(|b| b.disturbed).count();
-    let why = match (dropped, disturbed) {
-        (0, _) => String::new(),
-        (n, 0) => format!("{n} block(s) dropped: their reference drifted"),
-        (n, d) if d == n => format!("{n} block(s) dropped: other processes disturbed them"),
-        (n, d) => format!(
-            "{n} block(s) dropped: {} drifted, {d} disturbed by other processes",
-            n - d
-        ),
-    };
-    if widths.is_empty() {
-        // A sweep whose every block was dropped has no ratio to give: say so, rather than
-        // print tables of levels as if nothing had happened.
-        return (dropped > 0 && dropped == blocks.len()).then(|| {
-            format!(
-                "no relative rates: all {why}; the demand falls back to the levels, which \
-                 the host moves between launches: sweep again on a quiet machine"
-            )
-        });
+/// The variance of a sample about its mean pooled over `groups`, with its degrees of freedom
+/// (0 and 0 where no group has two members).
+fn pooled<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> (f64, usize) {
+    let (mut squares, mut df) = (0.0, 0);
+    for g in groups.into_iter().filter(|g| g.len() > 1) {
+        let m = crate::stats::mean(g);
+        squares += g.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        df += g.len() - 1;
     }
-    Some(format!(
-        "relative to the top cell of their own block: {} measured cell(s), 95% intervals of \
-         ±{:.1}% median (±{:.1}% at most) over {} block(s){}",
-        widths.len(),
-        100.0 * crate::stats::median(&widths),
-        100.0 * widths.iter().copied().fold(0.0, f64::max),
-        blocks.len() - dropped,
-        match dropped {
-            0 => String::new(),
-            _ => format!("; {why}"),
-        }
-    ))
+    (if df > 0 { squares / df as f64 } else { 0.0 }, df)
 }
 
-mod host;
-mod quiet_host;
-pub use host::HostModel;
-pub use quiet_host::{describe_host, quiet_host_rates};
-mod spread;
+mod host_model;
+pub use host_model::HostModel;
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,48 @@ pub fn render_summary(matrix: &Matrix) -> String {
     out
 }
 
+/// The end of a sweep on one screen: the job and its machine kind, the relative rates' widths
+/// against the precision asked for, the tables with each cell's ±, the best-case demand, the
+/// checks and one line per cell with a note. `profiler show` and `--verbose` print the rest.
+pub fn render_brief(matrix: &Matrix, precision: f64) -> String {
+    let mut out = String::new();
+    let h = &matrix.header;
+    let _ = writeln!(
+        out,
+        "{}: {} cells on {}",
+        h.job.name,
+        matrix.cells.len(),
+        h.machine
+            .as_ref()
+            .map_or(super::UNKNOWN_KIND, |m| m.kind_key())
+    );
+    if let Some(line) = super::cell_model::describe(&matrix.cells) {
+        let _ = writeln!(out, "{line}; ±{:.1}% asked", 100.0 * precision);
+    }
+    write_tables(&mut out, matrix);
+    write_checks(&mut out, matrix);
+    let demand = super::render_demands(
+        matrix,
+        &super::ServerShape::default(),
+        super::DEFAULT_EPS,
+        super::CostWeights::default(),
+    );
+    if let Ok(demand) = demand {
+        out.push_str(&demand);
+    }
+    let notable: Vec<&Cell> = (matrix.cells.iter())
+        .filter(|c| c.source != CellSource::Modelled && c.note.is_some())
+        .collect();
+    if !notable.is_empty() {
+        let _ = writeln!(out, "notes (`profiler show --cells` for each in full):");
+        for c in notable {
+            let note = c.note.as_deref().unwrap_or_default();
+            let _ = writeln!(out, "  {}: {}", cell_label(c), shorten(note, 1, 120));
+        }
+    }
+    out
+}
+
 /// The job, where it was measured, and what the header says of the sweep as a whole.
 fn write_header(out: &mut String, matrix: &Matrix) {
     let h = &matrix.header;
@@ -57,10 +99,7 @@ fn write_header(out: &mut String, matrix: &Matrix) {
     if let Some(spread) = &h.launch_spread {
         let _ = writeln!(out, "{}", spread.describe());
     }
-    if let Some(line) = super::describe_relative(&matrix.cells, &h.blocks) {
-        let _ = writeln!(out, "{line}");
-    }
-    if let Some(line) = super::describe_host(&matrix.cells, &h.blocks) {
+    if let Some(line) = super::cell_model::describe(&matrix.cells) {
         let _ = writeln!(out, "{line}");
     }
 }
@@ -104,7 +143,7 @@ fn write_tables(out: &mut String, matrix: &Matrix) {
         if matrix.cells.iter().any(|c| c.relative.is_some()) {
             let _ = writeln!(
                 out,
-                "\nrelative to the top cell of each block (95% interval of another sweep's, ± %):"
+                "\nrelative to the reference, the top cell (95% interval of another sweep's, ± %):"
             );
             grid.write(out, relative_text);
         }
@@ -318,7 +357,8 @@ pub fn render_cells(matrix: &Matrix) -> String {
         "wall s"
     );
     let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
-    let quiet = super::quiet_host_rates(&matrix.header.blocks, &matrix.cells);
+    let read_at = super::cell_model::read_at_of(&matrix.header);
+    let quiet = super::cell_model::absolute_rates(&matrix.cells, read_at);
     for (c, quiet) in matrix.cells.iter().zip(quiet) {
         let tp = c.throughput.as_ref();
         let t = c.telemetry.as_ref();

@@ -6,21 +6,35 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
 /// The total is known (a grid) ...
-const EXACT: &str = "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells (ETA {eta}) {msg}";
+const EXACT: &str =
+    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells (ETA {eta}) {prefix}{msg}";
 /// ... or bounded (a CPU search decides as it goes): total and ETA are upper bounds.
-const AT_MOST: &str =
-    "{spinner} [{elapsed_precise}] {bar:30} {pos}/at most {len} cells (ETA at most {eta}) {msg}";
+const AT_MOST: &str = "{spinner} [{elapsed_precise}] {bar:30} {pos}/at most {len} cells (ETA at \
+                       most {eta}) {prefix}{msg}";
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).expect("valid template")
 }
 
+/// A sweep's progress: a bar on a terminal, lines otherwise. At the default verbosity only
+/// warnings are printed (a terminal also shows the current step on the bar); `verbose` prints
+/// every step, each cell as it is recorded, and each finding's arithmetic.
 pub struct SweepProgress {
     bar: ProgressBar,
     interactive: bool,
+    verbose: bool,
 }
 
 impl SweepProgress {
+    /// The default verbosity, or every line with `verbose`.
+    pub fn with_verbosity(verbose: bool) -> Self {
+        SweepProgress {
+            verbose,
+            ..Self::new()
+        }
+    }
+
+    /// Every line: the verbosity of `profiler validate` and `doctor`.
     pub fn new() -> Self {
         let interactive = std::io::stderr().is_terminal();
         let bar = ProgressBar::with_draw_target(
@@ -33,7 +47,11 @@ impl SweepProgress {
         );
         bar.set_style(style(EXACT));
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        SweepProgress { bar, interactive }
+        SweepProgress {
+            bar,
+            interactive,
+            verbose: true,
+        }
     }
 
     pub fn finish(&self) {
@@ -65,9 +83,17 @@ impl SweepObserver for SweepProgress {
     fn status(&mut self, message: &str) {
         if self.interactive {
             self.bar.set_message(message.to_string());
-        } else {
+        } else if self.verbose {
             eprintln!("{message}");
         }
+    }
+
+    fn precision(&mut self, widest: f64, asked: f64) {
+        self.bar.set_prefix(format!(
+            "widest ±{:.1}% of ±{:.1}%: ",
+            100.0 * widest,
+            100.0 * asked
+        ));
     }
 
     fn cell_done(&mut self, cell: &Cell) {
@@ -82,18 +108,19 @@ impl SweepObserver for SweepProgress {
             cell.source.as_str(),
             rate
         );
-        if self.interactive {
-            self.bar.println(line);
-        } else {
-            eprintln!("{line}");
+        match (self.verbose, self.interactive) {
+            (false, _) => {}
+            (true, true) => self.bar.println(line),
+            (true, false) => eprintln!("{line}"),
         }
     }
 
     fn note(&mut self, message: &str) {
-        if self.interactive {
-            self.bar.println(message);
-        } else {
-            eprintln!("{message}");
+        match (self.verbose, self.interactive) {
+            (false, true) => self.bar.set_message(message.to_string()),
+            (false, false) => {}
+            (true, true) => self.bar.println(message),
+            (true, false) => eprintln!("{message}"),
         }
     }
 

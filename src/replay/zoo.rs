@@ -150,6 +150,7 @@ fn zoo_header(shape: u32, zoo_name: &str, pts: &[(f64, f64, f64)], sc: Scalars) 
         live_check: None,
         launch_spread: None,
         blocks: Vec::new(),
+        read_at_probe_speed: None,
     }
 }
 

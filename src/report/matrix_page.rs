@@ -4,8 +4,7 @@
 use super::html::{Td, esc, facts, figure, table, utc};
 use super::{PageSummary, ReportError, ReportOptions};
 use crate::matrix::{
-    Cell, CellSource, Matrix, ValidationCell, demands, describe_host, describe_relative,
-    is_disturbed, live_check_line,
+    Cell, CellSource, Matrix, ValidationCell, demands, is_disturbed, live_check_line,
 };
 use crate::plot::Figure;
 use crate::plot::sensitivity::{
@@ -413,8 +412,7 @@ fn sweep_section(body: &mut String, m: &Matrix) {
     if let Some(s) = &h.launch_spread {
         lines.push(s.describe());
     }
-    lines.extend(describe_relative(&m.cells, &h.blocks));
-    lines.extend(describe_host(&m.cells, &h.blocks));
+    lines.extend(crate::matrix::cell_model::describe(&m.cells));
     if lines.is_empty() && h.blocks.is_empty() {
         return;
     }

@@ -231,6 +231,10 @@ pub struct MeasureSpec {
     /// the first in a launch measures `steady_windows` windows and stops: the spread between
     /// rounds, not one visit's windows, makes the relative rate's interval.
     pub rounds: u32,
+    /// The relative half-width (of the 95% interval of another sweep's relative rate) the
+    /// sweep measures its cells to: after the passes asked for, it measures the reference and
+    /// the cells still wider again, pass after pass, until none is or the budget is spent.
+    pub precision: f64,
 }
 
 impl Default for MeasureSpec {
@@ -248,6 +252,7 @@ impl Default for MeasureSpec {
             launches: 3,
             launches_budget_s: None,
             rounds: 2,
+            precision: crate::matrix::cell_model::DEFAULT_PRECISION,
         }
     }
 }

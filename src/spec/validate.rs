@@ -196,6 +196,12 @@ fn validate_measure(spec: &JobSpec) -> Result<(), String> {
             "deploy.startup_s = {startup}: expected seconds >= 0"
         ));
     }
+    if !(m.precision > 0.0 && m.precision < 1.0) {
+        return Err(format!(
+            "measure.precision = {}: expected a relative half-width in (0, 1), e.g. 0.05 for ±5%",
+            m.precision
+        ));
+    }
     if m.rounds == 0 {
         return Err("measure.rounds = 0: expected 1 or more blocks a launch".into());
     }

@@ -433,6 +433,7 @@ fn rich_matrix() -> Matrix {
             live_check: None,
             launch_spread: None,
             blocks: Vec::new(),
+            read_at_probe_speed: None,
         },
         cells,
     }

@@ -3,6 +3,7 @@
 
 mod blocks;
 mod cache_model;
+mod corpus;
 mod demand;
 mod export;
 mod fuzz;

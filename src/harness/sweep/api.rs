@@ -80,6 +80,8 @@ pub trait SweepObserver {
     }
     fn cell_done(&mut self, _cell: &Cell) {}
     fn warn(&mut self, _message: &str) {}
+    /// The widest relative half-width among the cells against the precision asked for.
+    fn precision(&mut self, _widest: f64, _asked: f64) {}
 }
 
 /// Observer that ignores everything.

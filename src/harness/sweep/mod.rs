@@ -44,7 +44,7 @@ use live_check::LiveCheckState;
 use run::Run;
 
 pub use live_check::{LIVE_CHECK_MAX_TOLERANCE, LIVE_CHECK_SLACK};
-pub use passes::DOUBT_PASSES;
+pub use passes::NARROWING_SHARE;
 
 const POLL: Duration = Duration::from_millis(100);
 

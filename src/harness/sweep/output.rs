@@ -141,6 +141,7 @@ impl Sweep<'_> {
             },
             launch_spread: None,
             blocks: self.blocks.closed.clone(),
+            read_at_probe_speed: None,
         }
     }
 

@@ -1,19 +1,19 @@
-//! The spread between launches, and more blocks: a scheduler that reads a cell starts the job
-//! again, so every cell's interval must say where another launch lands, and its relative rate
-//! needs blocks to average over. After the points of a parameter combination are measured, the
-//! sweep measures them again, pass after pass, each pass a block that opens with the reference
-//! (one launch for the whole pass where re-capping is valid, as in the first): `measure.launches`
-//! passes in all, and, where that is more than one, one more in place of each block left out
-//! because its reference drifted or other processes disturbed it (at most [`MAX_EXTRA_PASSES`]), while the passes so far took less than
-//! `measure.launches_budget_s`. Then, where more than one pass was asked for, up to
-//! [`DOUBT_PASSES`] more of the reference and the cells whose side of the best-case demand's
-//! threshold another sweep could read otherwise (`crate::matrix::doubt`): a demand that rests
-//! on a coin toss is worth a block or two more, a cell far from the threshold is not.
-//! Each point's cell is then the mean of its launches, with an interval for where one more
-//! lands. When the sweep ends, the spread pooled over every point measured on several launches
-//! is the floor of every cell's interval ([`hold_pooled_spread`]), for the cells that had a
-//! single launch (modelled ones, a point whose relaunch failed) and the points whose few
-//! launches happened to agree, and is recorded in the header.
+//! The passes after the first: a scheduler that reads a cell starts the job again, so every
+//! cell's interval must say where another sweep lands, and its relative rate needs visits to
+//! rest on. After the points of a parameter combination are measured, the sweep measures them
+//! again, pass after pass, each pass a block that opens with the reference (one launch for the
+//! whole pass where re-capping is valid, as in the first): `measure.launches` passes in all,
+//! and, where that is more than one, one more in place of each block left out because its
+//! reference drifted or other processes disturbed it (at most [`MAX_EXTRA_PASSES`]). Then the
+//! cell model (`crate::matrix::cell_model`) says which cells are still wider than
+//! `measure.precision`, or on a knife's edge of the best-case demand's threshold
+//! (`crate::matrix::doubt`): the sweep measures the reference and those cells again, pass after
+//! pass, until none is or the budget is spent (`measure.launches_budget_s` for every pass after
+//! the first; by default, narrowing passes may add half of what the combination took before
+//! them). It names the cells it left wider and what more passes would buy.
+//! When the sweep ends, the spread pooled over every point measured on several launches is the
+//! floor of every cell's absolute interval ([`hold_pooled_spread`]), and the relative rates are
+//! read from the cell model.
 
 use super::blocks::MAX_EXTRA_PASSES;
 use super::launches::hold_pooled_spread;
@@ -23,18 +23,17 @@ use super::search::{SearchPoints, SearchThenLowerMemory, search_result, top_was_
 use super::{Sweep, SweepError};
 use crate::harness::sweep::cpu_search::CpuSearch;
 use crate::harness::sweep::plan::param_combinations;
-use crate::harness::sweep::plan::{MemoryLevels, Point, PointSource, label};
-use crate::matrix::doubt::in_doubt;
-use crate::matrix::relative::RelativeRate;
-use crate::matrix::{Cell, CellSource, DEFAULT_EPS, SweepBlock, relative_rates};
-use crate::matrix::{describe_host, describe_relative};
+use crate::harness::sweep::plan::{MemoryLevels, Point, PointSource};
+use crate::matrix::cell_model::{self, KindSpeeds, Precision};
+use crate::matrix::{Cell, CellSource};
 use crate::spec::MemoryAxis;
 use crate::spec::SweepMode;
 use std::collections::BTreeMap;
+use std::time::Instant;
 
-/// Passes, at most, made after those asked for where the best-case demand is in doubt
-/// (`crate::matrix::doubt`): each adds a block of the reference and the cells in doubt.
-pub const DOUBT_PASSES: u32 = 2;
+/// Without `measure.launches_budget_s`, the narrowing passes of a combination may take this
+/// share of what its passes before them took.
+pub const NARROWING_SHARE: f64 = 0.5;
 
 /// What a pass after the first is for.
 enum Pass {
@@ -44,9 +43,9 @@ enum Pass {
     /// The live check's fresh launch, beyond the passes asked for: only the check's point and
     /// the reference.
     Check,
-    /// The reference and the cells in doubt against the best-case demand's threshold, each
-    /// with why.
-    Doubt(Vec<(Point, String)>),
+    /// The reference and the cells still wider than the precision asked for, or in doubt
+    /// against the best-case demand's threshold.
+    Narrow(Vec<Point>),
 }
 
 /// The progress line of a pass: its points, its number of `total`, and the passes `owed` in
@@ -62,45 +61,14 @@ fn pass_status(points: usize, pass: u32, total: u32, owed: u32) -> String {
     )
 }
 
-/// The measured points of `params` whose relative rate (from `blocks` and `cells`) is in
-/// doubt against the best-case demand's threshold at the default eps ([`in_doubt`]), each with a few words on why.
-fn demand_in_doubt(
-    levels: &MemoryLevels,
-    blocks: &[SweepBlock],
-    cells: &[Cell],
-    params: &BTreeMap<String, String>,
-) -> Vec<(Point, String)> {
-    let Some(levels) = levels.bytes() else {
-        return Vec::new();
-    };
-    let relative = relative_rates(blocks, cells);
-    let ours: Vec<(&Cell, Option<&RelativeRate>)> = (cells.iter().zip(&relative))
-        .filter(|(c, _)| c.source == CellSource::Measured && &c.params == params)
-        .map(|(c, r)| (c, r.as_ref()))
-        .collect();
-    let rates: Vec<Option<&RelativeRate>> = ours.iter().map(|(_, r)| *r).collect();
-    (in_doubt(&rates, DEFAULT_EPS).into_iter())
-        .filter_map(|i| {
-            let (c, r) = ours[i];
-            let r = r?;
-            let point = Point {
-                cpu: c.cpu,
-                mem: levels.iter().position(|&b| b == c.memory_bytes)?,
-                params: params.clone(),
-            };
-            let why = format!(
-                "{} reads {:.3} of the reference [{:.3}, {:.3}] over {} block(s), around \
-                 the {:.2} of the best it must reach to count as best",
-                label(&point),
-                r.rate,
-                r.ci95_low,
-                r.ci95_high,
-                r.blocks,
-                1.0 - DEFAULT_EPS
-            );
-            Some((point, why))
-        })
-        .collect()
+/// The grid point of a measured cell of `params`.
+fn point_of(levels: &MemoryLevels, cell: &Cell) -> Option<Point> {
+    let levels = levels.bytes()?;
+    Some(Point {
+        cpu: cell.cpu,
+        mem: levels.iter().position(|&b| b == cell.memory_bytes)?,
+        params: cell.params.clone(),
+    })
 }
 
 /// The measured points of `params` among `cells`, to measure again.
@@ -199,6 +167,7 @@ impl Sweep<'_> {
         remaining_combos: usize,
     ) -> Result<Vec<f64>, SweepError> {
         loop {
+            let started = Instant::now();
             let levels = match self.axes.search.clone() {
                 Some(search) => self.run_search(&search, params, memory_axis, remaining_combos)?,
                 None => {
@@ -225,7 +194,7 @@ impl Sweep<'_> {
                     cpu_levels.to_vec()
                 }
             };
-            if !self.launch_again(params)? {
+            if !self.launch_again(params, started)? {
                 return Ok(levels);
             }
         }
@@ -317,39 +286,77 @@ impl Sweep<'_> {
         Ok(())
     }
 
-    /// Gives every cell its rate relative to its blocks' reference, says how tight they are, and
-    /// rewrites the file.
+    /// Gives every cell its rate relative to its combination's reference from the cell model,
+    /// read at the machine kind's probe speed, says how tight they are, records the speed in
+    /// the header and this sweep's among the kind's, and rewrites the file.
     pub(super) fn hold_relative_rates(&mut self) -> Result<(), SweepError> {
-        if self.blocks.closed.is_empty() {
-            return Ok(());
-        }
-        let relative = relative_rates(&self.blocks.closed, &self.out.cells);
+        let read_at = self.kind_reading();
+        let relative = cell_model::relative_rates(&self.out.cells, read_at);
         for (cell, r) in self.out.cells.iter_mut().zip(relative) {
             cell.relative = r;
         }
-        if let Some(line) = describe_relative(&self.out.cells, &self.blocks.closed) {
-            match self.out.cells.iter().any(|c| c.relative.is_some()) {
-                true => self.observer.note(&line),
-                false => self.observer.warn(&line),
-            }
-        }
-        if let Some(line) = describe_host(&self.out.cells, &self.blocks.closed) {
+        if let Some(line) = cell_model::describe(&self.out.cells) {
             self.observer.note(&line);
+        }
+        let speed = cell_model::speed_read_at(&self.out.cells, read_at);
+        self.update_header(|h| h.read_at_probe_speed = speed)?;
+        if let Some(kind) = self.kind()
+            && let Err(e) =
+                KindSpeeds::at(KindSpeeds::default_dir()).remember(&kind, &self.out.cells)
+        {
+            self.observer.warn(&format!(
+                "{e}: later sweeps of this machine kind cannot read their cells at this one's \
+                 speed; set PROFILER_STATE_DIR to a folder the profiler may write"
+            ));
         }
         self.rewrite()
     }
 
+    /// The machine kind of the matrix being written.
+    fn kind(&self) -> Option<String> {
+        let header = self.out.header.as_ref()?;
+        Some(header.machine.as_ref()?.kind_key().to_owned())
+    }
+
+    /// The probe speed this sweep reads its cells at: its machine kind's
+    /// ([`KindSpeeds::reading`]); its own upper quartile where the kind has none yet, or its
+    /// file cannot be read (said once, as a warning).
+    fn kind_reading(&mut self) -> cell_model::ReadAt {
+        let Some(kind) = self.kind() else {
+            return cell_model::DEFAULT_READ_AT;
+        };
+        match KindSpeeds::at(KindSpeeds::default_dir()).reading(&kind) {
+            Ok(read_at) => read_at,
+            Err(e) => {
+                self.observer.warn(&format!(
+                    "{e}; reading this sweep's cells at its own probe speeds"
+                ));
+                cell_model::DEFAULT_READ_AT
+            }
+        }
+    }
+
     /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
-    /// passes were measured, none is owed for a block left out and the live check is made.
-    /// `true` where the check found re-capping not valid: the points of `params` were dropped,
-    /// to be measured again on a fresh launch each.
+    /// passes were measured, none is owed for a block left out and the live check is made;
+    /// then the cells still wider than `measure.precision` until none is or the budget is
+    /// spent. `combination_started` is when the combination's first pass began. `true` where
+    /// the check found re-capping not valid: the points of `params` were dropped, to be
+    /// measured again on a fresh launch each.
     pub(super) fn launch_again(
         &mut self,
         params: &BTreeMap<String, String>,
+        combination_started: Instant,
     ) -> Result<bool, SweepError> {
-        let started = std::time::Instant::now();
-        let launches = self.opts.spec.spec.measure.launches;
-        let (mut pass, mut doubt_passes) = (1, 0);
+        let started = Instant::now();
+        let measure = &self.opts.spec.spec.measure;
+        let (launches, precision, budget) = (
+            measure.launches,
+            measure.precision,
+            measure.launches_budget_s,
+        );
+        let mut pass = 1;
+        // When the narrowing passes began, and the seconds they may take.
+        let mut narrowing: Option<(Instant, f64)> = None;
         loop {
             // One launch a point is what was asked for: a block left out is only marked. A pass
             // that walks in rounds measures as many blocks again.
@@ -366,16 +373,43 @@ impl Sweep<'_> {
                 Pass::Asked
             } else if checking {
                 Pass::Check
-            } else if launches > 1 && doubt_passes < DOUBT_PASSES {
-                match demand_in_doubt(
-                    &self.mem.levels,
-                    &self.blocks.closed,
-                    &self.out.cells,
-                    params,
-                ) {
-                    doubt if doubt.is_empty() => break,
-                    doubt => Pass::Doubt(doubt),
+            } else if launches > 1 {
+                let read_at = self.kind_reading();
+                let now = Precision::of(&self.out.cells, params, precision, read_at);
+                if let Some(widest) = now.widest {
+                    self.observer.precision(widest, precision);
                 }
+                if now.reached() {
+                    if narrowing.is_some() {
+                        self.observer.note(&format!(
+                            "every cell within ±{:.1}% after {pass} pass(es)",
+                            100.0 * precision
+                        ));
+                    }
+                    break;
+                }
+                let (since, allowed) = *narrowing.get_or_insert_with(|| {
+                    let before = combination_started.elapsed().as_secs_f64();
+                    let allowed = match budget {
+                        Some(b) => b - started.elapsed().as_secs_f64(),
+                        None => NARROWING_SHARE * before,
+                    };
+                    (Instant::now(), allowed)
+                });
+                if since.elapsed().as_secs_f64() >= allowed {
+                    let per_visit = self.seconds_per_visit(params, combination_started);
+                    if let Some(line) = now.describe_left(per_visit) {
+                        self.observer.warn(&line);
+                    }
+                    break;
+                }
+                let cells = now.to_measure();
+                Pass::Narrow(
+                    (self.out.cells.iter())
+                        .filter(|c| cells.contains(&c.key()))
+                        .filter_map(|c| point_of(&self.mem.levels, c))
+                        .collect(),
+                )
             } else {
                 break;
             };
@@ -397,24 +431,16 @@ impl Sweep<'_> {
                         break;
                     }
                 }
-                Pass::Doubt(doubt) => {
+                Pass::Narrow(wider) => {
                     let reference = self.axes.reference_point(params);
-                    points.retain(|p| *p == reference || doubt.iter().any(|(d, _)| d == p));
-                    doubt_passes += 1;
-                    let cells: Vec<&str> = doubt.iter().map(|(_, why)| why.as_str()).collect();
-                    self.observer.note(&format!(
-                        "the best-case demand is in doubt: {}; measuring {} point(s) again \
-                         (pass {doubt_passes} of at most {DOUBT_PASSES} for the demand)",
-                        cells.join("; "),
-                        points.len(),
-                    ));
+                    points.retain(|p| *p == reference || wider.contains(p));
                 }
             }
             if points.is_empty() {
                 break;
             }
             let spent = started.elapsed().as_secs_f64();
-            if let Some(budget) = self.opts.spec.spec.measure.launches_budget_s
+            if let Some(budget) = budget
                 && spent >= budget
                 && !checking
             {
@@ -426,11 +452,21 @@ impl Sweep<'_> {
                 ));
                 break;
             }
-            if !matches!(kind, Pass::Doubt(_)) {
-                let total = (launches + owed).max(pass + 1);
-                self.observer
-                    .status(&pass_status(points.len(), pass + 1, total, owed));
-            }
+            let status = match kind {
+                Pass::Narrow(_) => format!(
+                    "measuring {} point(s) again to narrow them to ±{:.1}% (pass {})",
+                    points.len(),
+                    100.0 * precision,
+                    pass + 1
+                ),
+                _ => pass_status(
+                    points.len(),
+                    pass + 1,
+                    (launches + owed).max(pass + 1),
+                    owed,
+                ),
+            };
+            self.observer.status(&status);
             let pending = self.live_check.is_pending();
             let mut walk = self.blocks.again_walk(&self.axes, points, pending);
             let next_launch = self.launch_id() + 1;
@@ -445,6 +481,15 @@ impl Sweep<'_> {
             pass += 1;
         }
         Ok(false)
+    }
+
+    /// Seconds of the combination's time so far per visit it made: what one more visit costs.
+    fn seconds_per_visit(&self, params: &BTreeMap<String, String>, since: Instant) -> f64 {
+        let visits: usize = (self.out.cells.iter())
+            .filter(|c| &c.params == params)
+            .map(|c| c.visits.len().max(1))
+            .sum();
+        since.elapsed().as_secs_f64() / visits.max(1) as f64
     }
 
     /// Holds the spread between launches the sweep measured in every cell's interval, records

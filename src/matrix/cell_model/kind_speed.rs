@@ -1,0 +1,175 @@
+//! The probe speed a machine kind's matrices are read at. A relative rate depends on the
+//! host's speed it is read at (a quota-bound cell follows the host, an accelerator-bound
+//! reference does not), so every sweep of a kind reads its cells at one speed: the median of
+//! the upper quartiles of the probe's readings that the kind's earlier sweeps recorded here.
+//! Read at its own upper quartile instead, each of six recorded default sweeps held the
+//! others' rates in 60% of pairs, against 93% at one speed (docs/findings/cell-model.md).
+
+use super::ReadAt;
+use crate::matrix::Cell;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The sweeps of a kind a reading speed remembers, the latest kept.
+const REMEMBERED: usize = 25;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KindSpeedError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}; expected `probe_speeds = [ ... ]` of positive numbers")]
+    Parse { path: PathBuf, message: String },
+}
+
+/// The file of one machine kind's reading speeds.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KindFile {
+    /// Each earlier sweep's upper quartile of its probe readings, oldest first.
+    probe_speeds: Vec<f64>,
+}
+
+/// The reading speeds of the machine kinds swept on this machine, one file a kind under a
+/// folder of the profiler's own.
+#[derive(Debug, Clone)]
+pub struct KindSpeeds {
+    dir: PathBuf,
+}
+
+impl KindSpeeds {
+    /// `$PROFILER_STATE_DIR/kinds`, by default `/var/lib/profiler/kinds`.
+    pub fn default_dir() -> PathBuf {
+        std::env::var_os("PROFILER_STATE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/var/lib/profiler"))
+            .join("kinds")
+    }
+
+    pub fn at(dir: impl Into<PathBuf>) -> KindSpeeds {
+        KindSpeeds { dir: dir.into() }
+    }
+
+    /// The file of `kind`: a kind's key keeps its letters, digits, `-` and `_`, and anything
+    /// else becomes `_`, so no key names a path outside the folder.
+    fn path(&self, kind: &str) -> PathBuf {
+        let safe: String = (kind.chars())
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
+                _ => '_',
+            })
+            .collect();
+        self.dir.join(format!("{safe}.toml"))
+    }
+
+    fn load(&self, kind: &str) -> Result<KindFile, KindSpeedError> {
+        let path = self.path(kind);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(KindFile::default()),
+            Err(source) => return Err(KindSpeedError::Io { path, source }),
+        };
+        let file: KindFile = toml::from_str(&text).map_err(|e| KindSpeedError::Parse {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        match file.probe_speeds.iter().all(|s| *s > 0.0 && s.is_finite()) {
+            true => Ok(file),
+            false => Err(KindSpeedError::Parse {
+                path,
+                message: "a speed is not a positive number".into(),
+            }),
+        }
+    }
+
+    /// How `kind`'s sweeps are read: at the median of its recorded speeds, or, for its first
+    /// sweep here, at the sweep's own upper quartile.
+    pub fn reading(&self, kind: &str) -> Result<ReadAt, KindSpeedError> {
+        let file = self.load(kind)?;
+        Ok(match file.probe_speeds.is_empty() {
+            true => super::DEFAULT_READ_AT,
+            false => ReadAt::Speed(crate::stats::median(&file.probe_speeds)),
+        })
+    }
+
+    /// Records a finished sweep's upper quartile of its probe readings (of its first
+    /// parameter combination's cells) among `kind`'s speeds; nothing where no probe ran.
+    pub fn remember(&self, kind: &str, cells: &[Cell]) -> Result<(), KindSpeedError> {
+        let Some(speed) = super::speed_read_at(cells, super::DEFAULT_READ_AT) else {
+            return Ok(());
+        };
+        let mut file = self.load(kind)?;
+        file.probe_speeds.push(speed);
+        let excess = file.probe_speeds.len().saturating_sub(REMEMBERED);
+        file.probe_speeds.drain(..excess);
+        let path = self.path(kind);
+        let io = |source| KindSpeedError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let text = format!(
+            "# The host probe's upper quartile in each of this machine kind's latest sweeps; its\n\
+             # matrices are read at their median (profiler sweep, docs/SWEEP.md).\n{}",
+            toml::to_string(&file).expect("a list of numbers serialises")
+        );
+        write_atomically(&path, &text).map_err(io)
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("toml.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::fixtures::{measured, visit};
+    use crate::matrix::visits::HostSpeed;
+
+    fn probed(speeds: &[f64]) -> Vec<Cell> {
+        let mut c = measured(1.0, 1 << 30, 10.0, None);
+        for (i, s) in speeds.iter().enumerate() {
+            let mut v = visit(1, 10.0, i as f64 * 10.0, 0.01);
+            v.host = Some(HostSpeed {
+                speed: *s,
+                windows: Vec::new(),
+                log_variance: 0.0,
+            });
+            c.visits.push(v);
+        }
+        vec![c]
+    }
+
+    /// The first sweep of a kind reads at its own upper quartile and records it; later sweeps
+    /// read at the median of what was recorded.
+    #[test]
+    fn a_kind_remembers_its_sweeps_speeds() {
+        let dir = std::env::temp_dir().join(format!("kind-speeds-{}", std::process::id()));
+        let kinds = KindSpeeds::at(&dir);
+        assert_eq!(
+            kinds.reading("zen-5").unwrap(),
+            super::super::DEFAULT_READ_AT
+        );
+        kinds
+            .remember("zen-5", &probed(&[100.0, 200.0, 300.0, 400.0, 500.0]))
+            .unwrap();
+        kinds.remember("zen-5", &probed(&[600.0])).unwrap();
+        kinds.remember("zen-5", &probed(&[700.0])).unwrap();
+        assert_eq!(kinds.reading("zen-5").unwrap(), ReadAt::Speed(600.0));
+        // A key with a path in it stays inside the folder.
+        kinds.remember("../../etc/x", &probed(&[1.0])).unwrap();
+        assert!(dir.join("______etc_x.toml").exists());
+        std::fs::write(dir.join("bad.toml"), "probe_speeds = [-1]").unwrap();
+        let err = kinds.reading("bad").unwrap_err().to_string();
+        assert!(
+            err.contains("bad.toml") && err.contains("positive"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,59 @@
+//! The cell model on the corpus of recorded sweeps (tests/data/sweeps/<machine kind>/): each
+//! sweep's 95% intervals must hold the other sweeps' estimates of the same cells, so a change
+//! that narrows the intervals dishonestly fails here. `profiler corpus tests/data/sweeps`
+//! prints the same figures; tests/data/README.md says how the sweeps were recorded.
+
+use profiler::matrix::cell_model::DEFAULT_READ_AT;
+use profiler::matrix::cell_model::corpus::{self, Corpus};
+use std::path::Path;
+
+/// The least share of pairs inside that the model must hold on every job of the corpus.
+const COVERAGE_FLOOR: f64 = 0.90;
+
+fn corpus() -> Corpus {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweeps");
+    corpus::load(&[root]).expect("tests/data/sweeps loads")
+}
+
+/// Every job of the corpus with three sweeps or more, read at its kind's pooled speed.
+#[test]
+fn the_model_holds_other_sweeps_estimates() {
+    let judged: Vec<_> = corpus::judge(&corpus(), 0.05)
+        .into_iter()
+        .filter(|j| j.sweeps >= 3)
+        .collect();
+    assert!(!judged.is_empty(), "no job in the corpus has three sweeps");
+    for j in &judged {
+        eprintln!("{}", j.describe(0.05));
+        assert!(j.model.pairs > 0, "{}: no cell in two sweeps", j.job);
+        assert!(
+            j.model.share() >= COVERAGE_FLOOR,
+            "{} on {}: {}",
+            j.job,
+            j.kind,
+            j.model.describe()
+        );
+    }
+}
+
+/// A sweep cut short has fewer visits: its intervals are wider than the whole sweep's, and
+/// refitting at each visit's end finds where a precision would have stopped it.
+#[test]
+fn a_sweep_cut_short_is_wider() {
+    let corpus = corpus();
+    let (_, sweeps) = corpus
+        .iter()
+        .find(|((_, job), _)| job == "input-pipeline")
+        .expect("the corpus holds default sweeps");
+    let m = &sweeps[0];
+    let whole = corpus::modelled(m, &m.cells, DEFAULT_READ_AT);
+    let span = corpus::visit_span(m);
+    let half = corpus::modelled(m, &corpus::cut_after(m, span / 2.0), DEFAULT_READ_AT);
+    let widest = |e: &corpus::Estimates| e.values().map(|(_, h)| *h).fold(0.0, f64::max);
+    assert!(widest(&half) > widest(&whole), "{half:?} vs {whole:?}");
+    let loose = corpus::stop_at(m, 1.0, DEFAULT_READ_AT).expect("±100% is reached");
+    assert!(loose < span, "{loose} of {span}");
+    if let Some(tight) = corpus::stop_at(m, 0.03, DEFAULT_READ_AT) {
+        assert!(tight >= loose);
+    }
+}
