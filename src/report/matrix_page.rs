@@ -333,7 +333,7 @@ fn cell_story(c: &Cell, validated: Option<&ValidationCell>) -> String {
     }
     if let Some(r) = &c.relative {
         let mut line = format!(
-            "Relative to the top cell of its own block: {:.3} [{:.3}, {:.3}] over {} block(s)",
+            "Relative to the reference (the top cell): {:.3} [{:.3}, {:.3}] over {} visit(s)",
             r.rate, r.ci95_low, r.ci95_high, r.blocks
         );
         if r.dropped_blocks > 0 {
@@ -343,11 +343,21 @@ fn cell_story(c: &Cell, validated: Option<&ValidationCell>) -> String {
                 r.dropped_blocks
             );
         }
-        if let (Some(raw), Some(slope)) = (r.raw_rate, r.host_slope) {
-            let _ = write!(
-                line,
-                "; {raw:.3} before the host's speed on the job's CPUs was taken out (slope {slope:.2})"
-            );
+        match (r.raw_rate, r.host_slope) {
+            (Some(raw), Some(slope)) => {
+                let _ = write!(
+                    line,
+                    "; {raw:.3} before the host's speed on the job's CPUs was taken out (slope \
+                     {slope:.2})"
+                );
+            }
+            (None, Some(slope)) => {
+                let _ = write!(
+                    line,
+                    "; its CPU level follows the host's speed with slope {slope:.2}"
+                );
+            }
+            _ => {}
         }
         let _ = writeln!(s, "<p>{}.</p>", esc(&line));
     }

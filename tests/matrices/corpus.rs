@@ -4,21 +4,30 @@
 //! prints the same figures; tests/data/README.md says how the sweeps were recorded.
 
 use profiler::matrix::cell_model::DEFAULT_READ_AT;
-use profiler::matrix::cell_model::corpus::{self, Corpus};
+use profiler::matrix::cell_model::ReadAt;
+use profiler::matrix::cell_model::corpus::{self, Corpus, Coverage, Estimates};
 use std::path::Path;
 
-/// The least share of pairs inside that the model must hold on every job of the corpus.
-const COVERAGE_FLOOR: f64 = 0.90;
+/// The least share of pairs inside, over every cell, on every job of the corpus. A 95%
+/// interval should hold about 95%; the storage-bound calibration cell (2 CPUs, the lowest
+/// memory level) moves between sweeps by more than any one sweep can see (0.35-0.41 of the
+/// reference over eleven Emerald Rapids sweeps), and holds it in 57% of its pairs there
+/// (docs/findings/cell-model.md).
+const COVERAGE_FLOOR: f64 = 0.84;
+/// The least share of pairs inside for the cells at the top memory level, the CPU axis.
+const CPU_AXIS_FLOOR: f64 = 0.93;
 
 fn corpus() -> Corpus {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweeps");
     corpus::load(&[root]).expect("tests/data/sweeps loads")
 }
 
-/// Every job of the corpus with three sweeps or more, read at its kind's pooled speed.
+/// Every job of the corpus with three sweeps or more, read at its kind's pooled speed: over
+/// all cells, and over the CPU axis alone.
 #[test]
 fn the_model_holds_other_sweeps_estimates() {
-    let judged: Vec<_> = corpus::judge(&corpus(), 0.05)
+    let corpus = corpus();
+    let judged: Vec<_> = corpus::judge(&corpus, 0.05)
         .into_iter()
         .filter(|j| j.sweeps >= 3)
         .collect();
@@ -32,6 +41,25 @@ fn the_model_holds_other_sweeps_estimates() {
             j.job,
             j.kind,
             j.model.describe()
+        );
+        let sweeps = &corpus[&(j.kind.clone(), j.job.clone())];
+        let read_at = j.read_at.map_or(DEFAULT_READ_AT, ReadAt::Speed);
+        let cpu_axis: Vec<Estimates> = (sweeps.iter())
+            .map(|m| corpus::modelled(m, &m.cells, read_at))
+            .map(|e| {
+                e.into_iter()
+                    .filter(|(id, _)| id.memory_rank == 0)
+                    .collect()
+            })
+            .collect();
+        let cpu_axis = Coverage::of(&cpu_axis);
+        eprintln!("  CPU axis     {}", cpu_axis.describe());
+        assert!(
+            cpu_axis.share() >= CPU_AXIS_FLOOR,
+            "{} on {}, the CPU axis: {}",
+            j.job,
+            j.kind,
+            cpu_axis.describe()
         );
     }
 }

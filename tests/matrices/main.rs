@@ -1,5 +1,6 @@
 //! What users do with matrices after a sweep: best-case demands, export, plots, validation.
 //! One test binary (polars makes each large to link), one module per concern.
+#![warn(clippy::too_many_lines)]
 
 mod blocks;
 mod cache_model;

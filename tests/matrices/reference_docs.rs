@@ -133,6 +133,7 @@ const FLAG_REFERENCES: &[(&str, &[&str])] = &[
     ("export", &["docs/EXPORT.md", "docs/MATRIX.md"]),
     ("doctor", &["docs/GPU.md"]),
     ("show", &["docs/MATRIX.md"]),
+    ("corpus", &["docs/SWEEP.md"]),
 ];
 
 #[test]

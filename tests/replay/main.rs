@@ -1,4 +1,5 @@
 //! Integration tests of `profiler replay` (one test binary).
+#![warn(clippy::too_many_lines)]
 
 use profiler::replay::cluster::ClusterSpec;
 use profiler::replay::engine::{EngineConfig, EngineOutput, JobState, RoundRow, simulate};

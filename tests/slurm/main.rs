@@ -5,6 +5,7 @@
 //! Needs root and the Slurm packages; without them the test says `SKIPPED` on stderr, and under
 //! CI (`CI` set to anything but `false`/`0`) that is a failure. Run by hand under the measure lock:
 //! `flock /tmp/measure.lock cargo test --test slurm`.
+#![warn(clippy::too_many_lines)]
 
 mod cluster;
 mod deploy;

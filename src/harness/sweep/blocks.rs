@@ -47,8 +47,6 @@ impl Blocks {
 /// a few percent anyway, and the interpolation between the two takes a steady move out. A move
 /// beyond this is a host that changed speed under the block.
 pub const DRIFT_SLACK: f64 = 0.05;
-/// Passes measured in place of drifted blocks, at most, per parameter combination.
-pub const MAX_EXTRA_PASSES: u32 = 2;
 
 /// `points` shuffled in place (Fisher-Yates).
 fn shuffle(points: &mut [Point], rng: &mut ChaCha8Rng) {
@@ -277,12 +275,6 @@ impl Blocks {
         }
         self.closed.push(block);
         true
-    }
-
-    /// Blocks of `params` left out so far (drifted or disturbed).
-    pub(super) fn left_out(&self, params: &BTreeMap<String, String>) -> u32 {
-        let left_out = (self.closed.iter()).filter(|b| b.left_out() && &b.params == params);
-        left_out.count() as u32
     }
 
     /// Whether the launch at `point` should be re-capped back to the reference before it walks

@@ -1,8 +1,8 @@
 //! The probe on the job's CPUs while a sweep measures: started with the sweep where the
 //! profiler has cgroups of its own, and read for each measurement, so that a visit (a live
 //! launch's, or a fresh launch's one measurement of its point) carries the host's speed over
-//! it and over each of its windows (`matrix/relative/host.rs` takes that speed out of the
-//! visit's ratio, on both its sides).
+//! it and over each of its windows (the cell model reads every cell at one probe speed,
+//! `matrix/cell_model/`).
 
 use super::SweepObserver;
 use crate::harness::cgroup::{CgroupRoot, pinned_cpus};
@@ -10,15 +10,18 @@ use crate::harness::measure::host_probe::{HostProbe, noise_over, speed_over};
 use crate::harness::measure::steady::RateWindows;
 use crate::matrix::visits::HostSpeed;
 
-/// The probe of the host's speed on the job's CPUs, and its speed over the measurement just
-/// made, for that measurement's visit, with the measurement's span.
+/// The probe of the host's speed on the job's CPUs, where it runs.
 #[derive(Default)]
 pub(super) struct HostWatch {
-    pub probe: Option<HostProbe>,
-    pub pending: Option<([f64; 2], HostSpeed)>,
+    probe: Option<HostProbe>,
 }
 
 impl HostWatch {
+    /// Whether the probe runs.
+    pub(super) fn runs(&self) -> bool {
+        self.probe.is_some()
+    }
+
     /// Starts the probe on every CPU runs may use under `root`, for live and relaunching
     /// sweeps alike; says why not where it cannot start.
     pub(super) fn start(&mut self, root: Option<&CgroupRoot>, observer: &mut dyn SweepObserver) {

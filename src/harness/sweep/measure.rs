@@ -2,11 +2,12 @@
 //! gives (or why there is none).
 
 use super::disturbance::WindowJudge;
+use super::launches::visit_of;
 use super::measurement::Measurement;
 use super::{POLL, Run, Sweep, SweepError};
 use crate::harness::process::launch::describe_exit;
 use crate::harness::sweep::plan::{Point, label};
-use crate::matrix::{Cell, CellSource};
+use crate::matrix::{Cell, CellSource, Visit};
 use std::time::Instant;
 
 /// Below this part of the dataset in the page cache, a cell is measured over a whole epoch.
@@ -300,8 +301,8 @@ impl Sweep<'_> {
             ),
         };
         let root = self.root.as_ref();
-        self.host.pending = measured_unix_s
-            .and_then(|span| Some((span, self.host.speed_of(root, p.cpu, span, &at.windows)?)));
+        let host =
+            measured_unix_s.and_then(|span| self.host.speed_of(root, p.cpu, span, &at.windows));
         let throughput = match over_epoch {
             Some((t, _)) => Some(t),
             None => windows.throughput(m.steady_windows),
@@ -334,6 +335,13 @@ impl Sweep<'_> {
             ..self.cell_at(p, CellSource::Measured)
         };
         self.blocks.note_disturbance(&cell);
-        Ok(Outcome::Cell(cell))
+        // A live launch walking in rounds visits a point more than once: each visit is kept,
+        // and so is each fresh launch's measurement where the probe runs, with its speed.
+        let keep_visit = self.axes.blocks_per_launch() || self.host.runs();
+        let visit = keep_visit
+            .then(|| visit_of(&cell, self.launch_id()))
+            .flatten();
+        let visits = visit.map(|v| Visit { host, ..v }).into_iter().collect();
+        Ok(Outcome::Cell(Cell { visits, ..cell }))
     }
 }

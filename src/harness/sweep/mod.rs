@@ -35,7 +35,7 @@ mod setup;
 mod warmup_end;
 
 pub use api::{Silent, SlurmStep, SweepError, SweepObserver, SweepOptions, SweepOutcome};
-pub use blocks::{DRIFT_SLACK, MAX_EXTRA_PASSES};
+pub use blocks::DRIFT_SLACK;
 pub use launches::{
     add_launch, combine_cells, combine_throughputs, hold_launch_spread, hold_pooled_spread,
     launch_rates, launch_sd, pooled_spread,

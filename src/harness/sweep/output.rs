@@ -1,14 +1,13 @@
 //! The matrix file of a sweep: its header (what was swept, how, and where), appending cells as
 //! they finish, and resuming from a file an interrupted sweep left.
 
-use super::launches::{add_visits, visit_of};
+use super::launches::add_visits;
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError, search};
 use crate::harness::measure::job_output::now_unix_s;
 use crate::harness::sweep::plan::MemoryLevels;
 use crate::matrix::{
-    Axes, Cell, CellKey, CellSource, JobInfo, MATRIX_KIND, Matrix, MatrixHeader, MatrixWriter,
-    SCHEMA_VERSION,
+    Axes, Cell, CellKey, JobInfo, MATRIX_KIND, Matrix, MatrixHeader, MatrixWriter, SCHEMA_VERSION,
 };
 use crate::spec::SweepMode;
 use std::collections::HashSet;
@@ -176,18 +175,6 @@ impl Sweep<'_> {
     pub(super) fn record(&mut self, mut cell: Cell) -> Result<(), SweepError> {
         if let Some((step, _)) = &self.step {
             cell.node = Some(step.node.clone());
-        }
-        // A live launch walking in rounds visits a point more than once: each visit is kept;
-        // so is each fresh launch's measurement where the probe runs, to carry its speed.
-        let probed = self.host.probe.is_some();
-        if (self.axes.blocks_per_launch() || probed) && cell.source == CellSource::Measured {
-            cell.visits = visit_of(&cell, self.launch_id()).into_iter().collect();
-            if let (Some(visit), Some((span, host))) =
-                (cell.visits.first_mut(), self.host.pending.take())
-                && Some(span) == cell.measured_unix_s
-            {
-                visit.host = Some(host);
-            }
         }
         // Another measurement of a recorded point joins its cell.
         let key = cell.key();

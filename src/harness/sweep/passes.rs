@@ -2,10 +2,8 @@
 //! cell's interval must say where another sweep lands, and its relative rate needs visits to
 //! rest on. After the points of a parameter combination are measured, the sweep measures them
 //! again, pass after pass, each pass a block that opens with the reference (one launch for the
-//! whole pass where re-capping is valid, as in the first): `measure.launches` passes in all,
-//! and, where that is more than one, one more in place of each block left out because its
-//! reference drifted or other processes disturbed it (at most [`MAX_EXTRA_PASSES`]). Then the
-//! cell model (`crate::matrix::cell_model`) says which cells are still wider than
+//! whole pass where re-capping is valid, as in the first): `measure.launches` passes in all.
+//! Then the cell model (`crate::matrix::cell_model`) says which cells are still wider than
 //! `measure.precision`, or on a knife's edge of the best-case demand's threshold
 //! (`crate::matrix::doubt`): the sweep measures the reference and those cells again, pass after
 //! pass, until none is or the budget is spent (`measure.launches_budget_s` for every pass after
@@ -15,7 +13,6 @@
 //! floor of every cell's absolute interval ([`hold_pooled_spread`]), and the relative rates are
 //! read from the cell model.
 
-use super::blocks::MAX_EXTRA_PASSES;
 use super::launches::hold_pooled_spread;
 use super::live_check::{LiveCheckState, check_point, check_points, describe};
 use super::reread;
@@ -37,8 +34,8 @@ pub const NARROWING_SHARE: f64 = 0.5;
 
 /// What a pass after the first is for.
 enum Pass {
-    /// One of the `measure.launches` passes asked for, or one in place of blocks left out (it
-    /// also makes the live check where that is still owed).
+    /// One of the `measure.launches` passes asked for (it also makes the live check where that
+    /// is still owed).
     Asked,
     /// The live check's fresh launch, beyond the passes asked for: only the check's point and
     /// the reference.
@@ -48,17 +45,22 @@ enum Pass {
     Narrow(Vec<Point>),
 }
 
-/// The progress line of a pass: its points, its number of `total`, and the passes `owed` in
-/// place of blocks left out.
-fn pass_status(points: usize, pass: u32, total: u32, owed: u32) -> String {
+/// The progress line of a pass: its points and its number of `total`.
+fn pass_status(points: usize, pass: u32, total: u32) -> String {
     format!(
-        "measuring {points} point(s) again (pass {pass} of {total}{}), the reference first and \
-         the rest in a fresh random order",
-        match owed {
-            0 => String::new(),
-            n => format!(", {n} of them in place of blocks left out"),
-        }
+        "measuring {points} point(s) again (pass {pass} of {total}), the reference first and \
+         the rest in a fresh random order"
     )
+}
+
+/// The wall-clock seconds the measured cells of `params` took per visit: what one more visit
+/// costs.
+fn seconds_per_visit(cells: &[Cell], params: &BTreeMap<String, String>) -> f64 {
+    let ours =
+        || (cells.iter()).filter(|c| c.source == CellSource::Measured && &c.params == params);
+    let wall: f64 = ours().map(|c| c.wall_s).sum();
+    let visits: usize = ours().map(|c| c.visits.len().max(1)).sum();
+    wall / visits.max(1) as f64
 }
 
 /// The grid point of a measured cell of `params`.
@@ -298,6 +300,17 @@ impl Sweep<'_> {
         if let Some(line) = cell_model::describe(&self.out.cells) {
             self.observer.note(&line);
         }
+        let spec = &self.opts.spec.spec;
+        // One launch asked for makes no narrowing pass: nothing was left for want of time.
+        if spec.measure.launches > 1 {
+            for params in param_combinations(&spec.sweep.params) {
+                let cells = &self.out.cells;
+                let left = Precision::of(cells, &params, spec.measure.precision, read_at);
+                if let Some(line) = left.describe_left(seconds_per_visit(cells, &params)) {
+                    self.observer.warn(&line);
+                }
+            }
+        }
         let speed = cell_model::speed_read_at(&self.out.cells, read_at);
         self.update_header(|h| h.read_at_probe_speed = speed)?;
         if let Some(kind) = self.kind()
@@ -319,8 +332,8 @@ impl Sweep<'_> {
     }
 
     /// The probe speed this sweep reads its cells at: its machine kind's
-    /// ([`KindSpeeds::reading`]); its own upper quartile where the kind has none yet, or its
-    /// file cannot be read (said once, as a warning).
+    /// ([`KindSpeeds::reading`]); its own upper quartile where the kind has none yet, or
+    /// where its file cannot be read (with a warning that says which file and why).
     fn kind_reading(&mut self) -> cell_model::ReadAt {
         let Some(kind) = self.kind() else {
             return cell_model::DEFAULT_READ_AT;
@@ -337,9 +350,8 @@ impl Sweep<'_> {
     }
 
     /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
-    /// passes were measured, none is owed for a block left out and the live check is made;
-    /// then the cells still wider than `measure.precision` until none is or the budget is
-    /// spent. `combination_started` is when the combination's first pass began. `true` where
+    /// passes were measured and the live check is made; then the cells still wider than
+    /// `measure.precision` until none is or the budget is spent. `combination_started` is when the combination's first pass began. `true` where
     /// the check found re-capping not valid: the points of `params` were dropped, to be
     /// measured again on a fresh launch each.
     pub(super) fn launch_again(
@@ -357,19 +369,11 @@ impl Sweep<'_> {
         let mut pass = 1;
         // When the narrowing passes began, and the seconds they may take.
         let mut narrowing: Option<(Instant, f64)> = None;
+        // The seconds the last pass took, and its points.
+        let mut last_pass: Option<(f64, usize)> = None;
         loop {
-            // One launch a point is what was asked for: a block left out is only marked. A pass
-            // that walks in rounds measures as many blocks again.
-            let owed = match launches {
-                0 | 1 => 0,
-                _ => self
-                    .blocks
-                    .left_out(params)
-                    .div_ceil(self.axes.rounds_per_launch())
-                    .min(MAX_EXTRA_PASSES),
-            };
             let checking = self.live_check.owes_a_pass();
-            let kind = if pass < launches + owed {
+            let kind = if pass < launches {
                 Pass::Asked
             } else if checking {
                 Pass::Check
@@ -396,14 +400,16 @@ impl Sweep<'_> {
                     };
                     (Instant::now(), allowed)
                 });
-                if since.elapsed().as_secs_f64() >= allowed {
-                    let per_visit = self.seconds_per_visit(params, combination_started);
-                    if let Some(line) = now.describe_left(per_visit) {
-                        self.observer.warn(&line);
-                    }
+                let cells = now.to_measure();
+                // A pass starts only where it should end within the allowance: as long as the
+                // last pass took, a point for a point. The cells left wider are named once all
+                // are read (`hold_relative_rates`).
+                let expected = last_pass.map_or(0.0, |(secs, points)| {
+                    secs * (cells.len() + 1) as f64 / points.max(1) as f64
+                });
+                if since.elapsed().as_secs_f64() + expected > allowed {
                     break;
                 }
-                let cells = now.to_measure();
                 Pass::Narrow(
                     (self.out.cells.iter())
                         .filter(|c| cells.contains(&c.key()))
@@ -459,14 +465,10 @@ impl Sweep<'_> {
                     100.0 * precision,
                     pass + 1
                 ),
-                _ => pass_status(
-                    points.len(),
-                    pass + 1,
-                    (launches + owed).max(pass + 1),
-                    owed,
-                ),
+                _ => pass_status(points.len(), pass + 1, launches.max(pass + 1)),
             };
             self.observer.status(&status);
+            let (pass_started, pass_points) = (Instant::now(), points.len());
             let pending = self.live_check.is_pending();
             let mut walk = self.blocks.again_walk(&self.axes, points, pending);
             let next_launch = self.launch_id() + 1;
@@ -474,6 +476,7 @@ impl Sweep<'_> {
             self.live_check
                 .start(&self.axes, first.as_ref(), next_launch);
             self.run_points(&mut walk)?;
+            last_pass = Some((pass_started.elapsed().as_secs_f64(), pass_points));
             if self.conclude_live_check(params)? {
                 // Re-capping was not valid: every point again, a fresh launch each.
                 return Ok(true);
@@ -481,15 +484,6 @@ impl Sweep<'_> {
             pass += 1;
         }
         Ok(false)
-    }
-
-    /// Seconds of the combination's time so far per visit it made: what one more visit costs.
-    fn seconds_per_visit(&self, params: &BTreeMap<String, String>, since: Instant) -> f64 {
-        let visits: usize = (self.out.cells.iter())
-            .filter(|c| &c.params == params)
-            .map(|c| c.visits.len().max(1))
-            .sum();
-        since.elapsed().as_secs_f64() / visits.max(1) as f64
     }
 
     /// Holds the spread between launches the sweep measured in every cell's interval, records

@@ -98,8 +98,9 @@ impl Precision {
         let cells: Vec<String> = (self.wider.iter())
             .map(|w| {
                 format!(
-                    "{} CPU ±{:.1}% (about {} more visit(s), {:.0} s)",
+                    "{} CPU, {:.2}G ±{:.1}% (about {} more visit(s), {:.0} s)",
                     w.cpu,
+                    w.cell.memory_bytes as f64 / crate::units::GIB,
                     100.0 * w.half_width,
                     w.more_visits,
                     w.more_visits as f64 * seconds_per_visit

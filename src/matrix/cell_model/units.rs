@@ -20,7 +20,9 @@ pub struct Unit {
 }
 
 /// The measured cells of one parameter combination, with their units: every window of every
-/// visit of each, else each launch's rate, else the cell's own rate.
+/// visit of each, else each launch's rate, else the cell's own rate. A visit that stayed
+/// disturbed (other processes took the job's CPUs, as the harness measured) is left out where
+/// the cell has undisturbed visits, as its absolute rate leaves it out.
 #[derive(Debug, Clone)]
 pub struct Sample {
     /// The cells' keys, the reference (most CPU, then most memory) first.
@@ -50,7 +52,7 @@ impl Sample {
             cells: measured.iter().map(|c| c.key()).collect(),
             cpus: measured.iter().map(|c| c.cpu).collect(),
             visits: (measured.iter())
-                .map(|c| c.visits.len().max(c.launches().len()))
+                .map(|c| kept_visits(c).count().max(c.launches().len()))
                 .collect(),
             units,
         }
@@ -62,10 +64,16 @@ impl Sample {
     }
 }
 
+/// The visits of `cell` the model reads: the undisturbed ones where there are any.
+fn kept_visits(cell: &Cell) -> impl Iterator<Item = &crate::matrix::Visit> {
+    let quiet = cell.visits.iter().any(|v| !v.disturbed);
+    (cell.visits.iter()).filter(move |v| !(quiet && v.disturbed))
+}
+
 fn units_of(cell: &Cell, index: usize) -> Vec<Unit> {
     let positive = |r: f64| (r > 0.0 && r.is_finite()).then(|| r.ln());
     let mut visits: Vec<Unit> = Vec::new();
-    for v in &cell.visits {
+    for v in kept_visits(cell) {
         let windows: Vec<Unit> = (v.host.iter())
             .flat_map(|h| h.windows.iter())
             .filter_map(|[rate, speed]| {
