@@ -162,6 +162,31 @@ fn small_deploy(dir: &Path, jobs: usize, iterations: u64) -> Vec<String> {
     .collect()
 }
 
+/// The processes in the deploy's job cgroups under `parent`.
+fn job_pids(parent: &str) -> Vec<u32> {
+    (job_cgroups(parent).iter())
+        .flat_map(|d| {
+            std::fs::read_to_string(d.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// A deploy's jobs table has a row for each of its `n` jobs, each finished and none failed.
+fn assert_every_job_finished(jobs: &str, n: usize) {
+    assert_eq!(jobs.lines().count(), n + 1, "every job's row: {jobs}");
+    let header: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for row in jobs.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        assert!(!f[col("finish_s")].is_empty(), "unfinished: {row}");
+        assert!(f[col("failure")].is_empty(), "failed: {row}");
+    }
+}
+
 /// SIGKILL gives the deploy no chance to stop its jobs or remove their cgroups: what is left
 /// stays until the next deploy under the same parent starts, which kills it and removes the
 /// cgroups first.
@@ -185,17 +210,7 @@ fn a_killed_deploy_leaves_nothing_and_resumes_where_it_was() {
         .stderr(std::fs::File::create(&first_log).unwrap())
         .spawn()
         .unwrap();
-    let pids = || -> Vec<u32> {
-        (job_cgroups(parent).iter())
-            .flat_map(|d| {
-                std::fs::read_to_string(d.join("cgroup.procs"))
-                    .unwrap_or_default()
-                    .lines()
-                    .filter_map(|l| l.trim().parse().ok())
-                    .collect::<Vec<u32>>()
-            })
-            .collect()
-    };
+    let pids = || job_pids(parent);
     // Two rounds finished, two jobs running in their cgroups, then the deploy killed outright.
     let journal = dir.path().join("out/journal/fifo-proportional.jsonl");
     let rounds = || {
@@ -249,14 +264,9 @@ fn a_killed_deploy_leaves_nothing_and_resumes_where_it_was() {
         job_cgroups(parent)
     );
     let jobs = std::fs::read_to_string(dir.path().join("out/fifo-proportional.jobs.csv")).unwrap();
-    assert_eq!(jobs.lines().count(), 4, "every job's row: {jobs}");
+    assert_every_job_finished(&jobs, 3);
     let header: Vec<&str> = jobs.lines().next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    for row in jobs.lines().skip(1) {
-        let f: Vec<&str> = row.split(',').collect();
-        assert!(!f[col("finish_s")].is_empty(), "unfinished: {row}");
-        assert!(f[col("failure")].is_empty(), "failed: {row}");
-    }
     assert!(
         rounds() > rounds_then,
         "the resumed deploy's rounds were added to the journal"

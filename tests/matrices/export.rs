@@ -280,162 +280,174 @@ fn rich_matrix() -> Matrix {
     for (i, &cpu) in [2.0, 4.0].iter().enumerate() {
         for (j, &mem) in [8_000_000_000u64, 16_000_000_000].iter().enumerate() {
             for batch in ["32", "64"] {
-                let rate = 100.0 * (i + 1) as f64 + 10.0 * j as f64 + batch.len() as f64;
-                let failed = i == 0 && j == 0 && batch == "64";
-                cells.push(Cell {
-                    cpu,
-                    memory_bytes: mem,
-                    params: BTreeMap::from([("batch".to_owned(), batch.to_owned())]),
-                    source: if failed {
-                        CellSource::Failed
-                    } else if j == 0 {
-                        CellSource::Modelled
-                    } else {
-                        CellSource::Measured
-                    },
-                    throughput: (!failed).then_some(Throughput {
-                        samples_per_s: rate,
-                        ci95_low: rate - 1.5,
-                        ci95_high: rate + 1.5,
-                        windows: 5,
-                        measured_s: 12.5,
-                        launches: Vec::new(),
-                    }),
-                    iteration_time_s: (!failed).then_some(Percentiles {
-                        p50: 0.25,
-                        p95: 0.375,
-                    }),
-                    telemetry: (!failed).then_some(Telemetry {
-                        cpu_cores_used: cpu * 0.9,
-                        throttled_s_per_s: 0.125,
-                        rss_peak_bytes: 3_000_000_000,
-                        page_cache_bytes: 1_000_000,
-                        storage_read_bytes_per_s: 5e6,
-                        ..Telemetry::default()
-                    }),
-                    gpu: (j == 1).then(|| GpuTelemetry {
-                        utilization_pct: 87.5,
-                        sm_clock_mhz: 1410.0,
-                        memory_used_bytes: 12_000_000_000,
-                        power_w: 250.5,
-                        sm_activity_pct: (batch == "64").then_some(61.0),
-                    }),
-                    note: failed.then(|| "exit status 1, \"quoted\", comma".to_owned()),
-                    wall_s: 20.0 + i as f64,
-                    node: None,
-                    interference: (j == 1).then(|| Interference {
-                        other_cores: 0.75,
-                        idle_cores: 0.0,
-                        run_wait_cores: Some(0.5),
-                        discarded_windows: 10,
-                        disturbed: batch == "64",
-                        disturbed_by: (batch == "64")
-                            .then(|| "the job's tasks waiting for a CPU".to_owned()),
-                        ..Interference::default()
-                    }),
-                    measured_unix_s: None,
-                    left_out_unix_s: Vec::new(),
-                    relative: (j == 1).then(|| {
-                        let r = rate / 220.0;
-                        RelativeRate::unadjusted(r, [0.9 * r, 1.1 * r], 3, 1)
-                    }),
-                    visits: Vec::new(),
-                });
+                cells.push(rich_cell(i, cpu, j, mem, batch));
             }
         }
     }
     Matrix {
-        header: MatrixHeader {
-            kind: MATRIX_KIND.into(),
-            schema_version: SCHEMA_VERSION,
-            job: JobInfo {
-                name: "rich-job".into(),
-                model: "rich".into(),
-                gpus: 2,
-                batch_size_per_gpu: None,
-                dataset_bytes: Some(10_000_000_000),
-                dataset_samples: Some(50_000),
-            },
-            machine: Some(profiler::matrix::MachineInfo {
-                hostname: "gpu-node-1".into(),
-                cpus: 64,
-                memory_bytes: 512_000_000_000,
-                kernel: "6.1.0".into(),
-                cgroup: "v2".into(),
-                gpus: vec![
-                    "NVIDIA H100 80GB HBM3".into(),
-                    "NVIDIA H100 80GB HBM3".into(),
-                ],
-                processor: Some(profiler::matrix::Processor {
-                    vendor: "GenuineIntel".into(),
-                    model_name: "Intel(R) Xeon(R) Platinum 8480+".into(),
-                    microarchitecture: "Sapphire Rapids".into(),
-                    extensions: vec!["avx2".into(), "avx512f".into(), "amx_tile".into()],
-                    sockets: 2,
-                    cores: 32,
-                    threads: 64,
-                }),
-                memory_read_bytes_per_s: Some(1.2e10),
-                storage: Some(profiler::matrix::Storage {
-                    device: "nvme0n1".into(),
-                    model: Some("SAMSUNG MZ1L2".into()),
-                    rotational: Some(false),
-                    filesystem: "ext4".into(),
-                }),
-                gpu_devices: vec![
-                    profiler::matrix::GpuDevice {
-                        name: "NVIDIA H100 80GB HBM3".into(),
-                        memory_bytes: 85_520_809_984,
-                        driver: "550.54.15".into(),
-                    };
-                    2
-                ],
-                kind: Some("sapphire-rapids-64t-477g-2xh100-0a1b2c3d".into()),
-            }),
-            axes: Axes {
-                cpu: vec![2.0, 4.0],
-                memory_bytes: vec![8_000_000_000, 16_000_000_000],
-                params: BTreeMap::from([(
-                    "batch".to_owned(),
-                    vec!["32".to_owned(), "64".to_owned()],
-                )]),
-            },
-            created_unix_s: 1_700_000_000,
-            provenance: Some("test fixture".into()),
-            profiler: None,
-            cache_model: Some(CacheModelInputs::new(
-                CacheKind::PageCache,
-                10_000_000_000,
-                2e8,
-                5e9,
-            )),
-            validation: Some(Validation {
-                created_unix_s: 1_700_000_100,
-                models: vec![
-                    ModelAccuracy {
-                        model: CacheKind::Minio,
-                        median_abs_error_pct: 24.0,
-                        max_abs_error_pct: 40.0,
-                        cells: 2,
-                    },
-                    ModelAccuracy {
-                        model: CacheKind::PageCache,
-                        median_abs_error_pct: 3.125,
-                        max_abs_error_pct: 6.0,
-                        cells: 2,
-                    },
-                ],
-                cells: Vec::new(),
-                rerun_median_abs_error_pct: None,
-                paired_models: Vec::new(),
-                paired_median_half_width_pct: None,
-            }),
-            live_check: None,
-            launch_spread: None,
-            blocks: Vec::new(),
-            read_at_probe_speed: None,
-        },
+        header: rich_header(),
         cells,
+    }
+}
+
+/// The rich matrix's cell at CPU level `i` (`cpu`), memory level `j` (`mem`) and `batch`: the
+/// first level's batch of 64 failed, the lower memory level modelled, the upper measured.
+fn rich_cell(i: usize, cpu: f64, j: usize, mem: u64, batch: &str) -> Cell {
+    let rate = 100.0 * (i + 1) as f64 + 10.0 * j as f64 + batch.len() as f64;
+    let failed = i == 0 && j == 0 && batch == "64";
+    Cell {
+        cpu,
+        memory_bytes: mem,
+        params: BTreeMap::from([("batch".to_owned(), batch.to_owned())]),
+        source: if failed {
+            CellSource::Failed
+        } else if j == 0 {
+            CellSource::Modelled
+        } else {
+            CellSource::Measured
+        },
+        throughput: (!failed).then_some(Throughput {
+            samples_per_s: rate,
+            ci95_low: rate - 1.5,
+            ci95_high: rate + 1.5,
+            windows: 5,
+            measured_s: 12.5,
+            launches: Vec::new(),
+        }),
+        iteration_time_s: (!failed).then_some(Percentiles {
+            p50: 0.25,
+            p95: 0.375,
+        }),
+        telemetry: (!failed).then_some(Telemetry {
+            cpu_cores_used: cpu * 0.9,
+            throttled_s_per_s: 0.125,
+            rss_peak_bytes: 3_000_000_000,
+            page_cache_bytes: 1_000_000,
+            storage_read_bytes_per_s: 5e6,
+            ..Telemetry::default()
+        }),
+        gpu: (j == 1).then(|| GpuTelemetry {
+            utilization_pct: 87.5,
+            sm_clock_mhz: 1410.0,
+            memory_used_bytes: 12_000_000_000,
+            power_w: 250.5,
+            sm_activity_pct: (batch == "64").then_some(61.0),
+        }),
+        note: failed.then(|| "exit status 1, \"quoted\", comma".to_owned()),
+        wall_s: 20.0 + i as f64,
+        node: None,
+        interference: (j == 1).then(|| Interference {
+            other_cores: 0.75,
+            idle_cores: 0.0,
+            run_wait_cores: Some(0.5),
+            discarded_windows: 10,
+            disturbed: batch == "64",
+            disturbed_by: (batch == "64").then(|| "the job's tasks waiting for a CPU".to_owned()),
+            ..Interference::default()
+        }),
+        measured_unix_s: None,
+        left_out_unix_s: Vec::new(),
+        relative: (j == 1).then(|| {
+            let r = rate / 220.0;
+            RelativeRate::unadjusted(r, [0.9 * r, 1.1 * r], 3, 1)
+        }),
+        visits: Vec::new(),
+    }
+}
+
+/// The rich matrix's header: a job of two GPUs, parameters, a cache model and its validation.
+fn rich_header() -> MatrixHeader {
+    MatrixHeader {
+        kind: MATRIX_KIND.into(),
+        schema_version: SCHEMA_VERSION,
+        job: JobInfo {
+            name: "rich-job".into(),
+            model: "rich".into(),
+            gpus: 2,
+            batch_size_per_gpu: None,
+            dataset_bytes: Some(10_000_000_000),
+            dataset_samples: Some(50_000),
+        },
+        machine: Some(rich_machine()),
+        axes: Axes {
+            cpu: vec![2.0, 4.0],
+            memory_bytes: vec![8_000_000_000, 16_000_000_000],
+            params: BTreeMap::from([("batch".to_owned(), vec!["32".to_owned(), "64".to_owned()])]),
+        },
+        created_unix_s: 1_700_000_000,
+        provenance: Some("test fixture".into()),
+        profiler: None,
+        cache_model: Some(CacheModelInputs::new(
+            CacheKind::PageCache,
+            10_000_000_000,
+            2e8,
+            5e9,
+        )),
+        validation: Some(Validation {
+            created_unix_s: 1_700_000_100,
+            models: vec![
+                ModelAccuracy {
+                    model: CacheKind::Minio,
+                    median_abs_error_pct: 24.0,
+                    max_abs_error_pct: 40.0,
+                    cells: 2,
+                },
+                ModelAccuracy {
+                    model: CacheKind::PageCache,
+                    median_abs_error_pct: 3.125,
+                    max_abs_error_pct: 6.0,
+                    cells: 2,
+                },
+            ],
+            cells: Vec::new(),
+            rerun_median_abs_error_pct: None,
+            paired_models: Vec::new(),
+            paired_median_half_width_pct: None,
+        }),
+        live_check: None,
+        launch_spread: None,
+        blocks: Vec::new(),
+        read_at_probe_speed: None,
+    }
+}
+
+/// A GPU server of two H100s, as a matrix records it.
+fn rich_machine() -> profiler::matrix::MachineInfo {
+    profiler::matrix::MachineInfo {
+        hostname: "gpu-node-1".into(),
+        cpus: 64,
+        memory_bytes: 512_000_000_000,
+        kernel: "6.1.0".into(),
+        cgroup: "v2".into(),
+        gpus: vec![
+            "NVIDIA H100 80GB HBM3".into(),
+            "NVIDIA H100 80GB HBM3".into(),
+        ],
+        processor: Some(profiler::matrix::Processor {
+            vendor: "GenuineIntel".into(),
+            model_name: "Intel(R) Xeon(R) Platinum 8480+".into(),
+            microarchitecture: "Sapphire Rapids".into(),
+            extensions: vec!["avx2".into(), "avx512f".into(), "amx_tile".into()],
+            sockets: 2,
+            cores: 32,
+            threads: 64,
+        }),
+        memory_read_bytes_per_s: Some(1.2e10),
+        storage: Some(profiler::matrix::Storage {
+            device: "nvme0n1".into(),
+            model: Some("SAMSUNG MZ1L2".into()),
+            rotational: Some(false),
+            filesystem: "ext4".into(),
+        }),
+        gpu_devices: vec![
+            profiler::matrix::GpuDevice {
+                name: "NVIDIA H100 80GB HBM3".into(),
+                memory_bytes: 85_520_809_984,
+                driver: "550.54.15".into(),
+            };
+            2
+        ],
+        kind: Some("sapphire-rapids-64t-477g-2xh100-0a1b2c3d".into()),
     }
 }
 
@@ -446,9 +458,186 @@ fn write_matrix(dir: &Path, name: &str, m: &Matrix) -> PathBuf {
     p
 }
 
+fn f(df: &polars::prelude::DataFrame, c: &str, i: usize) -> Option<f64> {
+    df.column(c).unwrap().f64().unwrap().get(i)
+}
+fn u(df: &polars::prelude::DataFrame, c: &str, i: usize) -> Option<u64> {
+    df.column(c).unwrap().u64().unwrap().get(i)
+}
+fn w(df: &polars::prelude::DataFrame, c: &str, i: usize) -> Option<u32> {
+    df.column(c).unwrap().u32().unwrap().get(i)
+}
+fn s(df: &polars::prelude::DataFrame, c: &str, i: usize) -> Option<String> {
+    df.column(c)
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(i)
+        .map(str::to_owned)
+}
+
+/// Row `row` of an exported table against its matrix's header and machine.
+fn assert_matrix_columns(
+    df: &polars::prelude::DataFrame,
+    row: usize,
+    p: &profiler::export::Prepared,
+) {
+    let h = &p.matrix.header;
+    assert_eq!(
+        s(df, "matrix_file", row),
+        Some(p.path.display().to_string())
+    );
+    assert_eq!(
+        s(df, "job_model", row).as_deref(),
+        Some(h.job.model.as_str())
+    );
+    assert_eq!(w(df, "job_gpus", row), Some(h.job.gpus));
+    assert_eq!(
+        u(df, "job_batch_size_per_gpu", row),
+        h.job.batch_size_per_gpu
+    );
+    assert_eq!(u(df, "job_dataset_samples", row), h.job.dataset_samples);
+    let m = h.machine.as_ref();
+    assert_eq!(
+        s(df, "machine_hostname", row),
+        m.map(|m| m.hostname.clone())
+    );
+    assert_eq!(w(df, "machine_cpus", row), m.map(|m| m.cpus));
+    assert_eq!(
+        u(df, "machine_memory_bytes", row),
+        m.map(|m| m.memory_bytes)
+    );
+    assert_eq!(s(df, "machine_gpus", row), m.map(|m| m.gpus.join("; ")));
+    assert_eq!(
+        s(df, "machine_kind", row).as_deref(),
+        Some(profiler::matrix::machine::kind_of(m))
+    );
+    let cpu = m.and_then(|m| m.processor.as_ref());
+    assert_eq!(
+        s(df, "machine_microarchitecture", row),
+        cpu.map(|c| c.microarchitecture.clone())
+    );
+    assert_eq!(
+        s(df, "machine_cpu_extensions", row),
+        cpu.map(|c| c.extensions.join(" "))
+    );
+    assert_eq!(w(df, "machine_threads", row), cpu.map(|c| c.threads));
+    assert_eq!(
+        s(df, "machine_storage_device", row),
+        m.and_then(|m| m.storage.as_ref()).map(|s| s.device.clone())
+    );
+    assert_eq!(
+        u(df, "machine_gpu_memory_bytes", row),
+        m.and_then(|m| m.gpu_devices.first())
+            .map(|g| g.memory_bytes)
+    );
+    assert_eq!(
+        s(df, "matrix_validation", row),
+        h.validation
+            .as_ref()
+            .map(|v| v.summary(Some(CacheKind::PageCache)))
+    );
+}
+
+/// Row `row` of an exported table against its cell's rate, relative rate and the cell's
+/// best-case demand.
+fn assert_cell_columns(
+    df: &polars::prelude::DataFrame,
+    row: usize,
+    p: &profiler::export::Prepared,
+    c: &Cell,
+) {
+    assert_eq!(f(df, "cpu", row), Some(c.cpu));
+    assert_eq!(u(df, "memory_bytes", row), Some(c.memory_bytes));
+    assert_eq!(s(df, "param_batch", row), c.params.get("batch").cloned());
+    assert_eq!(s(df, "source", row).as_deref(), Some(c.source.as_str()));
+    let t = c.throughput.as_ref();
+    assert_eq!(f(df, "samples_per_s", row), t.map(|t| t.samples_per_s));
+    assert_eq!(f(df, "ci95_low", row), t.map(|t| t.ci95_low));
+    assert_eq!(f(df, "ci95_high", row), t.map(|t| t.ci95_high));
+    assert_eq!(w(df, "windows", row), t.map(|t| t.windows));
+    assert_eq!(f(df, "measured_s", row), t.map(|t| t.measured_s));
+    let r = c.relative.as_ref();
+    assert_eq!(f(df, "relative", row), r.map(|r| r.rate));
+    assert_eq!(f(df, "relative_ci95_low", row), r.map(|r| r.ci95_low));
+    assert_eq!(f(df, "relative_ci95_high", row), r.map(|r| r.ci95_high));
+    assert_eq!(w(df, "relative_blocks", row), r.map(|r| r.blocks));
+    assert_eq!(s(df, "demand_server", row).as_deref(), Some("24:8:500"));
+    assert_eq!(
+        f(df, "demand_cpus_per_gpu", row),
+        Some(p.demand.cpus_per_gpu)
+    );
+    assert_eq!(
+        f(df, "demand_mem_gb_per_gpu", row),
+        Some(p.demand.mem_gb_per_gpu)
+    );
+    assert_eq!(
+        f(df, "demand_speedup_over_proportional", row),
+        Some(p.demand.speedup_over_proportional)
+    );
+}
+
+/// Row `row` of an exported table against its cell's telemetry, GPU and interference.
+fn assert_telemetry_columns(df: &polars::prelude::DataFrame, row: usize, c: &Cell) {
+    let it = c.iteration_time_s.as_ref();
+    assert_eq!(f(df, "iteration_p50_s", row), it.map(|i| i.p50));
+    assert_eq!(f(df, "iteration_p95_s", row), it.map(|i| i.p95));
+    let te = c.telemetry.as_ref();
+    assert_eq!(f(df, "cpu_cores_used", row), te.map(|t| t.cpu_cores_used));
+    assert_eq!(
+        f(df, "throttled_s_per_s", row),
+        te.map(|t| t.throttled_s_per_s)
+    );
+    assert_eq!(u(df, "rss_peak_bytes", row), te.map(|t| t.rss_peak_bytes));
+    assert_eq!(
+        u(df, "page_cache_bytes", row),
+        te.map(|t| t.page_cache_bytes)
+    );
+    assert_eq!(
+        f(df, "storage_read_bytes_per_s", row),
+        te.map(|t| t.storage_read_bytes_per_s)
+    );
+    let g = c.gpu.as_ref();
+    assert_eq!(
+        f(df, "gpu_utilization_pct", row),
+        g.map(|g| g.utilization_pct)
+    );
+    assert_eq!(f(df, "gpu_sm_clock_mhz", row), g.map(|g| g.sm_clock_mhz));
+    assert_eq!(
+        u(df, "gpu_memory_used_bytes", row),
+        g.map(|g| g.memory_used_bytes)
+    );
+    assert_eq!(f(df, "gpu_power_w", row), g.map(|g| g.power_w));
+    assert_eq!(
+        f(df, "gpu_sm_activity_pct", row),
+        g.and_then(|g| g.sm_activity_pct)
+    );
+    let i = c.interference.as_ref();
+    assert_eq!(f(df, "other_cores", row), i.map(|i| i.other_cores));
+    assert_eq!(
+        f(df, "run_wait_cores", row),
+        i.and_then(|i| i.run_wait_cores)
+    );
+    assert_eq!(
+        df.column("disturbed").unwrap().bool().unwrap().get(row),
+        i.map(|i| i.disturbed)
+    );
+    assert_eq!(
+        s(df, "disturbed_by", row),
+        i.and_then(|i| i.disturbed_by.clone())
+    );
+    assert_eq!(
+        w(df, "launches", row),
+        c.throughput.as_ref().map(|_| 1),
+        "a rate from one launch"
+    );
+    assert_eq!(s(df, "note", row), c.note.clone());
+    assert_eq!(f(df, "wall_s", row), Some(c.wall_s));
+}
+
 #[test]
 fn csv_and_parquet_read_back_with_every_cell_value() {
-    use polars::prelude::{CsvReadOptions, DataFrame, ParquetReader, SerReader};
+    use polars::prelude::{CsvReadOptions, ParquetReader, SerReader};
     use std::sync::Arc;
     let d = tempfile::tempdir().unwrap();
     let rich = write_matrix(d.path(), "rich", &rich_matrix());
@@ -476,158 +665,12 @@ fn csv_and_parquet_read_back_with_every_cell_value() {
     let total: usize = prepared.iter().map(|p| p.matrix.cells.len()).sum();
     assert_eq!(pq.height(), total);
 
-    let f = |df: &DataFrame, c: &str, i: usize| df.column(c).unwrap().f64().unwrap().get(i);
-    let u = |df: &DataFrame, c: &str, i: usize| df.column(c).unwrap().u64().unwrap().get(i);
-    let w = |df: &DataFrame, c: &str, i: usize| df.column(c).unwrap().u32().unwrap().get(i);
-    let s = |df: &DataFrame, c: &str, i: usize| {
-        df.column(c)
-            .unwrap()
-            .str()
-            .unwrap()
-            .get(i)
-            .map(str::to_owned)
-    };
     let mut row = 0;
     for p in &prepared {
-        let h = &p.matrix.header;
         for c in &p.matrix.cells {
-            let df = &pq;
-            assert_eq!(
-                s(df, "matrix_file", row),
-                Some(p.path.display().to_string())
-            );
-            assert_eq!(
-                s(df, "job_model", row).as_deref(),
-                Some(h.job.model.as_str())
-            );
-            assert_eq!(w(df, "job_gpus", row), Some(h.job.gpus));
-            assert_eq!(
-                u(df, "job_batch_size_per_gpu", row),
-                h.job.batch_size_per_gpu
-            );
-            assert_eq!(u(df, "job_dataset_samples", row), h.job.dataset_samples);
-            let m = h.machine.as_ref();
-            assert_eq!(
-                s(df, "machine_hostname", row),
-                m.map(|m| m.hostname.clone())
-            );
-            assert_eq!(w(df, "machine_cpus", row), m.map(|m| m.cpus));
-            assert_eq!(
-                u(df, "machine_memory_bytes", row),
-                m.map(|m| m.memory_bytes)
-            );
-            assert_eq!(s(df, "machine_gpus", row), m.map(|m| m.gpus.join("; ")));
-            assert_eq!(
-                s(df, "machine_kind", row).as_deref(),
-                Some(profiler::matrix::machine::kind_of(m))
-            );
-            let cpu = m.and_then(|m| m.processor.as_ref());
-            assert_eq!(
-                s(df, "machine_microarchitecture", row),
-                cpu.map(|c| c.microarchitecture.clone())
-            );
-            assert_eq!(
-                s(df, "machine_cpu_extensions", row),
-                cpu.map(|c| c.extensions.join(" "))
-            );
-            assert_eq!(w(df, "machine_threads", row), cpu.map(|c| c.threads));
-            assert_eq!(
-                s(df, "machine_storage_device", row),
-                m.and_then(|m| m.storage.as_ref()).map(|s| s.device.clone())
-            );
-            assert_eq!(
-                u(df, "machine_gpu_memory_bytes", row),
-                m.and_then(|m| m.gpu_devices.first())
-                    .map(|g| g.memory_bytes)
-            );
-            assert_eq!(
-                s(df, "matrix_validation", row),
-                h.validation
-                    .as_ref()
-                    .map(|v| v.summary(Some(CacheKind::PageCache)))
-            );
-            assert_eq!(f(df, "cpu", row), Some(c.cpu));
-            assert_eq!(u(df, "memory_bytes", row), Some(c.memory_bytes));
-            assert_eq!(s(df, "param_batch", row), c.params.get("batch").cloned());
-            assert_eq!(s(df, "source", row).as_deref(), Some(c.source.as_str()));
-            let t = c.throughput.as_ref();
-            assert_eq!(f(df, "samples_per_s", row), t.map(|t| t.samples_per_s));
-            assert_eq!(f(df, "ci95_low", row), t.map(|t| t.ci95_low));
-            assert_eq!(f(df, "ci95_high", row), t.map(|t| t.ci95_high));
-            assert_eq!(w(df, "windows", row), t.map(|t| t.windows));
-            assert_eq!(f(df, "measured_s", row), t.map(|t| t.measured_s));
-            let r = c.relative.as_ref();
-            assert_eq!(f(df, "relative", row), r.map(|r| r.rate));
-            assert_eq!(f(df, "relative_ci95_low", row), r.map(|r| r.ci95_low));
-            assert_eq!(f(df, "relative_ci95_high", row), r.map(|r| r.ci95_high));
-            assert_eq!(w(df, "relative_blocks", row), r.map(|r| r.blocks));
-            let it = c.iteration_time_s.as_ref();
-            assert_eq!(f(df, "iteration_p50_s", row), it.map(|i| i.p50));
-            assert_eq!(f(df, "iteration_p95_s", row), it.map(|i| i.p95));
-            let te = c.telemetry.as_ref();
-            assert_eq!(f(df, "cpu_cores_used", row), te.map(|t| t.cpu_cores_used));
-            assert_eq!(
-                f(df, "throttled_s_per_s", row),
-                te.map(|t| t.throttled_s_per_s)
-            );
-            assert_eq!(u(df, "rss_peak_bytes", row), te.map(|t| t.rss_peak_bytes));
-            assert_eq!(
-                u(df, "page_cache_bytes", row),
-                te.map(|t| t.page_cache_bytes)
-            );
-            assert_eq!(
-                f(df, "storage_read_bytes_per_s", row),
-                te.map(|t| t.storage_read_bytes_per_s)
-            );
-            let g = c.gpu.as_ref();
-            assert_eq!(
-                f(df, "gpu_utilization_pct", row),
-                g.map(|g| g.utilization_pct)
-            );
-            assert_eq!(f(df, "gpu_sm_clock_mhz", row), g.map(|g| g.sm_clock_mhz));
-            assert_eq!(
-                u(df, "gpu_memory_used_bytes", row),
-                g.map(|g| g.memory_used_bytes)
-            );
-            assert_eq!(f(df, "gpu_power_w", row), g.map(|g| g.power_w));
-            assert_eq!(
-                f(df, "gpu_sm_activity_pct", row),
-                g.and_then(|g| g.sm_activity_pct)
-            );
-            let i = c.interference.as_ref();
-            assert_eq!(f(df, "other_cores", row), i.map(|i| i.other_cores));
-            assert_eq!(
-                f(df, "run_wait_cores", row),
-                i.and_then(|i| i.run_wait_cores)
-            );
-            assert_eq!(
-                df.column("disturbed").unwrap().bool().unwrap().get(row),
-                i.map(|i| i.disturbed)
-            );
-            assert_eq!(
-                s(df, "disturbed_by", row),
-                i.and_then(|i| i.disturbed_by.clone())
-            );
-            assert_eq!(
-                w(df, "launches", row),
-                c.throughput.as_ref().map(|_| 1),
-                "a rate from one launch"
-            );
-            assert_eq!(s(df, "note", row), c.note.clone());
-            assert_eq!(f(df, "wall_s", row), Some(c.wall_s));
-            assert_eq!(s(df, "demand_server", row).as_deref(), Some("24:8:500"));
-            assert_eq!(
-                f(df, "demand_cpus_per_gpu", row),
-                Some(p.demand.cpus_per_gpu)
-            );
-            assert_eq!(
-                f(df, "demand_mem_gb_per_gpu", row),
-                Some(p.demand.mem_gb_per_gpu)
-            );
-            assert_eq!(
-                f(df, "demand_speedup_over_proportional", row),
-                Some(p.demand.speedup_over_proportional)
-            );
+            assert_matrix_columns(&pq, row, p);
+            assert_cell_columns(&pq, row, p, c);
+            assert_telemetry_columns(&pq, row, c);
             row += 1;
         }
     }

@@ -655,55 +655,9 @@ fn philly_and_alibaba_adapters_read_the_reference_traces() {
     assert!(e.contains("bad.json:1:"), "{e}");
 }
 
-#[test]
-fn cli_args_to_options_and_outputs() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: profiler::cli::replay::ReplayArgs,
-    }
-    let d = tempfile::tempdir().unwrap();
-    let out = d.path().join("out");
-    let rec = d.path().join("t.csv");
-    let cli = Cli::try_parse_from([
-        "replay",
-        "--cluster",
-        "synergy-2",
-        "--jobs",
-        "30",
-        "--jobs-per-hour",
-        "4",
-        "--gpu-demand",
-        "1:3,2:1",
-        "--compare",
-        "srtf+proportional,srtf+tune",
-        "--record",
-        rec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .unwrap();
-    let opts = cli.args.to_options().unwrap();
-    assert_eq!(opts.schemes.len(), 2);
-    let s = run(&opts).unwrap();
-    for f in [
-        "summary.csv",
-        "summary.parquet",
-        "srtf-tune.jobs.csv",
-        "srtf-tune.jobs.parquet",
-        "srtf-tune.rounds.csv",
-        "srtf-tune.rounds.parquet",
-        "jct_cdf.svg",
-        "jct_cdf.png",
-        "srtf-proportional.utilization.svg",
-        "srtf-proportional.utilization.png",
-        "srtf-tune.utilization.svg",
-        "srtf-tune.utilization.png",
-    ] {
-        assert!(out.join(f).exists(), "{f}");
-    }
-    // PNG and SVG twins: real PNGs of the chart's size, SVGs naming the schemes in text.
+/// A replay's charts in `out`: PNG and SVG twins, real PNGs of the chart's size, SVGs naming
+/// the schemes in text.
+fn assert_charts_drawn(out: &Path) {
     for f in [
         "jct_cdf.png",
         "srtf-proportional.utilization.png",
@@ -756,6 +710,57 @@ fn cli_args_to_options_and_outputs() {
             "utilization svg lacks {text}: {util:?}"
         );
     }
+}
+
+#[test]
+fn cli_args_to_options_and_outputs() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: profiler::cli::replay::ReplayArgs,
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let rec = d.path().join("t.csv");
+    let cli = Cli::try_parse_from([
+        "replay",
+        "--cluster",
+        "synergy-2",
+        "--jobs",
+        "30",
+        "--jobs-per-hour",
+        "4",
+        "--gpu-demand",
+        "1:3,2:1",
+        "--compare",
+        "srtf+proportional,srtf+tune",
+        "--record",
+        rec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .unwrap();
+    let opts = cli.args.to_options().unwrap();
+    assert_eq!(opts.schemes.len(), 2);
+    let s = run(&opts).unwrap();
+    for f in [
+        "summary.csv",
+        "summary.parquet",
+        "srtf-tune.jobs.csv",
+        "srtf-tune.jobs.parquet",
+        "srtf-tune.rounds.csv",
+        "srtf-tune.rounds.parquet",
+        "jct_cdf.svg",
+        "jct_cdf.png",
+        "srtf-proportional.utilization.svg",
+        "srtf-proportional.utilization.png",
+        "srtf-tune.utilization.svg",
+        "srtf-tune.utilization.png",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    assert_charts_drawn(&out);
     let jobs_csv = std::fs::read_to_string(out.join("srtf-tune.jobs.csv")).unwrap();
     assert_eq!(jobs_csv.lines().count(), 31);
     // --trace detects the canonical format of the recording.

@@ -45,6 +45,14 @@ enum Pass {
     Narrow(Vec<Point>),
 }
 
+/// A combination's narrowing passes: when the first began and the seconds they may take, and
+/// how long the last pass took over how many points.
+#[derive(Default)]
+struct Narrowing {
+    began: Option<(Instant, f64)>,
+    last_pass: Option<(f64, usize)>,
+}
+
 /// The progress line of a pass: its points and its number of `total`.
 fn pass_status(points: usize, pass: u32, total: u32) -> String {
     format!(
@@ -351,9 +359,9 @@ impl Sweep<'_> {
 
     /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
     /// passes were measured and the live check is made; then the cells still wider than
-    /// `measure.precision` until none is or the budget is spent. `combination_started` is when the combination's first pass began. `true` where
-    /// the check found re-capping not valid: the points of `params` were dropped, to be
-    /// measured again on a fresh launch each.
+    /// `measure.precision` until none is or the budget is spent. `combination_started` is
+    /// when the combination's first pass began. `true` where the check found re-capping not
+    /// valid: the points of `params` were dropped, to be measured again on a fresh launch each.
     pub(super) fn launch_again(
         &mut self,
         params: &BTreeMap<String, String>,
@@ -367,10 +375,7 @@ impl Sweep<'_> {
             measure.launches_budget_s,
         );
         let mut pass = 1;
-        // When the narrowing passes began, and the seconds they may take.
-        let mut narrowing: Option<(Instant, f64)> = None;
-        // The seconds the last pass took, and its points.
-        let mut last_pass: Option<(f64, usize)> = None;
+        let mut narrowing = Narrowing::default();
         loop {
             let checking = self.live_check.owes_a_pass();
             let kind = if pass < launches {
@@ -378,44 +383,14 @@ impl Sweep<'_> {
             } else if checking {
                 Pass::Check
             } else if launches > 1 {
-                let read_at = self.kind_reading();
-                let now = Precision::of(&self.out.cells, params, precision, read_at);
-                if let Some(widest) = now.widest {
-                    self.observer.precision(widest, precision);
+                let allowance = || match budget {
+                    Some(b) => b - started.elapsed().as_secs_f64(),
+                    None => NARROWING_SHARE * combination_started.elapsed().as_secs_f64(),
+                };
+                match self.narrowing_pass(params, &mut narrowing, allowance) {
+                    Some(points) => Pass::Narrow(points),
+                    None => break,
                 }
-                if now.reached() {
-                    if narrowing.is_some() {
-                        self.observer.note(&format!(
-                            "every cell within ±{:.1}% after {pass} pass(es)",
-                            100.0 * precision
-                        ));
-                    }
-                    break;
-                }
-                let (since, allowed) = *narrowing.get_or_insert_with(|| {
-                    let before = combination_started.elapsed().as_secs_f64();
-                    let allowed = match budget {
-                        Some(b) => b - started.elapsed().as_secs_f64(),
-                        None => NARROWING_SHARE * before,
-                    };
-                    (Instant::now(), allowed)
-                });
-                let cells = now.to_measure();
-                // A pass starts only where it should end within the allowance: as long as the
-                // last pass took, a point for a point. The cells left wider are named once all
-                // are read (`hold_relative_rates`).
-                let expected = last_pass.map_or(0.0, |(secs, points)| {
-                    secs * (cells.len() + 1) as f64 / points.max(1) as f64
-                });
-                if since.elapsed().as_secs_f64() + expected > allowed {
-                    break;
-                }
-                Pass::Narrow(
-                    (self.out.cells.iter())
-                        .filter(|c| cells.contains(&c.key()))
-                        .filter_map(|c| point_of(&self.mem.levels, c))
-                        .collect(),
-                )
             } else {
                 break;
             };
@@ -476,7 +451,7 @@ impl Sweep<'_> {
             self.live_check
                 .start(&self.axes, first.as_ref(), next_launch);
             self.run_points(&mut walk)?;
-            last_pass = Some((pass_started.elapsed().as_secs_f64(), pass_points));
+            narrowing.last_pass = Some((pass_started.elapsed().as_secs_f64(), pass_points));
             if self.conclude_live_check(params)? {
                 // Re-capping was not valid: every point again, a fresh launch each.
                 return Ok(true);
@@ -484,6 +459,49 @@ impl Sweep<'_> {
             pass += 1;
         }
         Ok(false)
+    }
+
+    /// The points of the next narrowing pass of `params`: the cells the cell model finds wider
+    /// than the precision asked for, or in doubt against the demand's threshold; `None` where
+    /// none is, or where the pass should not end within the narrowing passes' `allowance`
+    /// (seconds, asked once, when the first is considered). The cells left wider are named
+    /// once all are read (`hold_relative_rates`).
+    fn narrowing_pass(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        narrowing: &mut Narrowing,
+        allowance: impl FnOnce() -> f64,
+    ) -> Option<Vec<Point>> {
+        let precision = self.opts.spec.spec.measure.precision;
+        let read_at = self.kind_reading();
+        let now = Precision::of(&self.out.cells, params, precision, read_at);
+        if let Some(widest) = now.widest {
+            self.observer.precision(widest, precision);
+        }
+        if now.reached() {
+            if narrowing.began.is_some() {
+                self.observer
+                    .note(&format!("every cell within ±{:.1}%", 100.0 * precision));
+            }
+            return None;
+        }
+        let (since, allowed) = *narrowing
+            .began
+            .get_or_insert_with(|| (Instant::now(), allowance()));
+        let cells = now.to_measure();
+        // As long as the last pass took, a point for a point (and the reference).
+        let expected = (narrowing.last_pass).map_or(0.0, |(secs, points)| {
+            secs * (cells.len() + 1) as f64 / points.max(1) as f64
+        });
+        if since.elapsed().as_secs_f64() + expected > allowed {
+            return None;
+        }
+        Some(
+            (self.out.cells.iter())
+                .filter(|c| cells.contains(&c.key()))
+                .filter_map(|c| point_of(&self.mem.levels, c))
+                .collect(),
+        )
     }
 
     /// Holds the spread between launches the sweep measured in every cell's interval, records
