@@ -6,7 +6,7 @@
 //! not that the allocation cannot run the job: the levels are sized again, larger, and the point
 //! is launched again.
 
-use super::cache::{MemoryInputs, Sizing};
+use super::memory_inputs::{MemoryInputs, Sizing};
 use super::run::Run;
 use super::{SweepError, SweepObserver};
 use crate::harness::sweep::plan::{Point, cpu_text};

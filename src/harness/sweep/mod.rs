@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 mod api;
 mod blocks;
-mod cache;
 pub mod cpu_search;
 mod disturbance;
 pub mod fleet;
@@ -24,6 +23,7 @@ mod launches;
 mod live_check;
 mod measure;
 mod measurement;
+mod memory_inputs;
 mod output;
 mod passes;
 pub(crate) mod plan;
@@ -60,8 +60,8 @@ struct Sweep<'a> {
     step: Option<(SlurmStep, EffectiveCaps)>,
     /// The levels and how they are walked ([`plan::Axes`]).
     axes: plan::Axes,
-    /// The memory axis's inputs: levels, dataset, cache model ([`cache::MemoryInputs`]).
-    mem: cache::MemoryInputs,
+    /// The memory axis's inputs: levels, dataset, cache model ([`memory_inputs::MemoryInputs`]).
+    mem: memory_inputs::MemoryInputs,
     /// The blocks measured so far and the one being measured ([`blocks::Blocks`]).
     blocks: blocks::Blocks,
     /// Whether re-capping a running job is still to be checked against a fresh start.
@@ -145,7 +145,7 @@ fn run_sweep_with(
             depends_on_cpu: opts.spec.depends_on_cpu_level(),
             rounds: spec.measure.rounds,
         },
-        mem: cache::MemoryInputs::new(&opts.spec, memory, dataset, storage_throttle),
+        mem: memory_inputs::MemoryInputs::new(&opts.spec, memory, dataset, storage_throttle),
         blocks: blocks::Blocks::seeded_now(),
         live_check,
         host: host::HostWatch::default(),

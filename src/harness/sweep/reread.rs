@@ -4,7 +4,7 @@
 //! a `pread` whose preceding pages are cached, by as much as the cache holds around it.
 
 use super::SweepObserver;
-use super::cache::MemoryInputs;
+use super::memory_inputs::MemoryInputs;
 use crate::harness::cgroup::CgroupRoot;
 use crate::harness::memory::reread::{ReplayError, ReplaySetup, replay_level};
 use crate::matrix::{CacheKind, Cell, CellKey, ReadAccess, ReplayedReads};
