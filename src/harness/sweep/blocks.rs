@@ -144,15 +144,17 @@ impl Blocks {
         )
     }
 
-    /// A later pass's walk of `points`: the reference first, then the rest ([`walk_order`]).
-    /// With the live check still to make (`live_check_pending`), the pass is its fresh launch:
-    /// it starts at the lowest CPU level at the top memory level (where re-capping is the
-    /// largest step) and is re-capped up to the reference from there.
+    /// A later pass's walk of `points`: the reference first, then the rest ([`walk_order`]),
+    /// in `measure.rounds` rounds, or one (`one_round`: a narrowing pass, the next block). With
+    /// the live check still to make (`live_check_pending`), the pass is its fresh launch: it
+    /// starts at the lowest CPU level at the top memory level (where re-capping is the largest
+    /// step) and is re-capped up to the reference from there.
     pub(super) fn again_walk(
         &mut self,
         axes: &Axes,
         points: Vec<Point>,
         live_check_pending: bool,
+        one_round: bool,
     ) -> Walk {
         let Some(params) = points.first().map(|p| p.params.clone()) else {
             return Walk::default();
@@ -167,7 +169,9 @@ impl Blocks {
         {
             leading.insert(0, low.clone());
         }
-        let rounds = axes.rounds(&reference);
+        let rounds = axes
+            .rounds(&reference)
+            .map(|(r, n)| (r, if one_round { 1 } else { n }));
         walk_order(points, &leading, rounds, true, &mut self.rng)
     }
 

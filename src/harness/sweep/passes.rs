@@ -5,8 +5,8 @@
 //! whole pass where re-capping is valid, as in the first): `measure.launches` passes in all.
 //! Then the cell model (`crate::matrix::cell_model`) says which cells are still wider than
 //! `measure.precision`, or on a knife's edge of the best-case demand's threshold
-//! (`crate::matrix::doubt`): the sweep measures the reference and those cells again, pass after
-//! pass, until none is or the budget is spent (`measure.launches_budget_s` for every pass after
+//! (`crate::matrix::doubt`): the sweep measures the reference and those cells again, a block a
+//! pass (one round where a live launch walks in rounds), until none is or the budget is spent (`measure.launches_budget_s` for every pass after
 //! the first; by default, narrowing passes may add half of what the combination took before
 //! them). It names the cells it left wider and what more passes would buy.
 //! When the sweep ends, the spread pooled over every point measured on several launches is the
@@ -445,7 +445,8 @@ impl Sweep<'_> {
             self.observer.status(&status);
             let (pass_started, pass_points) = (Instant::now(), points.len());
             let pending = self.live_check.is_pending();
-            let mut walk = self.blocks.again_walk(&self.axes, points, pending);
+            let narrowing_pass = matches!(kind, Pass::Narrow(_));
+            let mut walk = (self.blocks).again_walk(&self.axes, points, pending, narrowing_pass);
             let next_launch = self.launch_id() + 1;
             let first = walk.peek(&self.recorded());
             self.live_check

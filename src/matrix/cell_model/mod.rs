@@ -156,7 +156,8 @@ impl FittedSweep {
     }
 
     /// Cell `i`'s rate relative to the reference (cell 0), with its interval. `None` where the
-    /// fit failed; the reference reads 1 with no width.
+    /// fit failed, or left no degree of freedom for an interval; the reference reads 1 with no
+    /// width.
     pub fn relative(&self, i: usize) -> Option<Reading> {
         let fitted = self.fitted.as_ref()?;
         let units = self.sample.units_of(i).count();
@@ -175,12 +176,13 @@ impl FittedSweep {
         a[i] = 1.0;
         a[0] = -1.0;
         let df = fitted.degrees_of_freedom();
-        let half = match df {
-            0 => f64::INFINITY,
-            _ => t_975(df) * (2.0 * fitted.variance(&a)).sqrt(),
-        };
+        let half = t_975(df) * (2.0 * fitted.variance(&a)).sqrt();
+        let estimate = fitted.estimate(&a);
+        if !(half.is_finite() && estimate.is_finite()) {
+            return None;
+        }
         Some(Reading {
-            log_rate: fitted.estimate(&a),
+            log_rate: estimate,
             log_half_width: half,
             degrees_of_freedom: df,
             visits,

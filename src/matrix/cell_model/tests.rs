@@ -221,3 +221,25 @@ fn without_a_probe_nothing_is_read_at_a_speed() {
     assert!(f.relative(1).unwrap().slope.is_none());
     assert!(f.widest().unwrap().1 < 0.15);
 }
+
+/// One visit a cell and no windows: the design fits every unit exactly, no degree of freedom
+/// is left for an interval, and no cell gets a relative rate rather than an infinite one (a
+/// matrix file holds no infinity).
+#[test]
+fn no_degree_of_freedom_gives_no_interval() {
+    let cells: Vec<Cell> = TRUTH
+        .iter()
+        .enumerate()
+        .map(|(i, (cpu, truth))| {
+            let mut c = measured(*cpu, GIB, 100.0 * truth, None);
+            c.visits
+                .push(visit(i as u32 + 1, 100.0 * truth, 10.0 * i as f64, 0.01));
+            c
+        })
+        .collect();
+    let f = fitted(&cells, DEFAULT_READ_AT);
+    assert_eq!(f.relative(0).unwrap().degrees_of_freedom, 0);
+    assert!(f.relative(1).is_none());
+    let rel = relative_rates(&cells, DEFAULT_READ_AT);
+    assert!(rel[1].is_none() && rel[2].is_none());
+}
