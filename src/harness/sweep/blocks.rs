@@ -6,9 +6,9 @@
 //! rounds, each re-capped back to the reference at its end, which closes its block and opens the
 //! next, and the lower memory levels once, descending (as a launch can only walk them). A
 //! reference that moved between opening and closing beyond what their windows allow marks the
-//! block as drifted, a measurement that stayed disturbed (other processes took the job's CPUs
-//! or kept the rest of the machine busy) marks it as disturbed, and another pass is measured in
-//! place of each round's worth of blocks left out.
+//! block as drifted, and a measurement that stayed disturbed (other processes took the job's
+//! CPUs or kept the rest of the machine busy) marks it as disturbed: the live check leaves both
+//! out. The cell model reads every visit, drifted blocks' too, at one probe speed.
 
 use super::SweepObserver;
 use crate::harness::measure::job_output::now_unix_s;
@@ -257,11 +257,10 @@ impl Blocks {
         if let Some((moved, allowed)) = block.drift_beyond_windows() {
             block.drifted = block.judge_drift(DRIFT_SLACK);
             if block.drifted {
-                observer.warn(&format!(
+                observer.note(&format!(
                     "block {}: the reference cell moved {:+.1}% while the block was measured, \
                      beyond the {:.1}% its windows allow and the {:.0}% a block moves by \
-                     anyway: its cells keep their absolute rates, their relative rates leave it \
-                     out, and another pass is measured",
+                     anyway: the live check leaves it out",
                     block.index,
                     100.0 * moved.exp_m1(),
                     100.0 * allowed.exp_m1(),
@@ -270,10 +269,9 @@ impl Blocks {
             }
         }
         if block.disturbed {
-            observer.warn(&format!(
+            observer.note(&format!(
                 "block {}: other processes disturbed a measurement of it (see the cell's \
-                 interference): its cells keep their absolute rates, their relative rates leave \
-                 it out, and another pass is measured",
+                 interference): the live check leaves it out",
                 block.index
             ));
         }

@@ -46,7 +46,7 @@ enum Pass {
 }
 
 /// A combination's narrowing passes: when the first began and the seconds they may take, and
-/// how long the last pass took over how many points.
+/// how long the last pass took over how many visits.
 #[derive(Default)]
 struct Narrowing {
     began: Option<(Instant, f64)>,
@@ -59,6 +59,14 @@ fn pass_status(points: usize, pass: u32, total: u32) -> String {
         "measuring {points} point(s) again (pass {pass} of {total}), the reference first and \
          the rest in a fresh random order"
     )
+}
+
+/// The visits the measured cells of `params` hold.
+fn visits_of(cells: &[Cell], params: &BTreeMap<String, String>) -> usize {
+    (cells.iter())
+        .filter(|c| c.source == CellSource::Measured && &c.params == params)
+        .map(|c| c.visits.len())
+        .sum()
 }
 
 /// The wall-clock seconds the measured cells of `params` took per visit: what one more visit
@@ -443,7 +451,8 @@ impl Sweep<'_> {
                 _ => pass_status(points.len(), pass + 1, launches.max(pass + 1)),
             };
             self.observer.status(&status);
-            let (pass_started, pass_points) = (Instant::now(), points.len());
+            let (pass_started, visits_before) =
+                (Instant::now(), visits_of(&self.out.cells, params));
             let pending = self.live_check.is_pending();
             let narrowing_pass = matches!(kind, Pass::Narrow(_));
             let mut walk = (self.blocks).again_walk(&self.axes, points, pending, narrowing_pass);
@@ -452,7 +461,8 @@ impl Sweep<'_> {
             self.live_check
                 .start(&self.axes, first.as_ref(), next_launch);
             self.run_points(&mut walk)?;
-            narrowing.last_pass = Some((pass_started.elapsed().as_secs_f64(), pass_points));
+            let visits = visits_of(&self.out.cells, params).saturating_sub(visits_before);
+            narrowing.last_pass = Some((pass_started.elapsed().as_secs_f64(), visits));
             if self.conclude_live_check(params)? {
                 // Re-capping was not valid: every point again, a fresh launch each.
                 return Ok(true);
@@ -490,9 +500,10 @@ impl Sweep<'_> {
             .began
             .get_or_insert_with(|| (Instant::now(), allowance()));
         let cells = now.to_measure();
-        // As long as the last pass took, a point for a point (and the reference).
-        let expected = (narrowing.last_pass).map_or(0.0, |(secs, points)| {
-            secs * (cells.len() + 1) as f64 / points.max(1) as f64
+        // As long as the last pass took a visit, for each visit of the block: the reference
+        // twice and each cell once.
+        let expected = (narrowing.last_pass).map_or(0.0, |(secs, visits)| {
+            secs * (cells.len() + 2) as f64 / visits.max(1) as f64
         });
         if since.elapsed().as_secs_f64() + expected > allowed {
             return None;
