@@ -167,7 +167,7 @@ impl Coverage {
         let mut widths = Vec::new();
         for (i, own) in sweeps.iter().enumerate() {
             for (id, (rate, half)) in own {
-                widths.push(half.exp_m1());
+                widths.push(half.sinh());
                 for other in (sweeps.iter().enumerate()).filter(|(j, _)| *j != i) {
                     if let Some((theirs, _)) = other.1.get(id) {
                         pairs += 1;
@@ -311,7 +311,7 @@ pub fn stop_at(matrix: &Matrix, precision: f64, read_at: ReadAt) -> Option<f64> 
         .count();
     ends.into_iter().find(|t| {
         let est = modelled(matrix, &cut_after(matrix, *t), read_at);
-        est.len() + 1 >= all && est.values().all(|(_, half)| half.exp_m1() <= precision)
+        est.len() + 1 >= all && est.values().all(|(_, half)| half.sinh() <= precision)
     })
 }
 
@@ -347,6 +347,6 @@ mod tests {
         let c = Coverage::of(&sweeps);
         assert_eq!(c.pairs, 6);
         assert_eq!(c.inside, 2);
-        assert!((c.median_half_width - 0.05f64.exp_m1()).abs() < 1e-12);
+        assert!((c.median_half_width - 0.05f64.sinh()).abs() < 1e-12);
     }
 }

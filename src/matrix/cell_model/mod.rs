@@ -74,9 +74,10 @@ pub struct Reading {
 }
 
 impl Reading {
-    /// The relative half-width `exp(h) − 1` of the interval.
+    /// The relative half-width of the interval, as the matrix gives it (`RelativeRate::half_width`):
+    /// `(high − low) / 2 / rate`, `sinh(h)` of the log half-width `h`.
     pub fn half_width(&self) -> f64 {
-        self.log_half_width.exp_m1()
+        self.log_half_width.sinh()
     }
 
     fn to_relative(self) -> RelativeRate {

@@ -119,7 +119,7 @@ impl Precision {
 /// Visits more than `visits` that bring a half-width `width` to `asked`, the variance falling
 /// as one over the visits.
 fn more_visits(visits: usize, width: f64, asked: f64) -> usize {
-    let needed = visits as f64 * (width.ln_1p() / asked.ln_1p()).powi(2);
+    let needed = visits as f64 * (width.asinh() / asked.asinh()).powi(2);
     (needed.ceil() as usize).saturating_sub(visits).max(1)
 }
 
