@@ -264,9 +264,9 @@ pub struct SweepArgs {
     pub launches_budget: Option<f64>,
     /// The relative half-width every cell is measured to (overrides measure.precision, default
     /// 0.05 for ±5%): after the passes asked for, the sweep measures the reference and the
-    /// cells still wider again, pass after pass, until none is or the budget is spent
-    /// (--launches-budget; by default the passes after the first may take half again what the
-    /// combination took before them), and names the cells it left wider.
+    /// cells still wider again, a block a pass, until none is or the budget is spent (a pass
+    /// starts only where it should end within half of what the combination took before, or
+    /// within --launches-budget), and names the cells it left wider.
     #[arg(long, value_name = "FRACTION", value_parser = parse_precision)]
     pub precision: Option<f64>,
     /// Print every step (each launch, re-cap and cell as it goes) and each finding's
