@@ -45,6 +45,16 @@ enum Pass {
     Narrow(Vec<Point>),
 }
 
+/// What follows a combination's passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// The combination is measured.
+    Done,
+    /// Re-capping was not valid: its cells were dropped, to be measured again from the start,
+    /// a fresh launch each.
+    StartOver,
+}
+
 /// A combination's narrowing passes: when the first began and the seconds they may take, and
 /// how long the last pass took over how many visits.
 #[derive(Default)]
@@ -212,7 +222,7 @@ impl Sweep<'_> {
                     cpu_levels.to_vec()
                 }
             };
-            if !self.launch_again(params, started)? {
+            if self.launch_again(params, started)? == Then::Done {
                 return Ok(levels);
             }
         }
@@ -368,13 +378,12 @@ impl Sweep<'_> {
     /// Measures the measured points of `params` again, pass after pass, until `measure.launches`
     /// passes were measured and the live check is made; then the cells still wider than
     /// `measure.precision` until none is or the budget is spent. `combination_started` is
-    /// when the combination's first pass began. `true` where the check found re-capping not
-    /// valid: the points of `params` were dropped, to be measured again on a fresh launch each.
-    pub(super) fn launch_again(
+    /// when the combination's first pass began.
+    fn launch_again(
         &mut self,
         params: &BTreeMap<String, String>,
         combination_started: Instant,
-    ) -> Result<bool, SweepError> {
+    ) -> Result<Then, SweepError> {
         let started = Instant::now();
         let measure = &self.opts.spec.spec.measure;
         let (launches, precision, budget) = (
@@ -463,13 +472,12 @@ impl Sweep<'_> {
             self.run_points(&mut walk)?;
             let visits = visits_of(&self.out.cells, params).saturating_sub(visits_before);
             narrowing.last_pass = Some((pass_started.elapsed().as_secs_f64(), visits));
-            if self.conclude_live_check(params)? {
-                // Re-capping was not valid: every point again, a fresh launch each.
-                return Ok(true);
+            if self.conclude_live_check(params)? == Then::StartOver {
+                return Ok(Then::StartOver);
             }
             pass += 1;
         }
-        Ok(false)
+        Ok(Then::Done)
     }
 
     /// The points of the next narrowing pass of `params`: the cells the cell model finds wider
@@ -536,19 +544,18 @@ impl Sweep<'_> {
 
     /// Decides the live check once its fresh launch was measured ([`LiveCheckState::conclude`])
     /// and records it. Where re-capping is not valid, the cells of `params` measured so far are
-    /// dropped (they were measured by re-capping) and `true` says to measure them again, now
-    /// on a fresh launch each.
+    /// dropped (they were measured by re-capping), to be measured again from the start.
     fn conclude_live_check(
         &mut self,
         params: &BTreeMap<String, String>,
-    ) -> Result<bool, SweepError> {
+    ) -> Result<Then, SweepError> {
         let Some(verdict) = self.live_check.conclude(
             self.observer,
             &self.blocks.closed,
             &self.out.cells,
             &self.mem.levels,
         ) else {
-            return Ok(false);
+            return Ok(Then::Done);
         };
         let line = describe(&verdict.check);
         let (relaunches, is_note) = (verdict.relaunches(), verdict.is_note());
@@ -559,16 +566,16 @@ impl Sweep<'_> {
         }
         match relaunches {
             true => self.relaunch_from_scratch(params),
-            false => Ok(false),
+            false => Ok(Then::Done),
         }
     }
 
     /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped,
-    /// and `true` says to measure them again, a fresh launch each.
+    /// to be measured again from the start, a fresh launch each.
     fn relaunch_from_scratch(
         &mut self,
         params: &BTreeMap<String, String>,
-    ) -> Result<bool, SweepError> {
+    ) -> Result<Then, SweepError> {
         self.axes.mode = SweepMode::Relaunch;
         self.blocks.open = None;
         self.blocks.closed.retain(|b| &b.params != params);
@@ -577,6 +584,6 @@ impl Sweep<'_> {
         self.out.done.retain(|k| &k.params != params);
         self.update_header(|h| h.blocks = blocks)?;
         self.rewrite()?;
-        Ok(true)
+        Ok(Then::StartOver)
     }
 }
