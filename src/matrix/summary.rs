@@ -15,7 +15,7 @@ pub fn render_summary(matrix: &Matrix) -> String {
     write_header(&mut out, matrix);
     write_tables(&mut out, matrix);
     write_checks(&mut out, matrix);
-    write_notes(&mut out, matrix);
+    write_notes(&mut out, matrix, Notes::Full);
     out
 }
 
@@ -48,16 +48,7 @@ pub fn render_brief(matrix: &Matrix, precision: f64) -> String {
     if let Ok(demand) = demand {
         out.push_str(&demand);
     }
-    let notable: Vec<&Cell> = (matrix.cells.iter())
-        .filter(|c| c.source != CellSource::Modelled && c.note.is_some())
-        .collect();
-    if !notable.is_empty() {
-        let _ = writeln!(out, "notes (`profiler show --cells` for each in full):");
-        for c in notable {
-            let note = c.note.as_deref().unwrap_or_default();
-            let _ = writeln!(out, "  {}: {}", cell_label(c), shorten(note, 1, 120));
-        }
-    }
+    write_notes(&mut out, matrix, Notes::OneLine);
     out
 }
 
@@ -172,25 +163,41 @@ fn write_checks(out: &mut String, matrix: &Matrix) {
     }
 }
 
+/// How much of each cell's note a summary prints.
+#[derive(Clone, Copy, PartialEq)]
+enum Notes {
+    /// A line of 120 characters a cell, for the one-screen end of a sweep.
+    OneLine,
+    /// Three lines of 300 characters, with the cell's source.
+    Full,
+}
+
 /// Why cells failed, and measured cells to read with care: the reasons, not just the marks.
-fn write_notes(out: &mut String, matrix: &Matrix) {
+fn write_notes(out: &mut String, matrix: &Matrix, notes: Notes) {
     let notable: Vec<&Cell> = matrix
         .cells
         .iter()
         .filter(|c| c.source != CellSource::Modelled && c.note.is_some())
         .collect();
-    if !notable.is_empty() {
-        let _ = writeln!(out, "\nnotes (`profiler show --cells` for every detail):");
-        for c in notable {
-            let note = c.note.as_deref().unwrap_or_default();
-            let _ = writeln!(
+    if notable.is_empty() {
+        return;
+    }
+    let _ = match notes {
+        Notes::OneLine => writeln!(out, "notes (`profiler show --cells` for each in full):"),
+        Notes::Full => writeln!(out, "\nnotes (`profiler show --cells` for every detail):"),
+    };
+    for c in notable {
+        let note = c.note.as_deref().unwrap_or_default();
+        let _ = match notes {
+            Notes::OneLine => writeln!(out, "  {}: {}", cell_label(c), shorten(note, 1, 120)),
+            Notes::Full => writeln!(
                 out,
                 "  {} {}: {}",
                 cell_label(c),
                 c.source.as_str(),
                 shorten(note, 3, 300)
-            );
-        }
+            ),
+        };
     }
 }
 

@@ -162,19 +162,6 @@ fn small_deploy(dir: &Path, jobs: usize, iterations: u64) -> Vec<String> {
     .collect()
 }
 
-/// The processes in the deploy's job cgroups under `parent`.
-fn job_pids(parent: &str) -> Vec<u32> {
-    (job_cgroups(parent).iter())
-        .flat_map(|d| {
-            std::fs::read_to_string(d.join("cgroup.procs"))
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
 /// A deploy's jobs table has a row for each of its `n` jobs, each finished and none failed.
 fn assert_every_job_finished(jobs: &str, n: usize) {
     assert_eq!(jobs.lines().count(), n + 1, "every job's row: {jobs}");
@@ -210,7 +197,7 @@ fn a_killed_deploy_leaves_nothing_and_resumes_where_it_was() {
         .stderr(std::fs::File::create(&first_log).unwrap())
         .spawn()
         .unwrap();
-    let pids = || job_pids(parent);
+    let pids = || crate::pids_in(&job_cgroups(parent));
     // Two rounds finished, two jobs running in their cgroups, then the deploy killed outright.
     let journal = dir.path().join("out/journal/fifo-proportional.jsonl");
     let rounds = || {

@@ -403,16 +403,7 @@ fn profiler_sweep(spec: &Path, out: &Path, parent: &str) -> Command {
 fn wait_for_job(parent: &str, n: usize) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let mut pids: Vec<u32> = runs_under(parent)
-            .iter()
-            .flat_map(|d| {
-                std::fs::read_to_string(d.join("cgroup.procs"))
-                    .unwrap_or_default()
-                    .lines()
-                    .filter_map(|l| l.trim().parse().ok())
-                    .collect::<Vec<u32>>()
-            })
-            .collect();
+        let mut pids = pids_in(&runs_under(parent));
         pids.sort_unstable();
         pids.dedup();
         if pids.len() >= n {

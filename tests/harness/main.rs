@@ -396,6 +396,19 @@ fn sigint_leaves_nothing_behind_and_resume_completes() {
     assert!(full.iter().all(|c| c.relative.is_some()), "{full:?}");
 }
 
+/// The processes in the cgroups `dirs`.
+fn pids_in(dirs: &[PathBuf]) -> Vec<u32> {
+    (dirs.iter())
+        .flat_map(|d| {
+            std::fs::read_to_string(d.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
 /// Run cgroups under `parent`, in every hierarchy the profiler creates cgroups in (one on v2).
 fn runs_under(parent: &str) -> Vec<PathBuf> {
     let dirs = profiler::harness::cgroup::parent_dirs_of(parent).expect("cgroups available");

@@ -3,8 +3,10 @@
 //! cells (coverage); the widths say how precise one sweep is. A sequential stop is replayed
 //! by refitting each sweep on the visits it had made by each moment.
 
-use super::{FittedSweep, ReadAt, Sample};
-use crate::matrix::{Cell, CellSource, Matrix, MatrixError, UNKNOWN_KIND, load_matrix};
+use super::ReadAt;
+use crate::matrix::{
+    Cell, CellSource, Matrix, MatrixError, RelativeRate, UNKNOWN_KIND, load_matrix,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -218,11 +220,29 @@ fn identities(matrix: &Matrix) -> impl Fn(&Cell) -> CellId + '_ {
 
 /// The relative rates a sweep recorded in its file, as the estimator that wrote it made them.
 pub fn recorded(matrix: &Matrix) -> Estimates {
+    let rates: Vec<Option<&RelativeRate>> =
+        matrix.cells.iter().map(|c| c.relative.as_ref()).collect();
+    estimates(matrix, &matrix.cells, &rates)
+}
+
+/// The cell model's relative rates for a sweep (or for the cells it holds: a sweep cut short).
+pub fn modelled(matrix: &Matrix, cells: &[Cell], read_at: ReadAt) -> Estimates {
+    let rates = super::relative_rates(cells, read_at);
+    estimates(
+        matrix,
+        cells,
+        &rates.iter().map(Option::as_ref).collect::<Vec<_>>(),
+    )
+}
+
+/// The measured cells' relative rates `rates` (in `cells`' order) other than the references,
+/// in log space.
+fn estimates(matrix: &Matrix, cells: &[Cell], rates: &[Option<&RelativeRate>]) -> Estimates {
     let id = identities(matrix);
-    (matrix.cells.iter())
-        .filter(|c| c.source == CellSource::Measured)
-        .filter_map(|c| {
-            let r = c.relative.as_ref()?;
+    (cells.iter().zip(rates))
+        .filter(|(c, _)| c.source == CellSource::Measured)
+        .filter_map(|(c, r)| {
+            let r = (*r)?;
             let log = r.rate.ln();
             let half = (r.ci95_high.ln() - log).max(log - r.ci95_low.ln());
             (half > 0.0 && log.is_finite()).then(|| (id(c), (log, half)))
@@ -230,38 +250,16 @@ pub fn recorded(matrix: &Matrix) -> Estimates {
         .collect()
 }
 
-/// The cell model's relative rates for a sweep (or for the cells it holds: a sweep cut short).
-pub fn modelled(matrix: &Matrix, cells: &[Cell], read_at: ReadAt) -> Estimates {
-    let id = identities(matrix);
-    let mut out = Estimates::new();
-    for params in super::combinations(cells) {
-        let fitted = FittedSweep::fit(Sample::of(cells, params), read_at);
-        for (i, key) in fitted.cells().iter().enumerate().skip(1) {
-            let (Some(r), Some(cell)) =
-                (fitted.relative(i), cells.iter().find(|c| &c.key() == key))
-            else {
-                continue;
-            };
-            out.insert(id(cell), (r.log_rate, r.log_half_width));
-        }
-    }
-    out
-}
-
 /// The probe speed pooled over every visit of `matrices`: its `quantile`. A corpus of one
 /// machine kind read at one speed compares its sweeps at the same host.
 pub fn pooled_speed(matrices: &[&Matrix], quantile: f64) -> Option<f64> {
-    let mut speeds: Vec<f64> = (matrices.iter())
+    let speeds: Vec<f64> = (matrices.iter())
         .flat_map(|m| m.cells.iter())
         .flat_map(|c| c.visits.iter())
         .filter_map(|v| v.host.as_ref().map(|h| h.speed))
         .filter(|s| *s > 0.0 && s.is_finite())
         .collect();
-    if speeds.is_empty() {
-        return None;
-    }
-    speeds.sort_by(f64::total_cmp);
-    Some(speeds[(quantile.clamp(0.0, 1.0) * (speeds.len() - 1) as f64).round() as usize])
+    super::quantile(speeds, quantile)
 }
 
 /// The sweep as it stood after its first `seconds` of measuring: each cell keeps the visits

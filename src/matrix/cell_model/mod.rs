@@ -325,19 +325,22 @@ pub fn speed_read_at(cells: &[Cell], read_at: ReadAt) -> Option<f64> {
 
 /// The reading speed's log, where some unit has a probe reading.
 fn reading_speed(sample: &Sample, read_at: ReadAt) -> Option<f64> {
-    let mut speeds: Vec<f64> = sample.units.iter().filter_map(|u| u.log_speed).collect();
+    let speeds: Vec<f64> = sample.units.iter().filter_map(|u| u.log_speed).collect();
     if speeds.is_empty() {
         return None;
     }
     match read_at {
         ReadAt::Speed(s) if s > 0.0 && s.is_finite() => Some(s.ln()),
         ReadAt::Speed(_) => None,
-        ReadAt::Quantile(q) => {
-            speeds.sort_by(f64::total_cmp);
-            let at = (q.clamp(0.0, 1.0) * (speeds.len() - 1) as f64).round() as usize;
-            Some(speeds[at])
-        }
+        ReadAt::Quantile(q) => quantile(speeds, q),
     }
+}
+
+/// The value at `q` of `values` sorted, the nearest rank to `q · (n − 1)`; `None` for none.
+fn quantile(mut values: Vec<f64>, q: f64) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let at = (q.clamp(0.0, 1.0) * values.len().checked_sub(1)? as f64).round() as usize;
+    values.get(at).copied()
 }
 
 /// Launches that measured two cells or more: each gets a shift of its own.
