@@ -434,6 +434,17 @@ fn assert_no_runs_under(parent: &str) {
     assert!(left.is_empty(), "leftover cgroups: {left:?}");
 }
 
+/// Cells as measured: without the relative rates the sweep's model reads from all of them.
+fn as_measured(cells: &[Cell]) -> Vec<Cell> {
+    cells
+        .iter()
+        .map(|c| Cell {
+            relative: None,
+            ..c.clone()
+        })
+        .collect()
+}
+
 /// CPU levels of cells, highest first, each once.
 fn levels_of(cells: &[Cell]) -> Vec<f64> {
     let mut levels: Vec<f64> = cells.iter().map(|c| c.cpu).collect();
@@ -465,11 +476,14 @@ fn knee_search_measures_the_levels_it_chooses_and_resumes_from_a_grid() {
     };
     let outcome = run_sweep(&opts, &mut Silent, &AtomicBool::new(false)).expect("search runs");
     let cells = &outcome.matrix.cells;
+    // The grid's measurements are kept; their relative rates are read again from one model
+    // fitted to every visit of the file, the search's included.
     assert_eq!(
-        &cells[..2],
-        &grid[..],
+        as_measured(&cells[..2]),
+        as_measured(&grid),
         "the grid's cells are kept as they were"
     );
+    assert!(cells[..2].iter().all(|c| c.relative.is_some()));
     let levels = levels_of(cells);
     assert_eq!(levels.len(), cells.len(), "no level twice: {cells:?}");
     assert!(levels.iter().all(|c| (0.5..=2.0).contains(c)), "{levels:?}");
