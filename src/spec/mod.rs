@@ -215,10 +215,10 @@ pub struct MeasureSpec {
     /// Seconds a stopped job gets between SIGTERM and SIGKILL (to save a checkpoint, flush
     /// its logs).
     pub stop_grace_s: f64,
-    /// Most launches of each point: the sweep launches its points again (a second time, and a
-    /// third where two launches disagree by more than their own intervals) so that every
-    /// cell's interval says where a rerun lands. 1 measures each point on one launch, twice as
-    /// fast, with intervals that say nothing about reruns.
+    /// Passes of launches asked for: the sweep measures its points this many times, each pass
+    /// on launches of its own, so that every cell's interval says where a rerun lands; then
+    /// it measures the cells still wider than `precision` again. 1 measures each point on one
+    /// launch, with intervals that say nothing about reruns, and no narrowing pass.
     pub launches: u32,
     /// Seconds the launches after the first may take, per parameter combination: a pass of
     /// launches starts only while the passes before it took less (0: none, like `launches =
@@ -227,9 +227,9 @@ pub struct MeasureSpec {
     pub launches_budget_s: Option<f64>,
     /// Blocks each live launch measures: it walks the points at the top memory level this many
     /// times, each round in a fresh random order and ending with the reference (the top
-    /// cell), so every point is read against a reference measured seconds away. A visit after
-    /// the first in a launch measures `steady_windows` windows and stops: the spread between
-    /// rounds, not one visit's windows, makes the relative rate's interval.
+    /// cell), so every point is read against a reference measured seconds away. A visit of a
+    /// point measured before (on this launch or another) measures `steady_windows` windows and
+    /// stops: the spread between visits, not one visit's windows, makes the interval.
     pub rounds: u32,
     /// The relative half-width (of the 95% interval of another sweep's relative rate) the
     /// sweep measures its cells to: after the passes asked for, it measures the reference and
@@ -249,7 +249,7 @@ impl Default for MeasureSpec {
             startup_timeout_s: 300.0,
             warmup_pass: true,
             stop_grace_s: 10.0,
-            launches: 3,
+            launches: 2,
             launches_budget_s: None,
             rounds: 2,
             precision: crate::matrix::cell_model::DEFAULT_PRECISION,

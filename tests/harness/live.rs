@@ -114,10 +114,12 @@ fn a_job_that_sizes_itself_at_start_is_caught_and_relaunched() {
         check.live_samples_per_s < 0.8 * check.relaunch_samples_per_s,
         "{check:?}"
     );
-    // The live launch walking its rounds, the check's fresh launch, then a fresh launch a point.
+    // The check comes first: a launch started at 2 CPUs re-capped down to 1 and back, and a
+    // fresh launch at 1 re-capped up to 2. Each keeps what it measured before its first re-cap,
+    // which is every point of this grid: no launch more.
     assert_eq!(
-        outcome.launches, 4,
-        "the live launch, the check's, one a point"
+        outcome.launches, 2,
+        "the launch started at the reference and the check's"
     );
     // The cells that stand are the fresh launches': none was visited twice on one launch, and
     // the 1-CPU rate is a fresh start's, well above the re-capped one.
@@ -161,15 +163,16 @@ fn a_job_that_follows_its_cap_keeps_live_mode_and_gets_sigterm() {
         profiler::matrix::LiveCheckOutcome::Live,
         "{check:?}"
     );
-    // 2 -> 1 -> 2 -> 1 -> 2 re-capped, then 1 fresh re-capped up to 2 for the check: every
-    // launch is stopped with SIGTERM.
-    assert_eq!(outcome.launches, 2);
+    // The check first: 2 -> 1 -> 2 re-capped, then 1 fresh re-capped up to 2; then the first
+    // pass's second round, 2 -> 1 -> 2, on a launch of its own. Every launch is stopped with
+    // SIGTERM.
+    assert_eq!(outcome.launches, 3);
     let stopped = std::fs::read_to_string(dir.path().join("stopped.txt")).unwrap_or_default();
-    assert_eq!(stopped.lines().count(), 2, "SIGTERM first: {stopped:?}");
-    // Both launches' visits stand, and half the CPU time gives half the rate.
+    assert_eq!(stopped.lines().count(), 3, "SIGTERM first: {stopped:?}");
+    // Every launch's visits stand, and half the CPU time gives half the rate.
     let one = cell(&m.cells, 1.0);
     let launches: std::collections::BTreeSet<u32> = one.visits.iter().map(|v| v.launch).collect();
-    assert_eq!(launches.len(), 2, "{one:?}");
+    assert_eq!(launches.len(), 3, "{one:?}");
     let relative = one.relative.as_ref().expect("a relative rate");
     assert!((0.35..0.7).contains(&relative.rate), "{relative:?}");
 }

@@ -144,6 +144,20 @@ impl Blocks {
         )
     }
 
+    /// The live check's first launch: started at `reference`, re-capped down to `point` and
+    /// back, one block.
+    pub(super) fn check_walk(&mut self, axes: &Axes, reference: &Point, point: &Point) -> Walk {
+        let points = vec![reference.clone(), point.clone()];
+        let rounds = axes.rounds(reference).map(|(r, _)| (r, 1));
+        walk_order(
+            points,
+            std::slice::from_ref(reference),
+            rounds,
+            false,
+            &mut self.rng,
+        )
+    }
+
     /// A later pass's walk of `points`: the reference first, then the rest ([`walk_order`]),
     /// in `measure.rounds` rounds, or one (`one_round`: a narrowing pass, the next block). With
     /// the live check still to make (`live_check_pending`), the pass is its fresh launch: it

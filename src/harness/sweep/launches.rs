@@ -216,6 +216,28 @@ pub fn add_visits(cell: &Cell, new: &Cell) -> Cell {
     combined(out, (old, more), &rates, spans, new.wall_s)
 }
 
+/// `cell` as its first visit measured it: the rate, interval and span of that visit alone
+/// (the wall time stays the cell's). A cell without visits is kept as it is.
+pub fn first_visit_only(cell: &Cell) -> Cell {
+    let Some(v) = cell.visits.first() else {
+        return cell.clone();
+    };
+    Cell {
+        throughput: Some(Throughput {
+            samples_per_s: v.samples_per_s,
+            ci95_low: v.ci95_low,
+            ci95_high: v.ci95_high,
+            windows: v.windows,
+            measured_s: v.measured_s,
+            launches: Vec::new(),
+        }),
+        measured_unix_s: Some(v.measured_unix_s),
+        left_out_unix_s: v.left_out_unix_s.clone(),
+        visits: vec![v.clone()],
+        ..cell.clone()
+    }
+}
+
 /// A measured cell's measurement as a visit on launch `launch`; `None` without a rate or span.
 pub fn visit_of(cell: &Cell, launch: u32) -> Option<Visit> {
     let t = cell.throughput.as_ref()?;
@@ -365,6 +387,23 @@ mod tests {
         // A cell without visits (a relaunched sweep's) takes another launch.
         let plain = add_launch(&cell(&[100.0]), &cell(&[110.0]));
         assert_eq!(add_visits(&cell(&[100.0]), &cell(&[110.0])), plain);
+    }
+
+    /// A cell cut back to its first visit is that visit's measurement: a visit added to it
+    /// gives what the two visits give together, and nothing of the visits cut is left.
+    #[test]
+    fn a_cell_cut_to_its_first_visit_is_that_visit() {
+        let first = visited(1, 100.0, 0.0);
+        let mut c = add_visits(&first, &visited(1, 60.0, 10.0));
+        c = add_visits(&c, &visited(2, 120.0, 20.0));
+        let cut = first_visit_only(&c);
+        assert_eq!(cut.visits, first.visits);
+        assert_eq!(cut.samples_per_s(), Some(100.0));
+        assert_eq!(cut.measured_unix_s, Some([0.0, 4.0]));
+        assert!(cut.launches().len() <= 1, "{cut:?}");
+        assert_eq!(cut.wall_s, c.wall_s, "the time spent stays");
+        let again = add_visits(&cut, &visited(2, 120.0, 20.0));
+        assert_eq!(again.samples_per_s(), Some(110.0));
     }
 
     /// Visits a hog disturbed are kept in the record, left out of the rate while undisturbed

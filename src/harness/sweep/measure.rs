@@ -192,14 +192,12 @@ impl Sweep<'_> {
         }
     }
 
-    /// Whether the launch running now measured `p` already (a later round's visit).
-    fn visited_on_this_launch(&self, p: &Point) -> bool {
-        let Some(bytes) = self.mem.levels.bytes() else {
-            return false;
-        };
-        let key = crate::matrix::CellKey::new(p.cpu, bytes[p.mem], &p.params);
-        (self.out.cells.iter())
-            .any(|c| c.key() == key && c.visits.iter().any(|v| v.launch == self.launch_id()))
+    /// Whether `p` was measured before, on this launch or another: its first visit measured
+    /// until steady, and the spread between visits, not this visit's windows, makes its
+    /// interval.
+    fn visited_before(&self, p: &Point) -> bool {
+        let key = self.key_of(p);
+        (self.out.cells.iter()).any(|c| Some(c.key()) == key && !c.visits.is_empty())
     }
 
     /// Measures one point on a running, warmed-up job.
@@ -227,7 +225,7 @@ impl Sweep<'_> {
                 label(p)
             ));
         }
-        at.revisit = self.visited_on_this_launch(p);
+        at.revisit = self.visited_before(p);
         loop {
             if self.cancelled() {
                 return Err(self.interrupted());

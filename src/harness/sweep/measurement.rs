@@ -37,7 +37,7 @@ pub(super) struct Measurement {
     clock: Instant,
     /// The epoch it measures over, where the dataset is partly cached.
     pub(super) epoch: Option<f64>,
-    /// A later round's visit on the same launch: enough windows, steady or not.
+    /// A later visit of the point, on this launch or another: enough windows, steady or not.
     pub(super) revisit: bool,
     warned_sparse: bool,
     told_rhythm: bool,
@@ -142,7 +142,7 @@ impl Measurement {
     }
 
     /// Whether it has what it needs: whole epochs where it measures over them, enough windows
-    /// on a revisit (the spread between rounds, not this visit's windows, makes the relative
+    /// on a revisit (the spread between visits, not this visit's windows, makes the relative
     /// rate's interval), else steady windows.
     pub(super) fn done(&self, m: &MeasureSpec) -> bool {
         let w = &self.windows;

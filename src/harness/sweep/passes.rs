@@ -24,7 +24,6 @@ use crate::harness::sweep::plan::{MemoryLevels, Point, PointSource};
 use crate::matrix::cell_model::{self, KindSpeeds, Precision};
 use crate::matrix::{Cell, CellSource};
 use crate::spec::MemoryAxis;
-use crate::spec::SweepMode;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -212,6 +211,7 @@ impl Sweep<'_> {
                             })
                         })
                         .collect();
+                    self.check_first(params, cpu_levels)?;
                     let mut points = self.blocks.first_walk(&self.axes, grid, params);
                     if memory_axis == MemoryAxis::Model
                         && let Some(p) = self.mem.calibration_point(cpu_levels, params)
@@ -543,19 +543,15 @@ impl Sweep<'_> {
     }
 
     /// Decides the live check once its fresh launch was measured ([`LiveCheckState::conclude`])
-    /// and records it. Where re-capping is not valid, the cells of `params` measured so far are
-    /// dropped (they were measured by re-capping), to be measured again from the start.
-    fn conclude_live_check(
-        &mut self,
-        params: &BTreeMap<String, String>,
-    ) -> Result<Then, SweepError> {
+    /// and records it: whether re-capping was found not valid, once decided.
+    pub(super) fn decide_live_check(&mut self) -> Result<Option<bool>, SweepError> {
         let Some(verdict) = self.live_check.conclude(
             self.observer,
             &self.blocks.closed,
             &self.out.cells,
             &self.mem.levels,
         ) else {
-            return Ok(Then::Done);
+            return Ok(None);
         };
         let line = describe(&verdict.check);
         let (relaunches, is_note) = (verdict.relaunches(), verdict.is_note());
@@ -564,26 +560,20 @@ impl Sweep<'_> {
             true => self.observer.note(&line),
             false => self.observer.warn(&line),
         }
-        match relaunches {
-            true => self.relaunch_from_scratch(params),
-            false => Ok(Then::Done),
-        }
+        Ok(Some(relaunches))
     }
 
-    /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped,
-    /// to be measured again from the start, a fresh launch each.
-    fn relaunch_from_scratch(
+    /// Decides the live check on a later pass's fresh launch. Where re-capping is not valid,
+    /// the cells of `params` measured so far are dropped (they were measured by re-capping),
+    /// to be measured again from the start.
+    fn conclude_live_check(
         &mut self,
         params: &BTreeMap<String, String>,
     ) -> Result<Then, SweepError> {
-        self.axes.mode = SweepMode::Relaunch;
-        self.blocks.open = None;
-        self.blocks.closed.retain(|b| &b.params != params);
-        let blocks = self.blocks.closed.clone();
-        self.out.cells.retain(|c| &c.params != params);
-        self.out.done.retain(|k| &k.params != params);
-        self.update_header(|h| h.blocks = blocks)?;
-        self.rewrite()?;
+        if self.decide_live_check()? != Some(true) {
+            return Ok(Then::Done);
+        }
+        self.relaunch_keeping(params, Vec::new())?;
         Ok(Then::StartOver)
     }
 }
