@@ -2,6 +2,7 @@
 //! library module that does the work.
 
 use crate::harness::sweep::SweepOptions;
+use crate::matrix::cell_model::KindSpeeds;
 use crate::matrix::{CostWeights, DEFAULT_EPS, ServerShape};
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -251,7 +252,7 @@ pub struct SweepArgs {
     /// Override the spec's sweep.memory.
     #[arg(long, value_enum)]
     pub memory: Option<MemoryArg>,
-    /// Passes over the points (overrides measure.launches, default 3): each pass is a block
+    /// Passes over the points (overrides measure.launches, default 2): each pass is a block
     /// that measures every point again, the reference cell first, so that every cell's
     /// interval says where a rerun lands and its relative rate rests on several blocks; 1
     /// measures each point once, faster, with intervals that say nothing about a rerun.
@@ -355,6 +356,7 @@ impl SweepArgs {
                 MemoryArg::Measure => MemoryAxis::Measure,
             }),
             cgroup_parent: self.cgroup_parent.name,
+            kinds: KindSpeeds::default(),
         }
     }
 }
@@ -408,6 +410,7 @@ impl ValidateArgs {
             mode: self.mode.map(ModeArg::into_mode),
             memory_axis: Some(MemoryAxis::Measure),
             cgroup_parent: self.cgroup_parent.name,
+            kinds: KindSpeeds::default(),
         };
         (opts, record_in)
     }

@@ -65,6 +65,7 @@ pub fn profile_jobs(
             mode: None,
             memory_axis: None,
             cgroup_parent: cgroup_parent.to_string(),
+            kinds: crate::matrix::cell_model::KindSpeeds::default(),
         };
         let mut lines = PrefixedLines {
             prefix: format!("profile {model}"),

@@ -183,6 +183,7 @@ pub fn spot_check(
         mode: Some(SweepMode::Relaunch),
         memory_axis: None,
         cgroup_parent: input.cgroup_parent.to_string(),
+        kinds: crate::matrix::cell_model::KindSpeeds::default(),
     };
     let _ = std::fs::remove_file(&output);
     let outcome = run_sweep(&sweep, observer, cancel).map_err(|e| DeployError::Profile {

@@ -68,6 +68,7 @@ pub fn check(
         mode: Some(SweepMode::Relaunch),
         memory_axis: None,
         cgroup_parent: opts.cgroup_parent.clone(),
+        kinds: crate::matrix::cell_model::KindSpeeds::default(),
     };
     let _ = std::fs::remove_file(&output);
     match run_sweep(&sweep, observer, cancel) {

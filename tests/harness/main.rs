@@ -8,6 +8,7 @@
 use profiler::harness::cgroup::{CapsError, CgroupRoot};
 use profiler::harness::sweep::{Silent, SweepError, SweepOptions, SweepOutcome, run_sweep};
 use profiler::harness::validate::{self, run_validate};
+use profiler::matrix::cell_model::KindSpeeds;
 use profiler::matrix::{CacheKind, Cell, CellSource, load_matrix};
 use profiler::spec::{LoadedSpec, SpecError, parse_spec};
 use std::path::{Path, PathBuf};
@@ -133,7 +134,14 @@ fn options(spec: LoadedSpec, output: PathBuf, parent: &str) -> SweepOptions {
         mode: None,
         memory_axis: None,
         cgroup_parent: parent.to_string(),
+        kinds: test_kinds(),
     }
+}
+
+/// The machine kinds' reading speeds of the test sweeps: kept apart from the machine's own,
+/// which the sweeps of its users make.
+fn test_kinds() -> KindSpeeds {
+    KindSpeeds::at(Path::new(env!("CARGO_TARGET_TMPDIR")).join("kinds"))
 }
 
 /// How far apart two launches of one job may measure on a shared machine (up to 21% measured

@@ -76,7 +76,8 @@ fn the_model_holds_other_sweeps_estimates() {
     }
 }
 
-/// A sweep cut short has fewer visits: its intervals are wider than the whole sweep's, and
+/// A sweep cut short has fewer visits: over the corpus's default sweeps its intervals are
+/// mostly wider than the whole sweep's (a first half in a quiet spell may be narrower), and
 /// refitting at each visit's end finds where a precision would have stopped it.
 #[test]
 fn a_sweep_cut_short_is_wider() {
@@ -85,12 +86,18 @@ fn a_sweep_cut_short_is_wider() {
         .iter()
         .find(|((_, job), _)| job == "input-pipeline")
         .expect("the corpus holds default sweeps");
+    let mean_width =
+        |e: &corpus::Estimates| e.values().map(|(_, h)| *h).sum::<f64>() / e.len().max(1) as f64;
+    let wider = (sweeps.iter())
+        .filter(|m| {
+            let whole = corpus::modelled(m, &m.cells, DEFAULT_READ_AT);
+            let cut = corpus::cut_after(m, corpus::visit_span(m) / 2.0);
+            mean_width(&corpus::modelled(m, &cut, DEFAULT_READ_AT)) > mean_width(&whole)
+        })
+        .count();
+    assert!(2 * wider > sweeps.len(), "{wider} of {}", sweeps.len());
     let m = &sweeps[0];
-    let whole = corpus::modelled(m, &m.cells, DEFAULT_READ_AT);
     let span = corpus::visit_span(m);
-    let half = corpus::modelled(m, &corpus::cut_after(m, span / 2.0), DEFAULT_READ_AT);
-    let widest = |e: &corpus::Estimates| e.values().map(|(_, h)| *h).fold(0.0, f64::max);
-    assert!(widest(&half) > widest(&whole), "{half:?} vs {whole:?}");
     let loose = corpus::stop_at(m, 1.0, DEFAULT_READ_AT).expect("±100% is reached");
     assert!(loose < span, "{loose} of {span}");
     if let Some(tight) = corpus::stop_at(m, 0.03, DEFAULT_READ_AT) {

@@ -4,6 +4,7 @@
 use crate::harness::cgroup::CapsError;
 use crate::harness::memory::dataset::DatasetError;
 use crate::harness::process::launch::LaunchError;
+use crate::matrix::cell_model::KindSpeeds;
 use crate::matrix::{Cell, CellSource, Matrix, MatrixError};
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode, TemplateError};
 use std::path::PathBuf;
@@ -51,6 +52,9 @@ pub struct SweepOptions {
     pub memory_axis: Option<MemoryAxis>,
     /// Name of the profiler-owned parent cgroup.
     pub cgroup_parent: String,
+    /// Where the machine kinds' reading speeds are kept: read before the cells are, and this
+    /// sweep's added at its end.
+    pub kinds: KindSpeeds,
 }
 
 /// One CPU level of a sweep run inside a Slurm job (`profiler sweep --slurm` submits these):

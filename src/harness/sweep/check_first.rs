@@ -54,8 +54,7 @@ impl Sweep<'_> {
         let check_points = vec![reference, point.clone()];
         let mut fresh = (self.blocks).again_walk(&self.axes, check_points, true, true);
         let next_launch = self.launch_id() + 1;
-        self.live_check
-            .start(&self.axes, Some(&point), next_launch);
+        self.live_check.start(&self.axes, Some(&point), next_launch);
         self.run_points(&mut fresh)?;
         let started_at_point = self.take_cell(&point)?;
         let both = match (&recapped, &started_at_point) {

@@ -2,9 +2,9 @@
 //! what a fresh start at each level would only if the job does not size itself from the CPUs
 //! it saw at start (PyTorch, OpenMP, MKL and oneDNN size their thread pools once; DataLoader
 //! workers are started once). So the check compares ratios inside launches started at both
-//! ends: the first pass's launch starts at the reference (the top CPU level) and is re-capped
-//! down, the second pass's starts fresh at the lowest CPU level and is re-capped up to the
-//! reference. Each reads the lowest level against the reference of its own blocks, so a host
+//! ends: one starts at the reference (the top CPU level) and is re-capped down, one starts
+//! fresh at the lowest CPU level and is re-capped up to the reference. On a grid both come
+//! before any other cell (`check_first.rs`); a search makes the second on its second pass. Each reads the lowest level against the reference of its own blocks, so a host
 //! that slowed one launch against the other does not decide the check:
 //!
 //! - the tolerance is a fixed slack ([`LIVE_CHECK_SLACK`]) plus the spread the two means of
@@ -17,7 +17,7 @@
 //!   times apart: too few blocks to tell, the check is undecided and made again on the
 //!   next pass's fresh launch, with the blocks of both;
 //! - beyond both: the job sizes itself, the cells measured by re-capping are dropped and every
-//!   point is measured on a fresh launch;
+//!   other point is measured on a fresh launch;
 //! - where a launch's blocks were all left out (other processes disturbed them, or the
 //!   reference drifted), the check has no ratio from it and is made again on the next pass's
 //!   fresh launch; after [`LIVE_CHECK_ATTEMPTS`] such launches (or undecided ones) the levels

@@ -6,9 +6,11 @@
 //! Then the cell model (`crate::matrix::cell_model`) says which cells are still wider than
 //! `measure.precision`, or on a knife's edge of the best-case demand's threshold
 //! (`crate::matrix::doubt`): the sweep measures the reference and those cells again, a block a
-//! pass (one round where a live launch walks in rounds), until none is or the budget is spent (`measure.launches_budget_s` for every pass after
-//! the first; by default, narrowing passes may add half of what the combination took before
-//! them). It names the cells it left wider and what more passes would buy.
+//! pass (one round where a live launch walks in rounds), until none is or the budget is spent
+//! (`measure.launches_budget_s` for every pass after the first; by default, narrowing passes
+//! may add half of what the combination took before them). It names the cells it left wider
+//! and what more passes would buy. On a grid the first pass opens with the live check
+//! (`check_first.rs`).
 //! When the sweep ends, the spread pooled over every point measured on several launches is the
 //! floor of every cell's absolute interval ([`hold_pooled_spread`]), and the relative rates are
 //! read from the cell model.
@@ -21,7 +23,7 @@ use super::{Sweep, SweepError};
 use crate::harness::sweep::cpu_search::CpuSearch;
 use crate::harness::sweep::plan::param_combinations;
 use crate::harness::sweep::plan::{MemoryLevels, Point, PointSource};
-use crate::matrix::cell_model::{self, KindSpeeds, Precision};
+use crate::matrix::cell_model::{self, Precision};
 use crate::matrix::{Cell, CellSource};
 use crate::spec::MemoryAxis;
 use std::collections::BTreeMap;
@@ -340,8 +342,7 @@ impl Sweep<'_> {
         let speed = cell_model::speed_read_at(&self.out.cells, read_at);
         self.update_header(|h| h.read_at_probe_speed = speed)?;
         if let Some(kind) = self.kind()
-            && let Err(e) =
-                KindSpeeds::at(KindSpeeds::default_dir()).remember(&kind, &self.out.cells)
+            && let Err(e) = self.opts.kinds.remember(&kind, &self.out.cells)
         {
             self.observer.warn(&format!(
                 "{e}: later sweeps of this machine kind cannot read their cells at this one's \
@@ -364,7 +365,7 @@ impl Sweep<'_> {
         let Some(kind) = self.kind() else {
             return cell_model::DEFAULT_READ_AT;
         };
-        match KindSpeeds::at(KindSpeeds::default_dir()).reading(&kind) {
+        match self.opts.kinds.reading(&kind) {
             Ok(read_at) => read_at,
             Err(e) => {
                 self.observer.warn(&format!(

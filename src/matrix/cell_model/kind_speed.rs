@@ -39,6 +39,13 @@ pub struct KindSpeeds {
     dir: PathBuf,
 }
 
+impl Default for KindSpeeds {
+    /// The folder of [`KindSpeeds::default_dir`].
+    fn default() -> KindSpeeds {
+        KindSpeeds::at(KindSpeeds::default_dir())
+    }
+}
+
 impl KindSpeeds {
     /// `$PROFILER_STATE_DIR/kinds`, by default `/var/lib/profiler/kinds`.
     pub fn default_dir() -> PathBuf {

@@ -4,15 +4,18 @@
 //! A unit is one visit: a cell measured once on a launch. Its log rate is modelled as
 //!
 //! ```text
-//! ln rate = cell + launch + slope[cpu level] · (ln probe speed − ln s*) + noise
+//! ln rate = cell + launch + slope[cell] · (ln probe speed − ln s*) + noise
 //! ```
 //!
 //! - `cell`: the cell's log rate at the reading speed `s*`, the quantity reported;
 //! - `launch`: a launch's shift, shared by every cell it measured (only launches that measured
 //!   two cells or more get one: a launch of one cell is noise, as a fresh start is);
-//! - `slope`: how the CPU level's rate follows the host's speed, as the probe on the job's
-//!   CPUs reads it (1 for a quota-bound level, 0 for one the accelerator bounds); fitted per
-//!   level where the level has probe readings enough;
+//! - `slope`: how the cell's rate follows the host's speed, as the probe on the job's CPUs
+//!   reads it (1 for a quota-bound cell, 0 for one the accelerator bounds); fitted per cell of
+//!   the top memory level where it has probe readings enough. A cell below the top memory
+//!   level gets none: storage bounds it, and the probe beside it reads the CPU time the job
+//!   leaves idle (on the recorded corpus a slope there moved its rate between sweeps twice
+//!   as much as none, docs/findings/cell-model.md);
 //! - `s*`: the probe speed every rate is read at ([`ReadAt`]);
 //! - `noise`: independent, one variance for the whole sweep (`fit.rs` says why no unit is
 //!   downweighted).
@@ -39,7 +42,7 @@ use std::collections::BTreeMap;
 /// The relative half-width a sweep measures its cells to unless told otherwise.
 pub const DEFAULT_PRECISION: f64 = 0.05;
 
-/// Levels need this many units with a probe reading for a slope of their own.
+/// Cells need this many units with a probe reading for a slope of their own.
 const UNITS_FOR_A_SLOPE: usize = 3;
 
 /// The probe speed a sweep's rates are read at.
@@ -69,7 +72,7 @@ pub struct Reading {
     pub visits: usize,
     /// Units (windows) the cell rests on.
     pub units: usize,
-    /// The slope of its CPU level on the probe's log speed, where it was fitted.
+    /// The slope of its rate on the probe's log speed, where it was fitted.
     pub slope: Option<f64>,
 }
 
@@ -103,8 +106,8 @@ pub struct FittedSweep {
     fitted: Option<fit::Fitted>,
     /// The launches with a shift of their own, in their columns' order after the cells'.
     launches: Vec<u32>,
-    /// Each sloped CPU level and its slope's column.
-    slope_columns: Vec<(f64, usize)>,
+    /// Each sloped cell and its slope's column.
+    slope_columns: Vec<(usize, usize)>,
     read_at: Option<f64>,
 }
 
@@ -113,11 +116,11 @@ impl FittedSweep {
     pub fn fit(sample: Sample, read_at: ReadAt) -> FittedSweep {
         let read_at = reading_speed(&sample, read_at);
         let launches = shared_launches(&sample);
-        let levels = sloped_levels(&sample);
+        let sloped = sloped_cells(&sample);
         let n_cells = sample.cells.len();
-        let columns = n_cells + launches.len() + levels.len();
-        let slope_columns: Vec<(f64, usize)> = (levels.iter().enumerate())
-            .map(|(i, cpu)| (*cpu, n_cells + launches.len() + i))
+        let columns = n_cells + launches.len() + sloped.len();
+        let slope_columns: Vec<(usize, usize)> = (sloped.iter().enumerate())
+            .map(|(i, cell)| (*cell, n_cells + launches.len() + i))
             .collect();
         let rows: Vec<Vec<f64>> = (sample.units.iter())
             .map(|u| {
@@ -126,9 +129,8 @@ impl FittedSweep {
                 if let Some(j) = launches.iter().position(|l| *l == u.launch) {
                     row[n_cells + j] = 1.0;
                 }
-                let level = sample.cpus[u.cell];
                 if let (Some(x), Some(at)) = (u.log_speed, read_at)
-                    && let Some((_, j)) = slope_columns.iter().find(|(c, _)| same_cpu(*c, level))
+                    && let Some((_, j)) = slope_columns.iter().find(|(c, _)| *c == u.cell)
                 {
                     row[*j] = x - at;
                 }
@@ -224,11 +226,7 @@ impl FittedSweep {
     }
 
     fn slope_of(&self, i: usize) -> Option<f64> {
-        let level = self.sample.cpus[i];
-        let (_, j) = self
-            .slope_columns
-            .iter()
-            .find(|(c, _)| same_cpu(*c, level))?;
+        let (_, j) = self.slope_columns.iter().find(|(c, _)| *c == i)?;
         Some(self.fitted.as_ref()?.coefficient(*j))
     }
 }
@@ -358,29 +356,23 @@ fn shared_launches(sample: &Sample) -> Vec<u32> {
         .collect()
 }
 
-/// CPU levels with probe readings enough, and spread enough, for a slope of their own.
-fn sloped_levels(sample: &Sample) -> Vec<f64> {
-    let mut levels: Vec<f64> = Vec::new();
-    for cpu in &sample.cpus {
-        if !levels.iter().any(|l| same_cpu(*l, *cpu)) {
-            levels.push(*cpu);
-        }
-    }
-    levels
-        .into_iter()
-        .filter(|level| {
-            let xs: Vec<f64> = (sample.units.iter())
-                .filter(|u| same_cpu(sample.cpus[u.cell], *level))
-                .filter_map(|u| u.log_speed)
-                .collect();
+/// Cells of the top memory level with probe readings enough, and spread enough, for a slope
+/// of their own.
+fn sloped_cells(sample: &Sample) -> Vec<usize> {
+    let top = sample
+        .cells
+        .iter()
+        .map(|k| k.memory_bytes)
+        .max()
+        .unwrap_or(0);
+    (0..sample.cells.len())
+        .filter(|&i| sample.cells[i].memory_bytes == top)
+        .filter(|&i| {
+            let xs: Vec<f64> = sample.units_of(i).filter_map(|u| u.log_speed).collect();
             let (_, sd) = crate::stats::mean_sd(&xs);
             xs.len() >= UNITS_FOR_A_SLOPE && sd > 1e-6
         })
         .collect()
-}
-
-fn same_cpu(a: f64, b: f64) -> bool {
-    (a - b).abs() < 5e-4
 }
 
 #[cfg(test)]
