@@ -388,17 +388,9 @@ fn sigint_leaves_nothing_behind_and_resume_completes() {
     assert_eq!(full.len(), 3);
     // What each finished cell measured stays; its relative rate is read at the end, from
     // every cell the sweep has.
-    let measured = |cells: &[profiler::matrix::Cell]| -> Vec<profiler::matrix::Cell> {
-        (cells.iter())
-            .map(|c| profiler::matrix::Cell {
-                relative: None,
-                ..c.clone()
-            })
-            .collect()
-    };
     assert_eq!(
-        measured(&full[..partial.len()]),
-        measured(&partial),
+        as_measured(&full[..partial.len()]),
+        as_measured(&partial),
         "resume keeps finished cells as they were"
     );
     assert!(full.iter().all(|c| c.relative.is_some()), "{full:?}");

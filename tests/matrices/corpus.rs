@@ -10,13 +10,17 @@ use std::path::Path;
 
 /// The least share of pairs inside, over every cell, on every job of the corpus. A 95%
 /// interval should hold about 95%. Sweeps of one machine kind in different hours disagree by
-/// more than any one sweep sees: on seventeen Emerald Rapids sweeps over two hours the model
-/// held 79% of pairs, and the storage-bound calibration cell (2 CPUs, the lowest memory level)
-/// least (docs/findings/cell-model.md). This floor holds that level; the model must also be
-/// at least as honest, and no wider, than the intervals the sweeps recorded.
-const COVERAGE_FLOOR: f64 = 0.77;
+/// more than any one sweep sees: on 27 Emerald Rapids sweeps over three hours the model held
+/// 89% of pairs, and the storage-bound calibration cell (2 CPUs, the lowest memory level)
+/// least (docs/findings/cell-model.md). This floor holds that level.
+const COVERAGE_FLOOR: f64 = 0.85;
 /// The least share of pairs inside for the cells at the top memory level, the CPU axis.
-const CPU_AXIS_FLOOR: f64 = 0.85;
+const CPU_AXIS_FLOOR: f64 = 0.9;
+/// How much wider than the intervals the sweeps recorded the model's may be, where it holds
+/// more of the other sweeps' estimates than they do: the recorded ones are the estimator's
+/// before the model and the model's own, read at the kind's speed of the day and without the
+/// variance each visit's windows share (5.3% against 5.7% on Emerald Rapids).
+const WIDER_THAN_RECORDED: f64 = 1.1;
 
 fn corpus() -> Corpus {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweeps");
@@ -47,7 +51,7 @@ fn the_model_holds_other_sweeps_estimates() {
         // model, the model's own (read at the kind's speed of the day) since.
         assert!(
             j.model.share() >= j.recorded.share()
-                && j.model.median_half_width <= 1.05 * j.recorded.median_half_width,
+                && j.model.median_half_width <= WIDER_THAN_RECORDED * j.recorded.median_half_width,
             "{} on {}: the model {} against the recorded {}",
             j.job,
             j.kind,

@@ -40,6 +40,15 @@ impl Sweep<'_> {
             mem: reference.mem,
             params: params.clone(),
         };
+        if self.out.cells.iter().any(|c| &c.params == params) {
+            // A sweep stopped before the verdict: which level each of its launches started at
+            // is not on file, so the check starts afresh.
+            self.observer.note(&format!(
+                "live check at {lowest} CPUs: made afresh; the cells measured before the \
+                 sweep stopped, with no verdict yet, are dropped"
+            ));
+            self.drop_combination(params, Vec::new())?;
+        }
         self.observer.status(&format!(
             "live check at {lowest} CPUs: a launch started at the reference, re-capped down to it"
         ));
@@ -115,6 +124,16 @@ impl Sweep<'_> {
         kept: Vec<Cell>,
     ) -> Result<(), SweepError> {
         self.axes.mode = SweepMode::Relaunch;
+        self.drop_combination(params, kept)
+    }
+
+    /// Drops the cells and blocks of `params` measured so far but `kept`, and rewrites the
+    /// file.
+    fn drop_combination(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        kept: Vec<Cell>,
+    ) -> Result<(), SweepError> {
         self.blocks.open = None;
         self.blocks.closed.retain(|b| &b.params != params);
         let blocks = self.blocks.closed.clone();

@@ -2,9 +2,9 @@
 //! the modelled cells below the measured top memory level.
 
 use super::SweepObserver;
-use super::measure::PARTLY_CACHED;
 use super::output::Output;
 use super::run::Run;
+use super::visit::PARTLY_CACHED;
 use crate::cache_model::CacheModel;
 use crate::cache_model::{self, curve_hit_ratio, lru_hit_curve, page_cache_hit_ratio};
 use crate::harness::memory::dataset::{DatasetSize, read_ahead_bytes};

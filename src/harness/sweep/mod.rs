@@ -22,8 +22,6 @@ mod footprint;
 mod host;
 mod launches;
 mod live_check;
-mod measure;
-mod measurement;
 mod memory_inputs;
 mod output;
 mod passes;
@@ -33,6 +31,8 @@ mod reread;
 mod run;
 mod search;
 mod setup;
+mod visit;
+mod visit_progress;
 mod warmup_end;
 
 pub use api::{Silent, SlurmStep, SweepError, SweepObserver, SweepOptions, SweepOutcome};

@@ -3,7 +3,7 @@
 //! job for a point (its cgroup and caps, its command and environment), and the uncapped spec
 //! check.
 
-use super::measure::{Outcome, WarmUp};
+use super::visit::{Outcome, WarmUp};
 use super::{POLL, Run, Sweep, SweepError, SweepOutcome, total_memory_bytes};
 use crate::harness::measure::job_output::ProgressTail;
 use crate::harness::process::job_launch::{cpu_vars, job_launch};

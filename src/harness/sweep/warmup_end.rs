@@ -7,8 +7,8 @@
 //! cached, the rate every cell the cache model derives from it scales with.
 
 use super::SweepObserver;
-use super::measure::PARTLY_CACHED;
 use super::memory_inputs::MemoryInputs;
+use super::visit::PARTLY_CACHED;
 use crate::harness::sweep::plan::{Point, label};
 
 /// Less than this part of the dataset gained over a pass: the cache holds what the level lets

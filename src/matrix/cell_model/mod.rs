@@ -17,12 +17,12 @@
 //!   leaves idle (on the recorded corpus a slope there moved its rate between sweeps twice
 //!   as much as none, docs/findings/cell-model.md);
 //! - `s*`: the probe speed every rate is read at ([`ReadAt`]);
-//! - `noise`: independent, one variance for the whole sweep (`fit.rs` says why no unit is
-//!   downweighted).
+//! - `noise`: a variance within visits and a shift each visit's windows share, each one for
+//!   the whole sweep (`fit.rs` splits them, and says why no unit is downweighted).
 //!
 //! A cell's relative rate is `exp(cell − reference)`. Its interval is where another sweep's
-//! estimate lands: `± t(df) · sqrt(2 · var)`, `var` the contrast's variance from the fit and
-//! `df` the units less the design's rank. docs/SWEEP.md, "How a cell's interval is made",
+//! estimate lands: `± t(df) · sqrt(2 · var)`, `var` the contrast's variance from the fit (both
+//! parts of the noise) and `df` Satterthwaite's between the two parts'. docs/SWEEP.md, "How a cell's interval is made",
 //! names each term.
 
 pub mod corpus;
@@ -41,6 +41,9 @@ use std::collections::BTreeMap;
 
 /// The relative half-width a sweep measures its cells to unless told otherwise.
 pub const DEFAULT_PRECISION: f64 = 0.05;
+
+/// Visits of one cell the fit tells apart (more share the last's group).
+const MAX_VISITS_A_CELL: usize = 1 << 16;
 
 /// Cells need this many units with a probe reading for a slope of their own.
 const UNITS_FOR_A_SLOPE: usize = 3;
@@ -138,7 +141,10 @@ impl FittedSweep {
             })
             .collect();
         let y: Vec<f64> = sample.units.iter().map(|u| u.log_rate).collect();
-        let fitted = fit::fit(&rows, &y);
+        let groups: Vec<usize> = (sample.units.iter())
+            .map(|u| u.cell * MAX_VISITS_A_CELL + u.visit.min(MAX_VISITS_A_CELL - 1))
+            .collect();
+        let fitted = fit::fit(&rows, &y, &groups);
         FittedSweep {
             sample,
             fitted,
@@ -178,8 +184,8 @@ impl FittedSweep {
         let mut a = vec![0.0; self.columns()];
         a[i] = 1.0;
         a[0] = -1.0;
-        let df = fitted.degrees_of_freedom();
-        let half = t_975(df) * (2.0 * fitted.variance(&a)).sqrt();
+        let (variance, df) = fitted.variance(&a);
+        let half = t_975(df) * (2.0 * variance).sqrt();
         let estimate = fitted.estimate(&a);
         if !(half.is_finite() && estimate.is_finite()) {
             return None;

@@ -13,6 +13,9 @@ pub struct Unit {
     pub cell: usize,
     /// The launch it was measured on (0 where the file does not say).
     pub launch: u32,
+    /// The visit it belongs to, counted within its cell: windows of one visit share what the
+    /// host and the job did over it.
+    pub visit: usize,
     /// `ln` of the job's samples/s.
     pub log_rate: f64,
     /// `ln` of the probe's speed on the job's CPUs meanwhile, where a probe ran.
@@ -73,13 +76,14 @@ fn kept_visits(cell: &Cell) -> impl Iterator<Item = &crate::matrix::Visit> {
 fn units_of(cell: &Cell, index: usize) -> Vec<Unit> {
     let positive = |r: f64| (r > 0.0 && r.is_finite()).then(|| r.ln());
     let mut visits: Vec<Unit> = Vec::new();
-    for v in kept_visits(cell) {
+    for (visit, v) in kept_visits(cell).enumerate() {
         let windows: Vec<Unit> = (v.host.iter())
             .flat_map(|h| h.windows.iter())
             .filter_map(|[rate, speed]| {
                 Some(Unit {
                     cell: index,
                     launch: v.launch,
+                    visit,
                     log_rate: positive(*rate)?,
                     log_speed: Some(positive(*speed)?),
                 })
@@ -91,6 +95,7 @@ fn units_of(cell: &Cell, index: usize) -> Vec<Unit> {
             visits.push(Unit {
                 cell: index,
                 launch: v.launch,
+                visit,
                 log_rate,
                 log_speed: v.host.as_ref().and_then(|h| positive(h.speed)),
             });
@@ -104,6 +109,7 @@ fn units_of(cell: &Cell, index: usize) -> Vec<Unit> {
             Some(Unit {
                 cell: index,
                 launch: i as u32 + 1,
+                visit: i,
                 log_rate: positive(l.samples_per_s)?,
                 log_speed: None,
             })

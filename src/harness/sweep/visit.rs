@@ -1,9 +1,10 @@
-//! One point on a running job: warm-up, then measurement until steady state, and the cell it
-//! gives (or why there is none).
+//! One visit: a point measured on a running job, after its warm-up, until steady state (or
+//! `steady_windows` windows where the point was measured before), and the cell it gives (or
+//! why there is none).
 
 use super::disturbance::WindowJudge;
 use super::launches::visit_of;
-use super::measurement::Measurement;
+use super::visit_progress::Measurement;
 use super::{POLL, Run, Sweep, SweepError};
 use crate::harness::process::launch::describe_exit;
 use crate::harness::sweep::plan::{Point, label};

@@ -1,4 +1,4 @@
-//! A cell's measurement in progress: its rate windows and the judge of their disturbance, the
+//! A visit in progress: its rate windows and the judge of their disturbance, the
 //! samplers of resident memory and CPU speed, the memory peaks, and when it is done.
 
 use super::Run;
