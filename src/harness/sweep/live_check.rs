@@ -4,8 +4,9 @@
 //! workers are started once). So the check compares ratios inside launches started at both
 //! ends: one starts at the reference (the top CPU level) and is re-capped down, one starts
 //! fresh at the lowest CPU level and is re-capped up to the reference. On a grid both come
-//! before any other cell (`check_first.rs`); a search makes the second on its second pass. Each reads the lowest level against the reference of its own blocks, so a host
-//! that slowed one launch against the other does not decide the check:
+//! before any other cell (`Sweep::check_first`, passes.rs); a search makes the second on its
+//! second pass. Each reads the lowest level against the reference of its own blocks, so a
+//! host that slowed one launch against the other does not decide the check:
 //!
 //! - the tolerance is a fixed slack ([`LIVE_CHECK_SLACK`]) plus the spread the two means of
 //!   log-ratios have from the blocks' own spread (pooled over the sweep's cells, Student's

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 mod api;
 mod blocks;
-mod check_first;
 pub mod cpu_search;
 mod disturbance;
 pub mod fleet;

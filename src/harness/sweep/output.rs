@@ -5,7 +5,7 @@ use super::launches::add_visits;
 use super::live_check::LiveCheckState;
 use super::{Sweep, SweepError, search};
 use crate::harness::measure::job_output::now_unix_s;
-use crate::harness::sweep::plan::MemoryLevels;
+use crate::harness::sweep::plan::{MemoryLevels, Point};
 use crate::matrix::{
     Axes, Cell, CellKey, JobInfo, MATRIX_KIND, Matrix, MatrixHeader, MatrixWriter, SCHEMA_VERSION,
 };
@@ -278,5 +278,40 @@ impl Sweep<'_> {
             .expect("ensured")
             .replace_all(&matrix)?;
         Ok(())
+    }
+
+    /// The key of `p`'s cell, once the memory levels are sized.
+    pub(super) fn key_of(&self, p: &Point) -> Option<CellKey> {
+        let bytes = self.mem.levels.bytes()?;
+        Some(CellKey::new(p.cpu, bytes[p.mem], &p.params))
+    }
+
+    /// The cell recorded at `p`.
+    pub(super) fn recorded_cell(&self, p: &Point) -> Option<&Cell> {
+        let key = self.key_of(p)?;
+        self.out.cells.iter().find(|c| c.key() == key)
+    }
+
+    /// Takes the cell recorded at `p` out of the matrix (and its file), so the next visit of
+    /// `p` makes a cell of its own.
+    pub(super) fn take_cell(&mut self, p: &Point) -> Result<Option<Cell>, SweepError> {
+        let Some(key) = self.key_of(p) else {
+            return Ok(None);
+        };
+        let Some(i) = self.out.cells.iter().position(|c| c.key() == key) else {
+            return Ok(None);
+        };
+        let cell = self.out.cells.remove(i);
+        self.out.done.remove(&key);
+        self.rewrite()?;
+        Ok(Some(cell))
+    }
+
+    /// Puts `cell` back into the matrix (the file is rewritten by the caller).
+    pub(super) fn put_cell(&mut self, cell: Option<Cell>) {
+        if let Some(cell) = cell {
+            self.out.done.insert(cell.key());
+            self.out.cells.push(cell);
+        }
     }
 }

@@ -10,12 +10,12 @@
 //! (`measure.launches_budget_s` for every pass after the first; by default, narrowing passes
 //! may add half of what the combination took before them). It names the cells it left wider
 //! and what more passes would buy. On a grid the first pass opens with the live check
-//! (`check_first.rs`).
+//! ([`Sweep::check_first`]).
 //! When the sweep ends, the spread pooled over every point measured on several launches is the
 //! floor of every cell's absolute interval ([`hold_pooled_spread`]), and the relative rates are
 //! read from the cell model.
 
-use super::launches::hold_pooled_spread;
+use super::launches::{add_visits, first_visit_only, hold_pooled_spread};
 use super::live_check::{LiveCheckState, check_point, check_points, describe};
 use super::reread;
 use super::search::{SearchPoints, SearchThenLowerMemory, search_result, top_was_oom_killed};
@@ -26,6 +26,7 @@ use crate::harness::sweep::plan::{MemoryLevels, Point, PointSource};
 use crate::matrix::cell_model::{self, Precision};
 use crate::matrix::{Cell, CellSource};
 use crate::spec::MemoryAxis;
+use crate::spec::SweepMode;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -576,5 +577,110 @@ impl Sweep<'_> {
         }
         self.relaunch_keeping(params, Vec::new())?;
         Ok(Then::StartOver)
+    }
+
+    /// The live check of `params` before any other cell, where it is owed and the grid's
+    /// `cpu_levels` have a level below the reference: whether re-capping a running job
+    /// measures what a fresh start would is known before any cell is measured by re-capping.
+    /// Two launches make it:
+    ///
+    /// 1. one started at the reference (the top CPU level), re-capped down to the check's
+    ///    point (the lowest CPU level at the top memory level) and back up;
+    /// 2. a fresh one started at the check's point, re-capped up to the reference.
+    ///
+    /// `live_check.rs` compares the point's ratio to the reference on both. Where re-capping
+    /// is valid, or the check cannot tell yet, every visit stands and the first pass goes on
+    /// re-capping. Where it is not, every visit made after a re-cap is dropped: the reference
+    /// keeps the first launch's first visit, the point the second launch's, and the sweep
+    /// relaunches at every other point. The check costs one launch and two re-capped visits,
+    /// not a pass. A sweep stopped before the verdict makes the check afresh on resuming:
+    /// which level its launches started at is not on file.
+    pub(super) fn check_first(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        cpu_levels: &[f64],
+    ) -> Result<(), SweepError> {
+        if !(self.live_check.is_pending() && self.axes.blocks_per_launch()) {
+            return Ok(());
+        }
+        let reference = self.axes.reference_point(params);
+        let lowest = cpu_levels.iter().copied().fold(f64::INFINITY, f64::min);
+        if !lowest.is_finite() || lowest >= reference.cpu {
+            return Ok(());
+        }
+        let point = Point {
+            cpu: lowest,
+            mem: reference.mem,
+            params: params.clone(),
+        };
+        if self.out.cells.iter().any(|c| &c.params == params) {
+            // A sweep stopped before the verdict: which level each of its launches started at
+            // is not on file, so the check starts afresh.
+            self.observer.note(&format!(
+                "live check at {lowest} CPUs: made afresh; the cells measured before the \
+                 sweep stopped, with no verdict yet, are dropped"
+            ));
+            self.drop_combination(params, Vec::new())?;
+        }
+        self.observer.status(&format!(
+            "live check at {lowest} CPUs: a launch started at the reference, re-capped down to it"
+        ));
+        let mut live = (self.blocks).check_walk(&self.axes, &reference, &point);
+        self.run_points(&mut live)?;
+        let started_at_reference = self.recorded_cell(&reference).map(first_visit_only);
+        let recapped = self.take_cell(&point)?;
+        self.observer.status(&format!(
+            "live check at {lowest} CPUs: a fresh launch started there, re-capped up to the \
+             reference"
+        ));
+        let check_points = vec![reference, point.clone()];
+        let mut fresh = (self.blocks).again_walk(&self.axes, check_points, true, true);
+        let next_launch = self.launch_id() + 1;
+        self.live_check.start(&self.axes, Some(&point), next_launch);
+        self.run_points(&mut fresh)?;
+        let started_at_point = self.take_cell(&point)?;
+        let both = match (&recapped, &started_at_point) {
+            (Some(a), Some(b)) => Some(add_visits(a, b)),
+            (a, b) => a.clone().or_else(|| b.clone()),
+        };
+        self.put_cell(both);
+        match self.decide_live_check()? {
+            Some(true) => {
+                let kept = [started_at_reference, started_at_point];
+                self.relaunch_keeping(params, kept.into_iter().flatten().collect())
+            }
+            _ => self.rewrite(),
+        }
+    }
+
+    /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped
+    /// but `kept` (each measured on a launch that started at its point), and every other point
+    /// is measured from the start, a fresh launch each.
+    pub(super) fn relaunch_keeping(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        kept: Vec<Cell>,
+    ) -> Result<(), SweepError> {
+        self.axes.mode = SweepMode::Relaunch;
+        self.drop_combination(params, kept)
+    }
+
+    /// Drops the cells and blocks of `params` measured so far but `kept`, and rewrites the
+    /// file.
+    fn drop_combination(
+        &mut self,
+        params: &BTreeMap<String, String>,
+        kept: Vec<Cell>,
+    ) -> Result<(), SweepError> {
+        self.blocks.open = None;
+        self.blocks.closed.retain(|b| &b.params != params);
+        let blocks = self.blocks.closed.clone();
+        self.out.cells.retain(|c| &c.params != params);
+        self.out.done.retain(|k| &k.params != params);
+        for cell in kept {
+            self.put_cell(Some(cell));
+        }
+        self.update_header(|h| h.blocks = blocks)?;
+        self.rewrite()
     }
 }
