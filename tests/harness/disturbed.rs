@@ -104,15 +104,17 @@ fn live_spin_spec(dir: &Path) -> LoadedSpec {
     parse_spec(text, &path).expect("test spec is valid")
 }
 
-/// Starts a hog that stays when the sweep's second pass (the live check's fresh launch) starts.
-struct HogFromSecondPass {
+/// Starts a hog that stays when the live check's fresh launch starts.
+struct HogFromCheckLaunch {
     hog: Option<Hogs>,
     started_unix_s: f64,
 }
 
-impl SweepObserver for HogFromSecondPass {
+impl SweepObserver for HogFromCheckLaunch {
     fn status(&mut self, message: &str) {
-        if message.starts_with("measuring") && message.contains("(pass 2 of") && self.hog.is_none()
+        if message.starts_with("live check")
+            && message.contains("a fresh launch")
+            && self.hog.is_none()
         {
             self.started_unix_s = profiler::harness::measure::job_output::now_unix_s();
             self.hog = Some(Hogs(vec![hog(300.0)]));
@@ -151,7 +153,7 @@ fn a_hog_beside_a_sweep_is_detected_and_its_windows_measured_again() {
     );
 }
 
-/// A hog that stays, from the second pass of a live sweep on: every block it touched is left
+/// A hog that stays, from the live check's fresh launch on: every block it touched is left
 /// out and marked, the live check it kept from concluding is unproven after two fresh launches,
 /// and the 0.5-CPU cell's rate relative to its 1-CPU reference rests on its quiet visits, about
 /// the half a 0.5-CPU cap leaves a CPU-bound job. Read against a reference the hog halved, it
@@ -162,7 +164,7 @@ fn a_hog_that_stays_leaves_its_blocks_out_and_the_check_unproven() {
     let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("staying.matrix.jsonl");
-    let mut staying = HogFromSecondPass {
+    let mut staying = HogFromCheckLaunch {
         hog: None,
         started_unix_s: f64::INFINITY,
     };
@@ -186,7 +188,10 @@ fn a_hog_that_stays_leaves_its_blocks_out_and_the_check_unproven() {
             b.index, b.span_unix_s, b.disturbed, b.drifted
         );
     }
-    assert!(hog_started.is_finite(), "the sweep made a second pass");
+    assert!(
+        hog_started.is_finite(),
+        "the live check made its fresh launch"
+    );
     let (before, after): (Vec<_>, Vec<_>) =
         blocks.iter().partition(|b| b.span_unix_s[1] < hog_started);
     assert!(

@@ -146,6 +146,11 @@ impl RateWindows {
         self.windows.len()
     }
 
+    /// The closed windows the estimate keeps: those not discarded as disturbed.
+    pub fn kept_windows(&self) -> usize {
+        self.kept().count()
+    }
+
     /// Leaves the last closed window out of the estimate and of the steady-state test (it was
     /// disturbed); the next window starts where it ended.
     pub fn discard_last(&mut self) {
@@ -530,6 +535,11 @@ mod tests {
             }
         }
         assert_eq!(w.closed(), 3);
+        assert_eq!(
+            w.kept_windows(),
+            2,
+            "a discarded window is not one a visit may stop on"
+        );
         let tp = w.throughput(5).unwrap();
         assert_eq!(tp.windows, 2);
         assert!((tp.samples_per_s - 100.0).abs() < 1e-6, "{tp:?}");

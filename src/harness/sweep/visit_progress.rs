@@ -149,9 +149,9 @@ impl Measurement {
         match self.epoch {
             Some(n) => {
                 let k = whole_epochs(n, w, self.elapsed_s(), m);
-                w.gained() >= k * n && w.closed() >= m.steady_windows
+                w.gained() >= k * n && w.kept_windows() >= m.steady_windows
             }
-            None if self.revisit => w.closed() >= m.steady_windows,
+            None if self.revisit => w.kept_windows() >= m.steady_windows,
             None => w.is_steady(m.steady_windows, m.steady_cv),
         }
     }
