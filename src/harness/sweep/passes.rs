@@ -546,7 +546,7 @@ impl Sweep<'_> {
 
     /// Decides the live check once its fresh launch was measured ([`LiveCheckState::conclude`])
     /// and records it: whether re-capping was found not valid, once decided.
-    pub(super) fn decide_live_check(&mut self) -> Result<Option<bool>, SweepError> {
+    fn decide_live_check(&mut self) -> Result<Option<bool>, SweepError> {
         let Some(verdict) = self.live_check.conclude(
             self.observer,
             &self.blocks.closed,
@@ -656,7 +656,7 @@ impl Sweep<'_> {
     /// Re-capping is not valid: the cells and blocks of `params` measured so far are dropped
     /// but `kept` (each measured on a launch that started at its point), and every other point
     /// is measured from the start, a fresh launch each.
-    pub(super) fn relaunch_keeping(
+    fn relaunch_keeping(
         &mut self,
         params: &BTreeMap<String, String>,
         kept: Vec<Cell>,
