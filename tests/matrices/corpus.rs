@@ -11,16 +11,16 @@ use std::path::Path;
 /// The least share of pairs inside, over every cell, on every job of the corpus. A 95%
 /// interval should hold about 95%. Sweeps of one machine kind in different hours disagree by
 /// more than any one sweep sees: on 27 Emerald Rapids sweeps over three hours the model held
-/// 89% of pairs, and the storage-bound calibration cell (2 CPUs, the lowest memory level)
-/// least (docs/findings/cell-model.md). This floor holds that level.
-const COVERAGE_FLOOR: f64 = 0.85;
+/// 92% of pairs, and the storage-bound calibration cell (2 CPUs, the lowest memory level)
+/// least, 89% (docs/findings/cell-model.md).
+const COVERAGE_FLOOR: f64 = 0.9;
 /// The least share of pairs inside for the cells at the top memory level, the CPU axis.
 const CPU_AXIS_FLOOR: f64 = 0.9;
-/// How much wider than the intervals the sweeps recorded the model's may be, where it holds
-/// more of the other sweeps' estimates than they do: the recorded ones are the estimator's
-/// before the model and the model's own, read at the kind's speed of the day and without the
-/// variance each visit's windows share (5.3% against 5.7% on Emerald Rapids).
-const WIDER_THAN_RECORDED: f64 = 1.1;
+/// How much wider than the recorded intervals, widened until they hold as many of the other
+/// sweeps' estimates, the model's may be. The recorded ones are the estimator's before the
+/// model and the model's own without each cell's noise; widened to the model's 92% on
+/// Emerald Rapids they are ±10.2% median against the model's ±6.6%.
+const WIDER_THAN_RECORDED: f64 = 1.0;
 
 fn corpus() -> Corpus {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweeps");
@@ -56,18 +56,19 @@ fn the_model_holds_other_sweeps_estimates() {
             j.kind,
             j.model.describe()
         );
-        // Against the intervals the sweeps recorded: the block-ratio estimator's before the
-        // model, the model's own (read at the kind's speed of the day) since.
+        // Against the intervals the sweeps recorded, at the same share of pairs inside.
+        let sweeps = &corpus[&(j.kind.clone(), j.job.clone())];
+        let recorded_width = j.recorded_at_model_share;
         assert!(
             j.model.share() >= j.recorded.share()
-                && j.model.median_half_width <= WIDER_THAN_RECORDED * j.recorded.median_half_width,
-            "{} on {}: the model {} against the recorded {}",
+                && j.model.median_half_width <= WIDER_THAN_RECORDED * recorded_width,
+            "{} on {}: the model {} against the recorded {}, ±{:.1}% widened to its share",
             j.job,
             j.kind,
             j.model.describe(),
-            j.recorded.describe()
+            j.recorded.describe(),
+            100.0 * recorded_width
         );
-        let sweeps = &corpus[&(j.kind.clone(), j.job.clone())];
         let read_at = j.read_at.map_or(DEFAULT_READ_AT, ReadAt::Speed);
         let cpu_axis: Vec<Estimates> = (sweeps.iter())
             .map(|m| corpus::modelled(m, &m.cells, read_at))

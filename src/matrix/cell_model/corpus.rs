@@ -69,6 +69,9 @@ pub struct Judgement {
     pub model: Coverage,
     /// The intervals the sweeps recorded against the other sweeps' recorded rates.
     pub recorded: Coverage,
+    /// The recorded intervals' median half-width once widened to hold the model's share of
+    /// pairs: the two estimators' widths at one coverage.
+    pub recorded_at_model_share: f64,
     /// For each sweep, its seconds of visits and where the precision asked would have stopped
     /// it (`None`: never within it).
     pub stops: Vec<(f64, Option<f64>)>,
@@ -88,6 +91,10 @@ impl Judgement {
             self.model.describe(),
             self.recorded.describe()
         );
+        out.push_str(&format!(
+            ", ±{:.1}% median widened to the model's share",
+            100.0 * self.recorded_at_model_share
+        ));
         let stopped: Vec<f64> = (self.stops.iter())
             .filter_map(|(span, stop)| Some(stop.as_ref()? / span.max(f64::MIN_POSITIVE)))
             .collect();
@@ -120,12 +127,14 @@ pub fn judge(corpus: &Corpus, precision: f64) -> Vec<Judgement> {
             .map(|m| modelled(m, &m.cells, read_at))
             .collect();
         let recorded: Vec<Estimates> = sweeps.iter().map(recorded).collect();
+        let model = Coverage::of(&model);
         out.push(Judgement {
             kind: kind.clone(),
             job: job.clone(),
             sweeps: sweeps.len(),
             read_at: speed,
-            model: Coverage::of(&model),
+            recorded_at_model_share: width_at_share(&recorded, model.share()),
+            model,
             recorded: Coverage::of(&recorded),
             stops: (sweeps.iter())
                 .map(|m| (visit_span(m), stop_at(m, precision, read_at)))
@@ -202,6 +211,30 @@ impl Coverage {
             100.0 * self.max_half_width
         )
     }
+}
+
+/// The median half-width of `sweeps`' intervals once each is widened, by the least factor a
+/// bisection finds, to hold at least `share` of the pairs.
+pub fn width_at_share(sweeps: &[Estimates], share: f64) -> f64 {
+    let widened = |factor: f64| -> Coverage {
+        let scaled: Vec<Estimates> = (sweeps.iter())
+            .map(|e| {
+                (e.iter())
+                    .map(|(id, (rate, half))| (id.clone(), (*rate, half * factor)))
+                    .collect()
+            })
+            .collect();
+        Coverage::of(&scaled)
+    };
+    let (mut low, mut high) = (0.25, 16.0);
+    for _ in 0..30 {
+        let mid = (low + high) / 2.0;
+        match widened(mid).share() >= share {
+            true => high = mid,
+            false => low = mid,
+        }
+    }
+    widened(high).median_half_width
 }
 
 /// The cells' identities in one sweep, by the cell's key.
@@ -346,5 +379,8 @@ mod tests {
         assert_eq!(c.pairs, 6);
         assert_eq!(c.inside, 2);
         assert!((c.median_half_width - 0.05f64.sinh()).abs() < 1e-12);
+        // Widened to hold every pair: the off sweep's 0.2 from the others needs 4 times.
+        let all = width_at_share(&sweeps, 1.0);
+        assert!((all - 0.2f64.sinh()).abs() < 1e-6, "{all}");
     }
 }

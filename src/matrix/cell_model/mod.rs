@@ -17,13 +17,14 @@
 //!   leaves idle (on the recorded corpus a slope there moved its rate between sweeps twice
 //!   as much as none, docs/findings/cell-model.md);
 //! - `s*`: the probe speed every rate is read at ([`ReadAt`]);
-//! - `noise`: a variance within visits and a shift each visit's windows share, each one for
-//!   the whole sweep (`fit.rs` splits them, and says why no unit is downweighted).
+//! - `noise`: a variance within visits and a shift each visit's windows share, each its own
+//!   for every cell, borrowing from the whole sweep's where the cell has few visits (`fit.rs`
+//!   splits them, and says why no unit is downweighted).
 //!
 //! A cell's relative rate is `exp(cell − reference)`. Its interval is where another sweep's
-//! estimate lands: `± t(df) · sqrt(2 · var)`, `var` the contrast's variance from the fit (both
-//! parts of the noise) and `df` Satterthwaite's between the two parts'. docs/SWEEP.md, "How a cell's interval is made",
-//! names each term.
+//! estimate lands: `± t(df) · sqrt(2 · var)`, `var` the contrast's variance from the fit
+//! (every part of the noise) and `df` Satterthwaite's between the parts'. docs/SWEEP.md,
+//! "How a cell's interval is made", names each term.
 
 pub mod corpus;
 mod fit;
@@ -144,7 +145,8 @@ impl FittedSweep {
         let groups: Vec<usize> = (sample.units.iter())
             .map(|u| u.cell * MAX_VISITS_A_CELL + u.visit.min(MAX_VISITS_A_CELL - 1))
             .collect();
-        let fitted = fit::fit(&rows, &y, &groups);
+        let classes: Vec<usize> = sample.units.iter().map(|u| u.cell).collect();
+        let fitted = fit::fit(&rows, &y, &groups, &classes);
         FittedSweep {
             sample,
             fitted,
