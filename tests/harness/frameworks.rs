@@ -503,10 +503,10 @@ fn keras_progbar_reads_as_its_own_count() {
 /// such a job from 2 CPUs to 1 leaves it two spinning OpenMP threads on one core (far slower
 /// than a fresh start); the sweep's live check must catch that and measure every point again on
 /// a fresh launch of its own. Every cell is checked against the script's
-/// own count (within 5%). The two sweeps' curves are compared as each one's 1-CPU cell over
-/// its own 2-CPU reference, launched beside it: a spell of the host between the sweeps moves
-/// both levels of one and not its ratio. Fresh launches still differ, so within
-/// `BETWEEN_LAUNCHES` (40%): a re-capped cell kept by mistake is ten times off.
+/// own count (within 5%). The two sweeps' curves are compared level by level, each cell a
+/// fresh launch of its own. Fresh launches differ, so within `BETWEEN_LAUNCHES` (40%): a
+/// re-capped cell kept by mistake is ten times off. In one run of the whole suite, launches at
+/// 2 CPUs measured 105 and 138 samples/s, and at 1 CPU 84 and 69: their ratios were 68% apart.
 #[test]
 fn plain_torch_live_sweep_gives_the_relaunched_curve() {
     require_caps!("plain_torch_live_sweep_gives_the_relaunched_curve");
@@ -550,18 +550,17 @@ fn plain_torch_live_sweep_gives_the_relaunched_curve() {
         check.relaunch_samples_per_s,
         check.live_samples_per_s
     );
-    // The curves: each sweep's 1-CPU cell over its own 2-CPU reference, launched beside it, so
-    // a spell of the host between the two sweeps moves neither.
-    let relative = |o: &SweepOutcome| {
-        (cell(&o.matrix.cells, 1.0).relative.as_ref())
-            .map(|r| r.rate)
-            .expect("a relative rate at 1 CPU")
-    };
-    let (l, r) = (relative(&outcome), relative(&first));
-    eprintln!("1 CPU over 2 CPUs: live sweep {l:.3}, relaunched {r:.3}; live check: {check:?}");
-    assert!(
-        (l / r - 1.0).abs() < BETWEEN_LAUNCHES,
-        "the live sweep's curve is off the relaunched one: 1 CPU over 2 CPUs {l:.3} against \
-         {r:.3}; live check: {check:?}"
-    );
+    // The curves, level by level: each cell of either sweep stands on a fresh launch of its
+    // own, so two launches of one level are compared. (A ratio of two levels would not cancel
+    // a spell here, being two launches too, and would add their spreads.)
+    for cpu in [1.0, 2.0] {
+        let rate = |o: &SweepOutcome| cell(&o.matrix.cells, cpu).samples_per_s().expect("a rate");
+        let (l, r) = (rate(&outcome), rate(&first));
+        eprintln!("{cpu} CPU(s): live sweep {l:.1}, relaunched {r:.1} samples/s");
+        assert!(
+            (l / r - 1.0).abs() < BETWEEN_LAUNCHES,
+            "the live sweep's curve is off the relaunched one at {cpu} CPU(s): {l:.1} against \
+             {r:.1} samples/s; live check: {check:?}"
+        );
+    }
 }
