@@ -222,11 +222,13 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     );
     // Two passes, each one live launch walking the levels in two rounds, each round a block
     // that opens with the reference and is re-capped back to it at its end (the next round's
-    // opening); every cell's relative rate rests on all its visits.
+    // opening); a narrowing pass after them is one block of the reference and the cells still
+    // wider than the precision. Every cell's relative rate rests on all its visits.
     let on_disk = load_matrix(&out).unwrap();
     assert_eq!(on_disk.cells, outcome.matrix.cells);
     let blocks = &on_disk.header.blocks;
-    assert!(blocks.len() >= 4, "{blocks:?}");
+    const ASKED_BLOCKS: usize = 4;
+    assert!(blocks.len() >= ASKED_BLOCKS, "{blocks:?}");
     assert!(
         blocks
             .iter()
@@ -247,7 +249,7 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
             .iter()
             .filter(|v| !v.disturbed)
             .count();
-        assert!(visits >= blocks.len(), "{cpu} CPU: {visits} visits");
+        assert!(visits >= ASKED_BLOCKS, "{cpu} CPU: {visits} visits");
         assert_eq!(r.blocks as usize, visits, "{r:?}");
         assert!(r.ci95_low <= r.rate && r.rate <= r.ci95_high, "{r:?}");
     }
