@@ -175,6 +175,9 @@ fn cell(cells: &[Cell], cpu: f64) -> &Cell {
         .unwrap_or_else(|| panic!("no cell at cpu {cpu}"))
 }
 
+/// The blocks of the CPU-cap sweep's two passes asked for: two rounds each.
+const ASKED_BLOCKS: usize = 4;
+
 /// One sweep, no retry: each cell is read against the 2-CPU reference of its own block (one live
 /// launch), so a host that slows one launch or a spell between launches moves the levels but not
 /// the ratios between cells measured close together.
@@ -227,7 +230,6 @@ fn cpu_cap_scales_the_input_pipeline_rate() {
     let on_disk = load_matrix(&out).unwrap();
     assert_eq!(on_disk.cells, outcome.matrix.cells);
     let blocks = &on_disk.header.blocks;
-    const ASKED_BLOCKS: usize = 4;
     assert!(blocks.len() >= ASKED_BLOCKS, "{blocks:?}");
     assert!(
         blocks

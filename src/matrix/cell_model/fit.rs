@@ -286,6 +286,12 @@ mod tests {
         (-2.0 * (u.max(1e-300)).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
 
+    /// Fits `rows`, each row a group of its own, all of one class.
+    fn fit_alone(rows: &[Vec<f64>], y: &[f64]) -> Fitted {
+        let groups: Vec<usize> = (0..y.len()).collect();
+        fit(rows, y, &groups, &vec![0; y.len()]).unwrap()
+    }
+
     /// A line with known coefficients and noise: the fit finds them within a few standard
     /// errors, and the residual variance is the noise's.
     #[test]
@@ -297,13 +303,7 @@ mod tests {
                 (vec![1.0, x], 2.0 + 0.5 * x + 0.1 * normal(&mut rng))
             })
             .unzip();
-        let f = fit(
-            &rows,
-            &y,
-            &(0..y.len()).collect::<Vec<_>>(),
-            &vec![0; y.len()],
-        )
-        .unwrap();
+        let f = fit_alone(&rows, &y);
         assert_eq!(f.degrees_of_freedom(), 398);
         for (j, truth) in [(0, 2.0), (1, 0.5)] {
             let mut a = vec![0.0; 2];
@@ -325,13 +325,7 @@ mod tests {
             vec![0.0, 1.0, 1.0],
         ];
         let y = [1.0, 1.2, 3.0, 3.2];
-        let f = fit(
-            &rows,
-            &y,
-            &(0..y.len()).collect::<Vec<_>>(),
-            &vec![0; y.len()],
-        )
-        .unwrap();
+        let f = fit_alone(&rows, &y);
         assert_eq!(f.degrees_of_freedom(), 2);
         assert!((f.estimate(&[-1.0, 1.0, 0.0]) - 2.0).abs() < 1e-9);
         assert!((f.within(0) - 0.02).abs() < 1e-9);
