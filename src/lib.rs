@@ -16,6 +16,7 @@ pub mod machine;
 pub mod matrix;
 pub mod output;
 pub mod plot;
+pub mod predict;
 pub mod replay;
 pub mod report;
 pub mod slurm;

@@ -64,6 +64,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor(args),
         Command::Show(args) => show(args),
         Command::Corpus(args) => corpus(args),
+        Command::Predict(args) => predict(&args),
     }
 }
 
@@ -297,6 +298,44 @@ fn corpus(args: profiler::cli::CorpusArgs) -> anyhow::Result<ExitCode> {
     for j in judged {
         println!("{}", j.describe(args.precision));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn predict(args: &profiler::cli::predict::PredictArgs) -> anyhow::Result<ExitCode> {
+    use profiler::predict::{Library, SETTINGS, evaluate, predict_matrix};
+    let mut library = if args.no_zoo {
+        Library::default()
+    } else {
+        Library::zoo()
+    };
+    for dir in &args.library {
+        library.add(dir)?;
+    }
+    if args.evaluate {
+        println!("given {:?} CPUs:", args.given);
+        println!(
+            "{}",
+            evaluate::leave_one_out(&library, &args.given, &SETTINGS).describe()
+        );
+        let seq = evaluate::sequential(&library, args.precision, &SETTINGS);
+        println!(
+            "measured one cell at a time to ±{:.1}%: {:.2} of {} CPU levels a job",
+            100.0 * args.precision,
+            seq.mean_measured,
+            seq.levels
+        );
+        println!("{}", seq.scores.describe());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(partial_path) = &args.partial else {
+        anyhow::bail!("give a partial matrix, or --evaluate");
+    };
+    let partial = load_matrix(partial_path)?;
+    let prediction = predict_matrix(&partial, &args.cpu, &library, &SETTINGS)?;
+    let out = args.output_for(partial_path);
+    profiler::matrix::rewrite_matrix(&out, &prediction.matrix)?;
+    println!("{}", prediction.describe());
+    eprintln!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
 }
 

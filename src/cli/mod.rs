@@ -11,6 +11,7 @@ use std::path::PathBuf;
 pub mod deploy;
 pub mod export;
 pub mod grid;
+pub mod predict;
 pub mod replay;
 
 #[derive(Debug, Parser)]
@@ -83,6 +84,10 @@ Examples:\n  profiler corpus tests/data/sweeps\n  \
 profiler corpus matrices/history --precision 0.03"
     )]
     Corpus(CorpusArgs),
+    /// Predict a job's whole matrix from a few measured cells and the jobs already profiled,
+    /// each predicted cell with its interval.
+    #[command(long_about = predict::LONG_ABOUT)]
+    Predict(predict::PredictArgs),
     /// Measure every cell of a job's matrix and report how well each cache model predicts the
     /// memory axis from the CPU axis.
     #[command(
@@ -489,7 +494,7 @@ fn parse_eps(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{s:?}: expected a fraction in [0, 1), e.g. 0.02"))
 }
 
-fn parse_precision(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_precision(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
         .filter(|p| *p > 0.0 && *p < 1.0)

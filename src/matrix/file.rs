@@ -41,6 +41,16 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, MatrixError> {
     for line in BufReader::new(file).lines() {
         lines.push(line.map_err(io_err(path))?);
     }
+    parse_lines(path, &lines)
+}
+
+/// A whole matrix from its text, as [`load_matrix`] reads a file; `path` names it in errors.
+pub fn parse_matrix(path: &Path, text: &str) -> Result<Matrix, MatrixError> {
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    parse_lines(path, &lines)
+}
+
+fn parse_lines(path: &Path, lines: &[String]) -> Result<Matrix, MatrixError> {
     let parse_err = |line: usize, message: String| MatrixError::Parse {
         path: path.to_owned(),
         line,

@@ -12,6 +12,7 @@ pub mod doubt;
 mod file;
 pub mod machine;
 pub mod relative;
+mod shipped_zoo;
 mod summary;
 pub mod surface;
 mod validation;
@@ -19,9 +20,12 @@ pub mod visits;
 
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
-pub use file::{MatrixError, MatrixWriter, load_matrix, rewrite_header, rewrite_matrix};
+pub use file::{
+    MatrixError, MatrixWriter, load_matrix, parse_matrix, rewrite_header, rewrite_matrix,
+};
 pub use machine::{GpuDevice, MachineInfo, Processor, Storage, UNKNOWN_KIND};
 pub use relative::{BlockReference, HostModel, RelativeRate, SweepBlock};
+pub use shipped_zoo::shipped_zoo;
 pub use summary::{live_check_line, render_brief, render_cells, render_summary};
 pub use surface::{Interp, ServerShape, Surface, SurfaceError};
 pub use validation::{CellCheck, ModelAccuracy, PairedRatio, Validation, ValidationCell};
@@ -375,6 +379,9 @@ pub enum CellSource {
     Failed,
     /// The allocation cannot run the job (killed by the OOM killer under the memory cap).
     Infeasible,
+    /// Not run: read from the job's measured cells and the jobs already profiled
+    /// (`profiler predict`), with the predictor's interval.
+    Predicted,
 }
 
 impl CellSource {
@@ -384,6 +391,7 @@ impl CellSource {
             CellSource::Modelled => "modelled",
             CellSource::Failed => "failed",
             CellSource::Infeasible => "infeasible",
+            CellSource::Predicted => "predicted",
         }
     }
 }

@@ -147,6 +147,12 @@ fn write_checks(out: &mut String, matrix: &Matrix) {
         out,
         "\nsamples/s; ~ = modelled by the cache model, OOM = infeasible (OOM-killed), - = not run"
     );
+    if (matrix.cells.iter()).any(|c| c.source == CellSource::Predicted) {
+        let _ = writeln!(
+            out,
+            "? = predicted from the measured cells and other jobs' matrices (profiler predict)"
+        );
+    }
     let findings = check(matrix);
     if !findings.disturbed.is_empty() {
         let _ = writeln!(
@@ -177,7 +183,8 @@ fn write_notes(out: &mut String, matrix: &Matrix, notes: Notes) {
     let notable: Vec<&Cell> = matrix
         .cells
         .iter()
-        .filter(|c| c.source != CellSource::Modelled && c.note.is_some())
+        .filter(|c| !matches!(c.source, CellSource::Modelled | CellSource::Predicted))
+        .filter(|c| c.note.is_some())
         .collect();
     if notable.is_empty() {
         return;
@@ -240,6 +247,7 @@ fn rate_text(cell: &Cell) -> String {
         (CellSource::Failed, _) => "failed".into(),
         (CellSource::Infeasible, _) => "OOM".into(),
         (CellSource::Modelled, Some(v)) => format!("~{v:.1}"),
+        (CellSource::Predicted, Some(v)) => format!("?{v:.1}"),
         (_, Some(v)) if is_disturbed(cell) => format!("!{v:.1}"),
         (_, Some(v)) => format!("{v:.1}"),
         (_, None) => "?".into(),
@@ -273,10 +281,10 @@ fn relative_text(cell: &Cell) -> String {
     let Some(r) = &cell.relative else {
         return "-".into();
     };
-    let mark = if cell.source == CellSource::Modelled {
-        "~"
-    } else {
-        ""
+    let mark = match cell.source {
+        CellSource::Modelled => "~",
+        CellSource::Predicted => "?",
+        _ => "",
     };
     match r.ci95_high > r.ci95_low {
         true => format!("{mark}{:.3}±{:.0}", r.rate, 100.0 * r.half_width()),

@@ -19,9 +19,9 @@
 
 use super::error::ReplayError;
 use crate::matrix::demand::{self, CostWeights};
-use crate::matrix::{Interp, Matrix, MatrixHeader, ServerShape, Surface};
+use crate::matrix::{Interp, Matrix, ServerShape, Surface};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How throughput between grid points and progress within a round are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -171,43 +171,6 @@ pub struct ProfileSet {
     pub origin: String,
 }
 
-/// The shipped Synergy model zoo (`matrices/zoo/`), embedded so a replay works from anywhere.
-const BUILTIN_ZOO: &[(&str, &str)] = &[
-    (
-        "alexnet",
-        include_str!("../../matrices/zoo/alexnet.matrix.jsonl"),
-    ),
-    ("bert", include_str!("../../matrices/zoo/bert.matrix.jsonl")),
-    (
-        "deepspeech",
-        include_str!("../../matrices/zoo/deepspeech.matrix.jsonl"),
-    ),
-    ("gnmt", include_str!("../../matrices/zoo/gnmt.matrix.jsonl")),
-    ("lstm", include_str!("../../matrices/zoo/lstm.matrix.jsonl")),
-    ("m5", include_str!("../../matrices/zoo/m5.matrix.jsonl")),
-    (
-        "mobilenet",
-        include_str!("../../matrices/zoo/mobilenet.matrix.jsonl"),
-    ),
-    (
-        "resnet18",
-        include_str!("../../matrices/zoo/resnet18.matrix.jsonl"),
-    ),
-    (
-        "resnet50",
-        include_str!("../../matrices/zoo/resnet50.matrix.jsonl"),
-    ),
-    (
-        "shufflenet",
-        include_str!("../../matrices/zoo/shufflenet.matrix.jsonl"),
-    ),
-    (
-        "transformer",
-        include_str!("../../matrices/zoo/transformer.matrix.jsonl"),
-    ),
-    ("vae", include_str!("../../matrices/zoo/vae.matrix.jsonl")),
-];
-
 /// Synergy's per-model scalars (ideal demands, speed-up, placement penalty), for the demands
 /// its zoo declares.
 const ZOO_SCALARS: &str = include_str!("../../matrices/zoo-source/model_zoo_scalars.csv");
@@ -228,28 +191,6 @@ fn zoo_declared_best() -> BTreeMap<String, (f64, f64)> {
         .collect()
 }
 
-/// Parses a matrix from JSON-lines text (same rules as [`crate::matrix::load_matrix`]).
-pub fn parse_matrix_text(text: &str, origin: &Path) -> Result<Matrix, ReplayError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let (_, first) = lines
-        .next()
-        .ok_or_else(|| ReplayError::parse(origin, 1, "empty matrix"))?;
-    let header: MatrixHeader = serde_json::from_str(first)
-        .map_err(|e| ReplayError::parse(origin, 1, format!("not a matrix header: {e}")))?;
-    let mut cells = Vec::new();
-    for (i, l) in lines {
-        cells.push(
-            serde_json::from_str(l).map_err(|e| {
-                ReplayError::parse(origin, i + 1, format!("not a matrix cell: {e}"))
-            })?,
-        );
-    }
-    Ok(Matrix { header, cells })
-}
-
 impl ProfileSet {
     /// The built-in Synergy model zoo.
     pub fn builtin_zoo() -> ProfileSet {
@@ -258,12 +199,10 @@ impl ProfileSet {
             ..Default::default()
         };
         let declared = zoo_declared_best();
-        for (name, text) in BUILTIN_ZOO {
-            let path = PathBuf::from(format!("matrices/zoo/{name}.matrix.jsonl"));
-            let m = parse_matrix_text(text, &path).expect("shipped zoo matrix parses");
+        for (name, path, m) in crate::matrix::shipped_zoo() {
             let mut p = Profile::from_matrix(&m, &path.display().to_string())
                 .expect("shipped zoo matrix is valid");
-            p.declared_best = declared.get(*name).copied();
+            p.declared_best = declared.get(name).copied();
             set.insert(p).expect("zoo names are unique");
         }
         set

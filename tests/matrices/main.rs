@@ -11,5 +11,6 @@ mod fuzz;
 mod many_files;
 mod marks;
 mod plot;
+mod predict;
 mod reference_docs;
 mod report;

@@ -134,6 +134,7 @@ const FLAG_REFERENCES: &[(&str, &[&str])] = &[
     ("doctor", &["docs/GPU.md"]),
     ("show", &["docs/MATRIX.md"]),
     ("corpus", &["docs/SWEEP.md"]),
+    ("predict", &["docs/PREDICT.md"]),
 ];
 
 #[test]

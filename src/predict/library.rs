@@ -1,0 +1,139 @@
+//! The jobs a prediction leans on: each a CPU curve read from a matrix, named by its job and
+//! where it came from. The shipped zoo (Synergy's twelve models, one CPU curve each) is built
+//! in; the matrices a user names join it.
+
+use super::PredictError;
+use super::curve::Curve;
+use crate::matrix::{Cell, CellSource, Matrix, load_matrix, shipped_zoo};
+use std::path::{Path, PathBuf};
+
+/// One job of the library.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LibraryJob {
+    /// The job's name, as its matrix gives it.
+    pub name: String,
+    /// Where it came from: `zoo` or the matrix file's path.
+    pub origin: String,
+    /// Its rate over the CPU levels of its top memory level.
+    pub curve: Curve,
+}
+
+impl LibraryJob {
+    /// The job in `matrix`, from `origin`: the CPU curve of its top memory level (its first
+    /// parameter combination), from cells with a rate that were not themselves predicted.
+    /// `None` where fewer than two CPU levels have one.
+    pub fn of(matrix: &Matrix, origin: &str) -> Option<LibraryJob> {
+        let first_params = matrix.cells.first().map(|c| c.params.clone())?;
+        let ours: Vec<&Cell> = (matrix.cells.iter())
+            .filter(|c| c.params == first_params && c.source != CellSource::Predicted)
+            .filter(|c| c.samples_per_s().is_some())
+            .collect();
+        let top = ours.iter().map(|c| c.memory_bytes).max()?;
+        let curve = Curve::new(
+            (ours.iter())
+                .filter(|c| c.memory_bytes == top)
+                .filter_map(|c| Some((c.cpu, c.samples_per_s()?))),
+        )?;
+        (curve.cpus().count() >= 2).then(|| LibraryJob {
+            name: matrix.header.job.name.clone(),
+            origin: origin.to_owned(),
+            curve,
+        })
+    }
+}
+
+/// The jobs a prediction leans on.
+#[derive(Debug, Clone, Default)]
+pub struct Library {
+    jobs: Vec<LibraryJob>,
+}
+
+impl Library {
+    /// The shipped zoo alone.
+    pub fn zoo() -> Library {
+        let jobs = (shipped_zoo().iter())
+            .filter_map(|(_, _, matrix)| LibraryJob::of(matrix, "zoo"))
+            .collect();
+        Library { jobs }
+    }
+
+    /// The jobs of `jobs`.
+    pub fn of_jobs(jobs: Vec<LibraryJob>) -> Library {
+        Library { jobs }
+    }
+
+    /// Adds every matrix file under `dir` (or `dir` itself, a matrix file), recursively: a
+    /// file that cannot be read is an error naming it; a matrix with fewer than two CPU
+    /// levels is passed over.
+    pub fn add(&mut self, dir: &Path) -> Result<(), PredictError> {
+        for path in matrix_files(dir)? {
+            let matrix = load_matrix(&path)?;
+            if let Some(job) = LibraryJob::of(&matrix, &path.display().to_string()) {
+                self.jobs.push(job);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn jobs(&self) -> &[LibraryJob] {
+        &self.jobs
+    }
+
+    /// The library without the jobs named `name` (a job held out, with its copies).
+    pub fn without(&self, name: &str) -> Library {
+        Library {
+            jobs: (self.jobs.iter())
+                .filter(|j| j.name != name)
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// The `*.matrix.jsonl` files under `path`, sorted; `path` itself when it is a file.
+fn matrix_files(path: &Path) -> Result<Vec<PathBuf>, PredictError> {
+    let io = |e| PredictError::Library {
+        path: path.to_owned(),
+        source: e,
+    };
+    if path.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut out = Vec::new();
+    let mut dirs = vec![path.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let p = entry.map_err(io)?.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.to_string_lossy().ends_with(".matrix.jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_zoo_is_twelve_curves_of_nine_levels() {
+        let zoo = Library::zoo();
+        assert_eq!(zoo.jobs().len(), 12);
+        for job in zoo.jobs() {
+            assert_eq!(job.curve.cpus().count(), 9, "{}", job.name);
+            assert_eq!(job.origin, "zoo");
+        }
+        assert_eq!(zoo.without("bert").jobs().len(), 11);
+    }
+
+    #[test]
+    fn a_missing_folder_is_named() {
+        let mut lib = Library::default();
+        let e = lib.add(Path::new("/nonexistent/library")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/library"), "{e}");
+    }
+}

@@ -1,0 +1,97 @@
+//! The predictor on the shipped zoo, each model held out in turn (with its copies: the zoo's
+//! other server shapes share its curve) and predicted from the other eleven.
+
+use profiler::matrix::{CellSource, load_matrix};
+use profiler::predict::{Library, SETTINGS, evaluate, predict_matrix};
+use std::path::Path;
+
+/// Quasar's overall average error predicting a workload from two allocations (ASPLOS 2014).
+const MEAN_ERROR_CEILING: f64 = 0.08;
+/// A 95% interval should hold the truth this often at least.
+const COVERAGE_FLOOR: f64 = 0.9;
+
+#[test]
+fn the_zoo_held_out_from_3_and_24_cpus() {
+    let zoo = Library::zoo();
+    let s = evaluate::leave_one_out(&zoo, &[3.0, 24.0], &SETTINGS);
+    println!("{}", s.describe());
+    assert_eq!((s.jobs, s.cells), (12, 84));
+    assert!(s.mean_error <= MEAN_ERROR_CEILING, "{}", s.describe());
+    assert!(s.coverage >= COVERAGE_FLOOR, "{}", s.describe());
+}
+
+#[test]
+fn the_zoo_measured_one_cell_at_a_time_to_5_percent() {
+    let zoo = Library::zoo();
+    let s = evaluate::sequential(&zoo, 0.05, &SETTINGS);
+    println!(
+        "{:.2} of {} levels measured; {}",
+        s.mean_measured,
+        s.levels,
+        s.scores.describe()
+    );
+    for (job, cpus) in &s.measured {
+        println!("  {job}: measured {cpus:?}");
+    }
+    assert!(s.mean_measured <= 4.0, "{:.2} cells a job", s.mean_measured);
+    assert!(
+        s.scores.coverage >= COVERAGE_FLOOR,
+        "{}",
+        s.scores.describe()
+    );
+    // Every job has the reference and one more: one cell says nothing of a curve's shape.
+    assert!(s.measured.iter().all(|(_, m)| m.len() >= 2));
+}
+
+#[test]
+fn a_partial_matrix_gets_every_missing_cell_predicted() {
+    // resnet50's zoo matrix as if swept at 3 and 24 CPUs, its other cells dropped.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices/zoo/resnet50.matrix.jsonl");
+    let mut partial = load_matrix(&path).unwrap();
+    partial.cells.retain(|c| c.cpu == 3.0 || c.cpu == 24.0);
+    for c in &mut partial.cells {
+        c.source = CellSource::Measured;
+    }
+    let truth = load_matrix(&path).unwrap();
+    let library = Library::zoo().without("resnet50");
+    let p = predict_matrix(&partial, &[], &library, &SETTINGS).unwrap();
+    let (axes, cells) = (&p.matrix.header.axes, &p.matrix.cells);
+    assert_eq!(cells.len(), axes.cpu.len() * axes.memory_bytes.len());
+    let top = *axes.memory_bytes.iter().max().unwrap();
+    for cell in cells.iter().filter(|c| c.source == CellSource::Predicted) {
+        let t = cell.throughput.as_ref().unwrap();
+        assert!(t.ci95_low <= t.samples_per_s && t.samples_per_s <= t.ci95_high);
+        assert!(cell.note.as_ref().unwrap().contains("predicted"));
+        if cell.memory_bytes == top {
+            let truth = truth
+                .cells
+                .iter()
+                .find(|c| c.cpu == cell.cpu && c.memory_bytes == top);
+            let truth = truth.unwrap().samples_per_s().unwrap();
+            assert!(
+                t.ci95_low <= truth && truth <= t.ci95_high,
+                "{} CPUs: {t:?} vs {truth}",
+                cell.cpu
+            );
+        }
+    }
+    let text = p.describe();
+    assert!(
+        text.contains("7 CPU level(s) predicted from 2 measured"),
+        "{text}"
+    );
+    // A predicted matrix reads back, and a prediction of it predicts the same again.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("resnet50.predicted.matrix.jsonl");
+    profiler::matrix::rewrite_matrix(&out, &p.matrix).unwrap();
+    let again = predict_matrix(&load_matrix(&out).unwrap(), &[], &library, &SETTINGS).unwrap();
+    assert_eq!(again.matrix.cells.len(), cells.len());
+}
+
+#[test]
+fn nothing_measured_is_refused_with_what_to_do() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices/zoo/bert.matrix.jsonl");
+    let zoo_cells = load_matrix(&path).unwrap();
+    let e = predict_matrix(&zoo_cells, &[], &Library::zoo(), &SETTINGS).unwrap_err();
+    assert!(e.to_string().contains("no measured cell"), "{e}");
+}
