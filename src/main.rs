@@ -136,7 +136,7 @@ fn local_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(why);
     }
     let spec = profiler::spec::load_spec(&args.job)?;
-    let verbose = args.verbose;
+    let (verbose, library) = (args.verbose, args.library.clone());
     let opts = args.into_options(spec);
     let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
     let mut progress = SweepProgress::with_verbosity(verbose);
@@ -161,6 +161,20 @@ fn local_sweep(args: profiler::cli::SweepArgs) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::FAILURE)
             }
         };
+    }
+    let predicted = (outcome.matrix.cells.iter())
+        .filter(|c| c.source == profiler::matrix::CellSource::Predicted)
+        .count();
+    match &library {
+        Some(dir) if predicted > 0 => eprintln!(
+            "not added to the library {}: {predicted} cell(s) were predicted, not measured",
+            dir.display()
+        ),
+        Some(dir) => {
+            let filed = profiler::predict::add_to_library(&outcome.path, &outcome.matrix, dir)?;
+            eprintln!("added to the library: {}", filed.display());
+        }
+        None => {}
     }
     let path = outcome.path.display();
     println!(
@@ -308,8 +322,11 @@ fn predict(args: &profiler::cli::predict::PredictArgs) -> anyhow::Result<ExitCod
     } else {
         Library::zoo()
     };
+    let kind = (args.partial.as_ref())
+        .and_then(|p| load_matrix(p).ok())
+        .and_then(|m| m.header.machine.and_then(|machine| machine.kind));
     for dir in &args.library {
-        library.add(dir)?;
+        library.add(&profiler::predict::kind_folder(dir, kind.as_deref()))?;
     }
     if args.evaluate {
         println!("given {:?} CPUs:", args.given);

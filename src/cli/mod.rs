@@ -6,7 +6,7 @@ use crate::matrix::cell_model::KindSpeeds;
 use crate::matrix::{CostWeights, DEFAULT_EPS, ServerShape};
 use crate::spec::{LoadedSpec, MemoryAxis, SweepMode};
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub mod deploy;
 pub mod export;
@@ -280,6 +280,19 @@ pub struct SweepArgs {
     /// at the end; by default only warnings, and a one-screen summary.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// CPU levels to measure, comma-separated cores (overrides the spec's sweep.cpu), e.g.
+    /// 0.25,0.5,0.75,1,1.25,1.5,2.
+    #[arg(long, value_delimiter = ',', value_name = "CPUS", value_parser = predict::parse_cpu)]
+    pub cpu: Vec<f64>,
+    /// Add the finished matrix to this library of matrices, in its machine kind's folder
+    /// (DIR/<kind>/), for `profiler predict --library DIR`; with --predict, also lean on it.
+    #[arg(long, value_name = "DIR")]
+    pub library: Option<PathBuf>,
+    /// Measure the highest CPU level, then the level predicted least surely from the library
+    /// (the shipped zoo and --library), until every other level is predicted within
+    /// --precision; those are written predicted (docs/PREDICT.md).
+    #[arg(long)]
+    pub predict: bool,
     #[command(flatten)]
     pub cgroup_parent: CgroupParentArg,
     /// Run the whole-core CPU levels as Slurm jobs (sbatch), under Slurm's cgroups.
@@ -343,6 +356,12 @@ impl SweepArgs {
         }
         if let Some(b) = self.launches_budget {
             spec.spec.measure.launches_budget_s = Some(b);
+        }
+        if !self.cpu.is_empty() {
+            spec.spec.sweep.cpu = crate::spec::CpuAxis::Levels(self.cpu.clone());
+        }
+        if self.predict {
+            spec.spec.sweep.cpu = predict_search(&spec.spec.sweep.cpu, self.library.as_deref());
         }
         let output = match self.output {
             // A directory (several specs at once): one matrix per job in it.
@@ -457,6 +476,26 @@ pub struct CorpusArgs {
     /// The relative half-width a sweep stops at, for the replayed stops.
     #[arg(long, default_value_t = crate::matrix::cell_model::DEFAULT_PRECISION, value_name = "FRACTION", value_parser = parse_precision)]
     pub precision: f64,
+}
+
+/// `sweep.cpu` as the prediction search over its levels (a search's own levels, where it has
+/// them), leaning on `library` (made absolute: the spec's directory does not apply to it).
+fn predict_search(axis: &crate::spec::CpuAxis, library: Option<&Path>) -> crate::spec::CpuAxis {
+    use crate::spec::{CpuAxis, CpuSearchSpec, SearchRuleSpec};
+    let levels = match axis {
+        CpuAxis::Levels(levels) => levels.clone(),
+        CpuAxis::Search(s) => s.levels.clone().unwrap_or_default(),
+    };
+    CpuAxis::Search(CpuSearchSpec {
+        search: SearchRuleSpec::Predict,
+        min: None,
+        max: None,
+        tolerance: None,
+        step: None,
+        max_points: None,
+        levels: Some(levels),
+        library: library.map(|l| std::path::absolute(l).unwrap_or_else(|_| l.to_owned())),
+    })
 }
 
 /// How a best-case demand is chosen (`show --demand`, `export`, `plot`).

@@ -53,7 +53,7 @@ pub struct PredictArgs {
     pub precision: f64,
 }
 
-fn parse_cpu(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_cpu(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
         .filter(|c| c.is_finite() && *c > 0.0)

@@ -391,7 +391,8 @@ impl ViewUnits {
                     .map(|v| self.value(v)),
             };
             let interval = (c.throughput.as_ref())
-                .filter(|_| value.is_some() && c.source == CellSource::Measured)
+                .filter(|_| value.is_some())
+                .filter(|_| matches!(c.source, CellSource::Measured | CellSource::Predicted))
                 .filter(|t| t.ci95_low.is_finite() && t.ci95_high.is_finite())
                 .map(|t| (self.value(t.ci95_low), self.value(t.ci95_high)));
             // A repeated cell: the later one wins, as in the matrix file.

@@ -3,6 +3,7 @@
 //! cell at a time until every predicted cell is within a precision ([`sequential`]).
 
 use super::library::Library;
+use super::next_level;
 use super::transfer::{CellPrediction, Settings, Transfer};
 use std::collections::BTreeSet;
 
@@ -62,8 +63,9 @@ pub fn leave_one_out(library: &Library, given: &[f64], settings: &Settings) -> S
     tally.scores()
 }
 
-/// Each distinct job of `library` held out and measured as `sweep --predict` measures: its
-/// highest CPU level first, then, while a predicted cell is wider than `precision`, the widest.
+/// Each distinct job of `library` held out and measured as `sweep --predict` measures
+/// ([`next_level`]): its highest CPU level first, then, while a predicted cell is wider than
+/// `precision`, the widest.
 pub fn sequential(library: &Library, precision: f64, settings: &Settings) -> SequentialScores {
     let mut tally = Tally::default();
     let mut measured_by_job = Vec::new();
@@ -76,24 +78,18 @@ pub fn sequential(library: &Library, precision: f64, settings: &Settings) -> Seq
         let levels: Vec<f64> = held.curve.cpus().collect();
         levels_seen = levels_seen.max(levels.len());
         let truth = |c: f64| held.curve.at(c.ln());
-        let Some(&top) = levels.last() else { continue };
-        let mut measured = vec![(top, truth(top).exp())];
-        let predictions = loop {
-            let Some(t) = Transfer::fit(&measured, &rest, settings) else {
-                break Vec::new();
+        let mut measured: Vec<(f64, f64)> = Vec::new();
+        while let Some(c) = next_level(&measured, &levels, &rest, settings, precision) {
+            measured.push((c, truth(c).exp()));
+        }
+        let predictions: Vec<(f64, CellPrediction)> =
+            match Transfer::fit(&measured, &rest, settings) {
+                Some(t) => (levels.iter())
+                    .filter(|c| !measured.iter().any(|m| m.0 == **c))
+                    .map(|&c| (c, t.at(c)))
+                    .collect(),
+                None => Vec::new(),
             };
-            let predictions: Vec<(f64, CellPrediction)> = (levels.iter())
-                .filter(|c| !measured.iter().any(|m| m.0 == **c))
-                .map(|&c| (c, t.at(c)))
-                .collect();
-            let widest = (predictions.iter())
-                .filter(|(_, p)| p.half_width() > precision)
-                .max_by(|a, b| a.1.half_width().total_cmp(&b.1.half_width()));
-            match widest {
-                Some(&(c, _)) => measured.push((c, truth(c).exp())),
-                None => break predictions,
-            }
-        };
         tally.jobs += 1;
         for (c, p) in &predictions {
             tally.add(&name, *c, p, truth(*c));

@@ -43,7 +43,7 @@ impl LibraryJob {
 }
 
 /// The jobs a prediction leans on.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Library {
     jobs: Vec<LibraryJob>,
 }
@@ -90,6 +90,43 @@ impl Library {
     }
 }
 
+/// The folder of `library` a prediction for a matrix of machine `kind` reads: its kind's own
+/// (`library/<kind>/`) where there is one, else the whole library.
+pub fn kind_folder(library: &Path, kind: Option<&str>) -> PathBuf {
+    match kind.map(|k| library.join(k)) {
+        Some(dir) if dir.is_dir() => dir,
+        _ => library.to_owned(),
+    }
+}
+
+/// Copies the matrix at `path` (its content `matrix`) into `library`, in its machine kind's
+/// folder (`library/<kind>/`, `library/unknown-kind/` where the matrix names none), under its
+/// own file name; returns where it went. A kind is a folder name the profiler made
+/// (`crate::machine`), never a path.
+pub fn add_to_library(
+    path: &Path,
+    matrix: &Matrix,
+    library: &Path,
+) -> Result<PathBuf, PredictError> {
+    let kind = (matrix.header.machine.as_ref())
+        .and_then(|m| m.kind.clone())
+        .filter(|k| !k.is_empty() && !k.contains(['/', '\\']) && k != "." && k != "..")
+        .unwrap_or_else(|| "unknown-kind".to_owned());
+    let dir = library.join(kind);
+    let io = |e| PredictError::Library {
+        path: dir.clone(),
+        source: e,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let name = path.file_name().map_or_else(
+        || format!("{}.matrix.jsonl", matrix.header.job.name),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let to = dir.join(name);
+    std::fs::copy(path, &to).map_err(io)?;
+    Ok(to)
+}
+
 /// The `*.matrix.jsonl` files under `path`, sorted; `path` itself when it is a file.
 fn matrix_files(path: &Path) -> Result<Vec<PathBuf>, PredictError> {
     let io = |e| PredictError::Library {
@@ -128,6 +165,35 @@ mod tests {
             assert_eq!(job.origin, "zoo");
         }
         assert_eq!(zoo.without("bert").jobs().len(), 11);
+    }
+
+    #[test]
+    fn a_finished_sweep_joins_its_kind_s_folder_and_a_prediction_reads_it() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let kind = "emerald-rapids-2t-24g-290f2493";
+        let swept = root.join(format!(
+            "tests/data/sweeps/{kind}/input-pipeline.1796659206.matrix.jsonl"
+        ));
+        let zoo = root.join("matrices/zoo/bert.matrix.jsonl");
+        let library = tempfile::tempdir().unwrap();
+        for path in [&swept, &zoo] {
+            let to = add_to_library(path, &load_matrix(path).unwrap(), library.path()).unwrap();
+            assert!(to.is_file(), "{}", to.display());
+        }
+        let ours = kind_folder(library.path(), Some(kind));
+        assert_eq!(ours, library.path().join(kind));
+        assert!(
+            library
+                .path()
+                .join("unknown-kind/bert.matrix.jsonl")
+                .is_file()
+        );
+        let mut lib = Library::default();
+        lib.add(&ours).unwrap();
+        assert_eq!(lib.jobs().len(), 1);
+        assert_eq!(lib.jobs()[0].name, "input-pipeline");
+        // A kind with no folder of its own reads the whole library.
+        assert_eq!(kind_folder(library.path(), Some("other")), library.path());
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod evaluate;
 mod library;
 pub mod transfer;
 
-pub use library::{Library, LibraryJob};
+pub use library::{Library, LibraryJob, add_to_library, kind_folder};
 pub use transfer::{CellPrediction, SETTINGS, Settings, Transfer};
 
 use crate::harness::memory::modelled_cells::modelled_cells;
@@ -107,6 +107,33 @@ impl Prediction {
 fn join_cpus(cpus: &[f64]) -> String {
     let s: Vec<String> = cpus.iter().map(|c| format!("{c}")).collect();
     s.join(", ")
+}
+
+/// The level of `levels` to measure next, given the levels `measured` (`(cpu, samples/s)`, a
+/// rate of 0 where the job failed there): the highest first; then the level left whose
+/// prediction from the rest is widest, while one is wider than `precision`. `None` where
+/// every level left is within it, or none is left.
+pub fn next_level(
+    measured: &[(f64, f64)],
+    levels: &[f64],
+    library: &Library,
+    settings: &Settings,
+    precision: f64,
+) -> Option<f64> {
+    let same = |a: f64, b: f64| (a * 1000.0).round() == (b * 1000.0).round();
+    let is_measured = |c: f64| measured.iter().any(|m| same(m.0, c));
+    let highest = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if highest.is_finite() && !is_measured(highest) {
+        return Some(highest);
+    }
+    let rated: Vec<(f64, f64)> = measured.iter().copied().filter(|m| m.1 > 0.0).collect();
+    let transfer = Transfer::fit(&rated, library, settings)?;
+    (levels.iter().copied())
+        .filter(|&c| !is_measured(c))
+        .map(|c| (c, transfer.at(c).half_width()))
+        .filter(|(_, w)| *w > precision)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
 }
 
 /// `partial` with every missing cell of its grid predicted from its measured cells and

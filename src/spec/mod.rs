@@ -331,6 +331,12 @@ pub struct CpuSearchSpec {
     pub step: Option<f64>,
     /// Knee only: at most this many levels (default 12).
     pub max_points: Option<usize>,
+    /// Predict only: the CPU levels of the whole matrix, cores; the search measures some and
+    /// `profiler predict` fills the rest.
+    pub levels: Option<Vec<f64>>,
+    /// Predict only: a library of matrices to lean on besides the shipped zoo (its machine
+    /// kind's folder where it has one), relative to the spec's directory.
+    pub library: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -338,6 +344,9 @@ pub struct CpuSearchSpec {
 pub enum SearchRuleSpec {
     Knee,
     Synergy,
+    /// Measure the reference, then the level whose prediction is widest, until every
+    /// predicted level is within the tolerance.
+    Predict,
 }
 
 impl<'de> Deserialize<'de> for CpuAxis {

@@ -78,7 +78,34 @@ fn validate_search(search: &CpuSearchSpec, spec: &JobSpec) -> Result<(), String>
             "sweep.cpu.tolerance = {t}: expected a fraction between 0 and 1, e.g. 0.05"
         ));
     }
+    let predict_keys = search.levels.is_some() || search.library.is_some();
+    if predict_keys && search.search != SearchRuleSpec::Predict {
+        return Err(
+            "sweep.cpu: levels and library belong to the predict search (search = \"predict\")"
+                .into(),
+        );
+    }
     match search.search {
+        SearchRuleSpec::Predict => {
+            let Some(levels) = &search.levels else {
+                return Err(
+                    "sweep.cpu: the predict search needs levels, the CPU levels of the \
+                            whole matrix, e.g. levels = [0.25, 0.5, 1, 2]"
+                        .into(),
+                );
+            };
+            validate_cpu_levels(levels)?;
+            if levels.len() < 2 {
+                return Err("sweep.cpu.levels: expected two levels or more to predict".into());
+            }
+            if search.min.is_some() || search.max.is_some() || search.step.is_some() {
+                return Err(
+                    "sweep.cpu: the predict search measures among its levels; min, max \
+                            and step belong to the knee search"
+                        .into(),
+                );
+            }
+        }
         SearchRuleSpec::Knee => {
             if let Some(step) = search.step
                 && !(step >= 0.01 && step.is_finite())

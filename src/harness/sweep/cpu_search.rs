@@ -2,10 +2,13 @@
 //! proposes one level at a time from the levels measured so far, and stops when the throughput
 //! curve (piecewise linear through the measured levels) is known well enough.
 //!
-//! Two rules share the interface ([`CpuSearch::next`]):
+//! Three rules share the interface ([`CpuSearch::next`]):
 //! - the knee search ([`SearchRule::Knee`]) measures both ends of the range, then refines the
 //!   intervals whose chord may miss the curve by more than the tolerance;
-//! - Synergy's profiler rule ([`SearchRule::Synergy`]), for comparison.
+//! - Synergy's profiler rule ([`SearchRule::Synergy`]), for comparison;
+//! - the prediction search ([`SearchRule::Predict`]) measures the highest of its levels, then
+//!   the level `profiler predict` reads least surely from the library, until every level left
+//!   is predicted within the tolerance (`crate::predict`).
 //!
 //! The search is a pure function of the points measured so far (it keeps no state), so a
 //! resumed sweep continues where it stopped, and it is tested on curves without running
@@ -21,6 +24,8 @@ pub enum SearchRule {
     /// Synergy's offline profiler: from the maximum, halve while the epoch time changes by less
     /// than the tolerance (10%) from the previous level, else step down by the GPU count.
     Synergy,
+    /// Measure until the rest of the levels is predicted within the tolerance.
+    Predict,
 }
 
 impl SearchRule {
@@ -28,6 +33,7 @@ impl SearchRule {
         match self {
             SearchRule::Knee => "knee",
             SearchRule::Synergy => "synergy",
+            SearchRule::Predict => "predict",
         }
     }
 }
@@ -129,6 +135,9 @@ pub struct CpuSearch {
     /// Synergy: cores to step down by where the throughput is sensitive (the job's GPU count in
     /// Synergy; one core for a CPU-only job).
     pub step_down: f64,
+    /// Predict: the levels of the whole matrix, ascending, and the library read.
+    pub levels: Vec<f64>,
+    pub library: Option<crate::predict::Library>,
 }
 
 /// Defaults of the knee search.
@@ -148,6 +157,8 @@ impl CpuSearch {
             granularity: Granularity::Auto,
             max_points: KNEE_MAX_POINTS,
             step_down: 1.0,
+            levels: Vec::new(),
+            library: None,
         }
     }
 
@@ -161,6 +172,27 @@ impl CpuSearch {
             granularity: Granularity::Auto,
             max_points: usize::MAX,
             step_down: f64::from(gpus.max(1)),
+            levels: Vec::new(),
+            library: None,
+        }
+    }
+
+    /// The prediction search over `levels` (cores), leaning on `library`, stopping where every
+    /// level left is predicted within `tolerance` (a relative half-width).
+    pub fn predict(levels: &[f64], library: crate::predict::Library, tolerance: f64) -> Self {
+        let mut levels: Vec<f64> = levels.to_vec();
+        levels.sort_by(f64::total_cmp);
+        levels.dedup_by(|b, a| milli(*a) == milli(*b));
+        CpuSearch {
+            rule: SearchRule::Predict,
+            min: levels.first().copied().unwrap_or(0.0),
+            max: levels.last().copied().unwrap_or(0.0),
+            tolerance,
+            granularity: Granularity::Auto,
+            max_points: levels.len(),
+            step_down: 1.0,
+            levels,
+            library: Some(library),
         }
     }
 
@@ -172,6 +204,7 @@ impl CpuSearch {
         match self.rule {
             SearchRule::Knee => self.next_knee(&points),
             SearchRule::Synergy => self.next_synergy(&points),
+            SearchRule::Predict => self.next_predicted(&points),
         }
     }
 
@@ -181,7 +214,7 @@ impl CpuSearch {
             return 1;
         }
         match self.rule {
-            SearchRule::Knee => self.max_points,
+            SearchRule::Knee | SearchRule::Predict => self.max_points,
             // Each step goes down by at least min(level / 2, step_down).
             SearchRule::Synergy => {
                 let (mut c, mut n) = (self.max, 0);
@@ -255,6 +288,18 @@ impl CpuSearch {
                 self.granularity
                     .snap(target, points[i].cpu, points[i + 1].cpu)
             })
+            .map_or(Next::Done, Next::Measure)
+    }
+
+    /// The highest level first; then the level predicted least surely from the measured ones,
+    /// while one is wider than the tolerance.
+    fn next_predicted(&self, points: &[Measured]) -> Next {
+        let Some(library) = &self.library else {
+            return Next::Done;
+        };
+        let measured: Vec<(f64, f64)> = points.iter().map(|p| (p.cpu, p.rate)).collect();
+        let settings = &crate::predict::SETTINGS;
+        crate::predict::next_level(&measured, &self.levels, library, settings, self.tolerance)
             .map_or(Next::Done, Next::Measure)
     }
 

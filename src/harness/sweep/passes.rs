@@ -20,11 +20,12 @@ use super::live_check::{LiveCheckState, check_point, check_points, describe};
 use super::reread;
 use super::search::{SearchPoints, SearchThenLowerMemory, search_result, top_was_oom_killed};
 use super::{Sweep, SweepError};
-use crate::harness::sweep::cpu_search::CpuSearch;
+use crate::harness::sweep::cpu_search::{CpuSearch, SearchRule};
 use crate::harness::sweep::plan::param_combinations;
 use crate::harness::sweep::plan::{MemoryLevels, Point, PointSource};
 use crate::matrix::cell_model::{self, Precision};
-use crate::matrix::{Cell, CellSource};
+use crate::matrix::{Cell, CellSource, Matrix};
+use crate::predict::{self, SETTINGS};
 use crate::spec::MemoryAxis;
 use crate::spec::SweepMode;
 use std::collections::BTreeMap;
@@ -180,6 +181,7 @@ impl Sweep<'_> {
         }
         if self.axes.search.is_some() {
             self.record_searched_axis()?;
+            self.record_predicted()?;
         }
         self.hold_launch_spread()?;
         self.hold_relative_rates()
@@ -317,6 +319,46 @@ impl Sweep<'_> {
         Ok(())
     }
 
+    /// Where the prediction search chose the levels: those it left unmeasured, predicted from
+    /// the measured ones and its library (`crate::predict`), each a cell of its own; the axis
+    /// is the search's whole list again.
+    fn record_predicted(&mut self) -> Result<(), SweepError> {
+        let Some(search) = (self.axes.search.as_ref()).filter(|s| s.rule == SearchRule::Predict)
+        else {
+            return Ok(());
+        };
+        let (levels, library) = (search.levels.clone(), search.library.clone());
+        let Some(library) = library else {
+            return Ok(());
+        };
+        let matrix = Matrix {
+            header: (self.out.header.clone()).unwrap_or_else(|| self.make_header()),
+            cells: self.out.cells.clone(),
+        };
+        let prediction = match predict::predict_matrix(&matrix, &levels, &library, &SETTINGS) {
+            Ok(p) => p,
+            Err(e) => {
+                self.observer.warn(&format!("no level predicted: {e}"));
+                return Ok(());
+            }
+        };
+        self.observer.note(&prediction.describe());
+        let mut axis = prediction.matrix.header.axes.cpu.clone();
+        axis.sort_by(|a, b| b.total_cmp(a));
+        self.axes.cpu.clone_from(&axis);
+        let provenance = prediction.matrix.header.provenance.clone();
+        self.update_header(|h| {
+            h.axes.cpu = axis;
+            h.provenance = provenance;
+        })?;
+        let predicted =
+            (prediction.matrix.cells.into_iter()).filter(|c| c.source == CellSource::Predicted);
+        for cell in predicted {
+            self.record(cell)?;
+        }
+        Ok(())
+    }
+
     /// Gives every cell its rate relative to its combination's reference from the cell model,
     /// read at the machine kind's probe speed, says how tight they are, records the speed in
     /// the header and this sweep's among the kind's, and rewrites the file.
@@ -324,7 +366,10 @@ impl Sweep<'_> {
         let read_at = self.kind_reading();
         let relative = cell_model::relative_rates(&self.out.cells, read_at);
         for (cell, r) in self.out.cells.iter_mut().zip(relative) {
-            cell.relative = r;
+            // A predicted cell keeps the predictor's.
+            if cell.source != CellSource::Predicted {
+                cell.relative = r;
+            }
         }
         if let Some(line) = cell_model::describe(&self.out.cells) {
             self.observer.note(&line);

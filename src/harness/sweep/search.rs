@@ -9,15 +9,43 @@ use crate::harness::sweep::cpu_search::{
 };
 use crate::harness::sweep::plan::{Point, PointSource, Recorded, Walk, cpu_text};
 use crate::matrix::CellSource;
+use crate::predict::{Library, kind_folder};
 use crate::spec::{CpuSearchSpec, SearchRuleSpec};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The search a spec asks for; `max` defaults to every CPU available here, `min` to one core.
+/// The predict search's library folder is read relative to `spec_dir`, its tolerance is
+/// `precision` unless the spec sets one.
 pub(super) fn configure(
     spec: &CpuSearchSpec,
     gpus: u32,
     available: f64,
+    (spec_dir, precision): (&Path, f64),
 ) -> Result<CpuSearch, String> {
+    if spec.search == SearchRuleSpec::Predict {
+        let mut library = Library::zoo();
+        if let Some(dir) = &spec.library {
+            let kind = crate::machine::this_machine().kind;
+            let dir = kind_folder(&spec_dir.join(dir), kind.as_deref());
+            library
+                .add(&dir)
+                .map_err(|e| format!("sweep.cpu.library: {e}"))?;
+        }
+        let levels = spec.levels.clone().unwrap_or_default();
+        if levels.len() < 2 {
+            return Err(
+                "the predict search needs two CPU levels or more: sweep.cpu as a list, \
+                        or --cpu"
+                    .into(),
+            );
+        }
+        return Ok(CpuSearch::predict(
+            &levels,
+            library,
+            spec.tolerance.unwrap_or(precision),
+        ));
+    }
     let max = spec.max.unwrap_or(available);
     let min = spec.min.unwrap_or(1.0_f64.min(max));
     if min > max {
@@ -33,6 +61,7 @@ pub(super) fn configure(
             ..CpuSearch::knee(min, max)
         },
         SearchRuleSpec::Synergy => CpuSearch::synergy(min, max, gpus),
+        SearchRuleSpec::Predict => unreachable!("configured above"),
     };
     if let Some(t) = spec.tolerance {
         search.tolerance = t;
@@ -45,6 +74,7 @@ pub(super) fn describe(search: &CpuSearch, results: &[String]) -> String {
     let rule = match search.rule {
         SearchRule::Knee => "the knee search",
         SearchRule::Synergy => "Synergy's profiler rule",
+        SearchRule::Predict => "the prediction search",
     };
     let mut text = format!(
         "CPU levels chosen by {rule} over {}..{} cores (tolerance {})",

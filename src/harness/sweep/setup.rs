@@ -127,10 +127,11 @@ pub(super) fn cpu_search(
         (None, Some((_, caps))) => caps.cores(),
         (None, None) => crate::machine::available_cpus() as f64,
     };
+    let spec_dir = opts.spec.path.parent().unwrap_or(std::path::Path::new("."));
     let search = match &spec.sweep.cpu {
         CpuAxis::Levels(_) => None,
         CpuAxis::Search(s) => Some(
-            search::configure(s, spec.gpus, available)
+            search::configure(s, spec.gpus, available, (spec_dir, spec.measure.precision))
                 .map_err(|e| SweepError::Plan(format!("{}: {e}", opts.spec.path.display())))?,
         ),
     };

@@ -9,7 +9,7 @@ use crate::matrix::surface::same_level;
 use crate::plot::{
     Chart, FAILED_RED, LegendKey, Mark, MarkerShape, REFERENCE_COLOR, STAR_GOLD, Scale,
 };
-use plotters::style::BLACK;
+use plotters::style::{BLACK, RGBColor};
 
 /// Legend text of the ring around a disturbed cell.
 pub(super) const DISTURBED_LABEL: &str = "disturbed: other processes\ntook the job's CPUs";
@@ -103,7 +103,13 @@ struct Drawn {
     failed_at: Vec<f64>,
     /// Points measured while other processes took the job's CPUs.
     disturbed_at: Vec<(f64, f64)>,
+    /// Points `profiler predict` filled from other jobs' matrices.
+    predicted_at: Vec<(f64, f64)>,
 }
+
+/// The ring drawn around a predicted point.
+const PREDICTED_BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+const PREDICTED_LABEL: &str = "predicted from other jobs (profiler predict)";
 
 /// Each line (identical ones merged) with its own marker shape, modelled stretches dashed.
 fn draw_lines(mut chart: Chart, lines: Vec<Line>, unit: &str) -> (Chart, Drawn) {
@@ -136,9 +142,12 @@ impl Drawn {
             match (cell.value, cell.source) {
                 (Some(y), Some(source)) => {
                     points.push((x, y));
-                    let est = source == CellSource::Modelled;
+                    let est = matches!(source, CellSource::Modelled | CellSource::Predicted);
                     estimated.push(est);
-                    self.any_estimated |= est;
+                    if source == CellSource::Predicted {
+                        self.predicted_at.push((x, y));
+                    }
+                    self.any_estimated |= source == CellSource::Modelled;
                     self.any_measured |= !est;
                     let top = cell.interval.map_or(y, |(_, hi)| hi.max(y));
                     self.y_max = self.y_max.max(top);
@@ -176,6 +185,17 @@ impl Drawn {
                 label: None,
             });
         }
+        // A blue ring around each predicted point: it was not run.
+        for &at in &self.predicted_at {
+            chart = chart.mark(Mark {
+                at,
+                shape: MarkerShape::Ring,
+                color: PREDICTED_BLUE,
+                filled: false,
+                radius: 9,
+                label: None,
+            });
+        }
         // A ring around each disturbed point: its rate is not the job's own.
         for &at in &self.disturbed_at {
             chart = chart.mark(Mark {
@@ -210,6 +230,13 @@ impl Drawn {
             chart = chart.key(LegendKey {
                 label: "failed / infeasible".into(),
                 marker: Some((MarkerShape::Cross, FAILED_RED, false)),
+                line: None,
+            });
+        }
+        if !self.predicted_at.is_empty() {
+            chart = chart.key(LegendKey {
+                label: PREDICTED_LABEL.into(),
+                marker: Some((MarkerShape::Ring, PREDICTED_BLUE, false)),
                 line: None,
             });
         }

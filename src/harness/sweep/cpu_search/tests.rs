@@ -566,3 +566,23 @@ fn print_comparison_with_synergy() {
         }
     }
 }
+
+#[test]
+fn the_prediction_search_measures_the_top_then_what_the_library_cannot_tell() {
+    let zoo = crate::predict::Library::zoo();
+    let truth = |name: &str| {
+        let job = zoo.jobs().iter().find(|j| j.name == name).unwrap().clone();
+        move |c: f64| job.curve.at(c.ln()).exp()
+    };
+    let levels = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 9.0, 12.0, 24.0];
+    for (name, at_most) in [("bert", 2), ("resnet50", 9)] {
+        let rate = truth(name);
+        let search = CpuSearch::predict(&levels, zoo.without(name), 0.05);
+        assert_eq!(search.at_most(), 9);
+        let measured = run(&search, &rate);
+        assert_eq!(measured[0].cpu, 24.0, "{name}: the top first");
+        assert!(measured.len() <= at_most, "{name}: {measured:?}");
+        // A flat curve: equal rates at the top and the bottom leave no other shape.
+        assert!(name != "bert" || measured.len() == 2, "{measured:?}");
+    }
+}
