@@ -88,6 +88,13 @@ cpu = [1]
         said.contains("suspended 1"),
         "a long job was suspended:\n{said}"
     );
-    let left = c.run("squeue", &["-h", "-o", "%i %j"]);
-    assert!(left.trim().is_empty(), "Slurm jobs left: {left}");
+    // A cancelled job is listed until Slurm has finished with it: a leaked one stays.
+    let gone = crate::fleet::wait_until(std::time::Duration::from_secs(30), || {
+        c.run("squeue", &["-h", "-o", "%i"]).trim().is_empty()
+    });
+    assert!(
+        gone,
+        "Slurm jobs left: {}",
+        c.run("squeue", &["-h", "-o", "%i %j %T"])
+    );
 }

@@ -314,7 +314,8 @@ fn interrupt(child: &mut std::process::Child) -> Output {
     wait_output(child, Duration::from_secs(30))
 }
 
-fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+/// Whether `ok` held within `limit`, asked every 200 ms.
+pub(crate) fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
     let t = Instant::now();
     while t.elapsed() < limit {
         if ok() {
