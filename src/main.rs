@@ -322,11 +322,12 @@ fn predict(args: &profiler::cli::predict::PredictArgs) -> anyhow::Result<ExitCod
     } else {
         Library::zoo()
     };
-    let kind = (args.partial.as_ref())
-        .and_then(|p| load_matrix(p).ok())
-        .and_then(|m| m.header.machine.and_then(|machine| machine.kind));
+    let partial = args.partial.as_deref().map(load_matrix).transpose()?;
+    let kind = (partial.as_ref())
+        .and_then(|m| m.header.machine.as_ref())
+        .and_then(|machine| machine.kind.as_deref());
     for dir in &args.library {
-        library.add(&profiler::predict::kind_folder(dir, kind.as_deref()))?;
+        library.add(&profiler::predict::kind_folder(dir, kind))?;
     }
     if args.evaluate {
         println!("given {:?} CPUs:", args.given);
@@ -344,11 +345,10 @@ fn predict(args: &profiler::cli::predict::PredictArgs) -> anyhow::Result<ExitCod
         println!("{}", seq.scores.describe());
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(partial_path) = &args.partial else {
+    let (Some(partial_path), Some(partial)) = (&args.partial, &partial) else {
         anyhow::bail!("give a partial matrix, or --evaluate");
     };
-    let partial = load_matrix(partial_path)?;
-    let prediction = predict_matrix(&partial, &args.cpu, &library, &SETTINGS)?;
+    let prediction = predict_matrix(partial, &args.cpu, &library, &SETTINGS)?;
     let out = args.output_for(partial_path);
     profiler::matrix::rewrite_matrix(&out, &prediction.matrix)?;
     println!("{}", prediction.describe());

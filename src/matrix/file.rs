@@ -46,11 +46,39 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, MatrixError> {
 
 /// A whole matrix from its text, as [`load_matrix`] reads a file; `path` names it in errors.
 pub fn parse_matrix(path: &Path, text: &str) -> Result<Matrix, MatrixError> {
-    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    parse_lines(path, &lines)
+    parse_lines(path, &text.lines().collect::<Vec<&str>>())
 }
 
-fn parse_lines(path: &Path, lines: &[String]) -> Result<Matrix, MatrixError> {
+/// The `*.matrix.jsonl` files under `path` and its subfolders, `depth` levels deep at most (1:
+/// the folder's own), sorted; `path` itself when it is a file.
+pub fn matrix_files(path: &Path, depth: usize) -> Result<Vec<PathBuf>, MatrixError> {
+    let mut out = Vec::new();
+    collect_matrix_files(path, depth, &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+fn collect_matrix_files(
+    path: &Path,
+    depth: usize,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), MatrixError> {
+    if path.is_file() {
+        out.push(path.to_owned());
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(path).map_err(io_err(path))? {
+        let p = entry.map_err(io_err(path))?.path();
+        if p.is_dir() && depth > 1 {
+            collect_matrix_files(&p, depth - 1, out)?;
+        } else if p.to_string_lossy().ends_with(".matrix.jsonl") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn parse_lines(path: &Path, lines: &[impl AsRef<str>]) -> Result<Matrix, MatrixError> {
     let parse_err = |line: usize, message: String| MatrixError::Parse {
         path: path.to_owned(),
         line,
@@ -59,7 +87,7 @@ fn parse_lines(path: &Path, lines: &[String]) -> Result<Matrix, MatrixError> {
     let first = lines.first().ok_or_else(|| MatrixError::Empty {
         path: path.to_owned(),
     })?;
-    let header: MatrixHeader = serde_json::from_str(first)
+    let header: MatrixHeader = serde_json::from_str(first.as_ref())
         .map_err(|e| parse_err(1, format!("not a matrix header: {e}")))?;
     if header.kind != MATRIX_KIND {
         return Err(parse_err(
@@ -78,7 +106,7 @@ fn parse_lines(path: &Path, lines: &[String]) -> Result<Matrix, MatrixError> {
     }
     let last = lines.len();
     let mut cells = Vec::new();
-    for (i, text) in lines.iter().enumerate().skip(1) {
+    for (i, text) in lines.iter().map(AsRef::as_ref).enumerate().skip(1) {
         if text.trim().is_empty() {
             continue;
         }

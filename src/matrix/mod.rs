@@ -21,7 +21,8 @@ pub mod visits;
 pub use checks::{Findings, check as check_matrix, is_disturbed};
 pub use demand::{CostWeights, DEFAULT_EPS, Demand, best_case, demands, render_demands};
 pub use file::{
-    MatrixError, MatrixWriter, load_matrix, parse_matrix, rewrite_header, rewrite_matrix,
+    MatrixError, MatrixWriter, load_matrix, matrix_files, parse_matrix, rewrite_header,
+    rewrite_matrix,
 };
 pub use machine::{GpuDevice, MachineInfo, Processor, Storage, UNKNOWN_KIND};
 pub use relative::{BlockReference, HostModel, RelativeRate, SweepBlock};

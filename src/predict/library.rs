@@ -4,7 +4,7 @@
 
 use super::PredictError;
 use super::curve::Curve;
-use crate::matrix::{Cell, CellSource, Matrix, load_matrix, shipped_zoo};
+use crate::matrix::{Cell, CellSource, Matrix, load_matrix, matrix_files, shipped_zoo};
 use std::path::{Path, PathBuf};
 
 /// One job of the library.
@@ -66,7 +66,7 @@ impl Library {
     /// file that cannot be read is an error naming it; a matrix with fewer than two CPU
     /// levels is passed over.
     pub fn add(&mut self, dir: &Path) -> Result<(), PredictError> {
-        for path in matrix_files(dir)? {
+        for path in matrix_files(dir, usize::MAX)? {
             let matrix = load_matrix(&path)?;
             if let Some(job) = LibraryJob::of(&matrix, &path.display().to_string()) {
                 self.jobs.push(job);
@@ -125,31 +125,6 @@ pub fn add_to_library(
     let to = dir.join(name);
     std::fs::copy(path, &to).map_err(io)?;
     Ok(to)
-}
-
-/// The `*.matrix.jsonl` files under `path`, sorted; `path` itself when it is a file.
-fn matrix_files(path: &Path) -> Result<Vec<PathBuf>, PredictError> {
-    let io = |e| PredictError::Library {
-        path: path.to_owned(),
-        source: e,
-    };
-    if path.is_file() {
-        return Ok(vec![path.to_owned()]);
-    }
-    let mut out = Vec::new();
-    let mut dirs = vec![path.to_owned()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(io)? {
-            let p = entry.map_err(io)?.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.to_string_lossy().ends_with(".matrix.jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 #[cfg(test)]

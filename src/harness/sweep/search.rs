@@ -23,29 +23,6 @@ pub(super) fn configure(
     available: f64,
     (spec_dir, precision): (&Path, f64),
 ) -> Result<CpuSearch, String> {
-    if spec.search == SearchRuleSpec::Predict {
-        let mut library = Library::zoo();
-        if let Some(dir) = &spec.library {
-            let kind = crate::machine::this_machine().kind;
-            let dir = kind_folder(&spec_dir.join(dir), kind.as_deref());
-            library
-                .add(&dir)
-                .map_err(|e| format!("sweep.cpu.library: {e}"))?;
-        }
-        let levels = spec.levels.clone().unwrap_or_default();
-        if levels.len() < 2 {
-            return Err(
-                "the predict search needs two CPU levels or more: sweep.cpu as a list, \
-                        or --cpu"
-                    .into(),
-            );
-        }
-        return Ok(CpuSearch::predict(
-            &levels,
-            library,
-            spec.tolerance.unwrap_or(precision),
-        ));
-    }
     let max = spec.max.unwrap_or(available);
     let min = spec.min.unwrap_or(1.0_f64.min(max));
     if min > max {
@@ -61,12 +38,34 @@ pub(super) fn configure(
             ..CpuSearch::knee(min, max)
         },
         SearchRuleSpec::Synergy => CpuSearch::synergy(min, max, gpus),
-        SearchRuleSpec::Predict => unreachable!("configured above"),
+        SearchRuleSpec::Predict => predict_search(spec, spec_dir, precision)?,
     };
     if let Some(t) = spec.tolerance {
         search.tolerance = t;
     }
     Ok(search)
+}
+
+/// The prediction search over the spec's levels, leaning on the zoo and its library folder
+/// (this machine kind's subfolder where it has one), read relative to `spec_dir`.
+fn predict_search(
+    spec: &CpuSearchSpec,
+    spec_dir: &Path,
+    precision: f64,
+) -> Result<CpuSearch, String> {
+    let mut library = Library::zoo();
+    if let Some(dir) = &spec.library {
+        let kind = crate::machine::this_machine().kind;
+        let dir = kind_folder(&spec_dir.join(dir), kind.as_deref());
+        (library.add(&dir)).map_err(|e| format!("sweep.cpu.library: {e}"))?;
+    }
+    let levels = spec.levels.clone().unwrap_or_default();
+    if levels.len() < 2 {
+        return Err(
+            "the predict search needs two CPU levels or more: sweep.cpu as a list, or --cpu".into(),
+        );
+    }
+    Ok(CpuSearch::predict(&levels, library, precision))
 }
 
 /// The search's settings, and what it found, for the matrix header.

@@ -5,10 +5,10 @@
 
 use super::ReadAt;
 use crate::matrix::{
-    Cell, CellSource, Matrix, MatrixError, RelativeRate, UNKNOWN_KIND, load_matrix,
+    Cell, CellSource, Matrix, MatrixError, RelativeRate, UNKNOWN_KIND, load_matrix, matrix_files,
 };
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The quantile of a machine kind's pooled probe speeds its corpus is read at.
 pub const KIND_QUANTILE: f64 = 0.75;
@@ -21,7 +21,7 @@ pub type Corpus = BTreeMap<(String, String), Vec<Matrix>>;
 pub fn load(dirs: &[PathBuf]) -> Result<Corpus, MatrixError> {
     let mut files = Vec::new();
     for dir in dirs {
-        collect(dir, 2, &mut files)?;
+        files.extend(matrix_files(dir, 2)?);
     }
     files.sort();
     let mut out = Corpus::new();
@@ -35,26 +35,6 @@ pub fn load(dirs: &[PathBuf]) -> Result<Corpus, MatrixError> {
             .push(m);
     }
     Ok(out)
-}
-
-fn collect(path: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), MatrixError> {
-    let io = |e: std::io::Error| MatrixError::Io {
-        path: path.to_owned(),
-        source: e,
-    };
-    if path.is_file() {
-        out.push(path.to_owned());
-        return Ok(());
-    }
-    for entry in std::fs::read_dir(path).map_err(io)? {
-        let p = entry.map_err(io)?.path();
-        if p.is_dir() && depth > 1 {
-            collect(&p, depth - 1, out)?;
-        } else if p.to_string_lossy().ends_with(".matrix.jsonl") {
-            out.push(p);
-        }
-    }
-    Ok(())
 }
 
 /// How the cell model and the recorded estimator fare on one job's sweeps of one kind.
