@@ -74,7 +74,14 @@ fn epochs_that_start_slowly_are_measured_whole() {
     let c = cell(&outcome.matrix.cells, 1.0);
     let t = c.throughput.as_ref().expect("measured");
     eprintln!("slow-start epochs: {t:?}, note {:?}", c.note);
-    assert!(t.measured_s >= 3.0 * 4.2 - 0.5, "over whole epochs: {t:?}");
+    // Whole epochs: the ones the unsettled windows went through (four in 20 s), or, where the
+    // launch's cold start left the dataset partly cached at the measurement, the one epoch
+    // that spans the steady windows. Windows cut by time alone span 3 s.
+    let epochs = t.measured_s / 4.2;
+    assert!(
+        epochs >= 0.97 && (epochs - epochs.round()).abs() < 0.04,
+        "over whole epochs: {t:?}"
+    );
     assert!(c.note.is_none(), "whole epochs, not unsteady: {:?}", c.note);
     let truth = 300.0 / 4.2;
     assert!(
