@@ -11,21 +11,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 profiler=${PROFILER:-target/release/profiler}
-levels=0.25,0.5,0.75,1,1.25,1.5,2
-specs=(
-    workloads/input-pipeline.toml
-    workloads/deploy/jobs/light.toml
-    workloads/deploy/jobs/decode.toml
-    workloads/deploy/jobs/cache.toml
-    workloads/library/crop160.toml
-    workloads/library/accel5.toml
-    workloads/library/one-worker.toml
-    workloads/frameworks/tqdm-loop.toml
-)
+source scripts/library-jobs.sh
 [ -x "$profiler" ] || { echo "record-library: $profiler is missing: cargo build --release" >&2; exit 1; }
 mkdir -p target/library tests/data/library
-name_of() { sed -n 's/^name = "\(.*\)"/\1/p' "$1" | head -1; }
-for spec in "${specs[@]}"; do
+for spec in "${library_specs[@]}"; do
     [ -n "${1:-}" ] && [[ "$spec" != *"$1"* ]] && continue
     name=$(name_of "$spec")
     if compgen -G "tests/data/library/*/$name.*.matrix.jsonl" >/dev/null; then
@@ -33,9 +22,9 @@ for spec in "${specs[@]}"; do
         continue
     fi
     out=target/library/$name.$(date +%s).matrix.jsonl
-    echo "record-library: $name ($spec) at $levels CPUs -> $out" >&2
+    echo "record-library: $name ($spec) at $library_levels CPUs -> $out" >&2
     start=$SECONDS
-    if "$profiler" sweep --job "$spec" --cpu "$levels" -o "$out" --library tests/data/library \
+    if "$profiler" sweep --job "$spec" --cpu "$library_levels" -o "$out" --library tests/data/library \
         </dev/null >"target/library/$name.log" 2>&1; then
         echo "record-library: $name done in $((SECONDS - start)) s" >&2
     else

@@ -33,7 +33,12 @@ journal/ under --out, and `--resume` with the same options goes on from there.
 
 Writes to --out: the deploy's tables (<policy>-<mechanism>.jobs/.rounds, summary; CSV and
 Parquet, as `profiler replay` writes them), the replay's under replay/, compare.csv, and each
-job's output under logs/.";
+job's output under logs/.
+
+Where a job kind's matrix holds predicted cells (`profiler predict`, `sweep --predict`) and the
+deploy ran it at one of them for two rounds or more, those rounds become a measured cell and the
+rest of its matrix is predicted again: fed-back/<model>.matrix.jsonl and feedback.txt under
+--out. Deploy with --profiles pointing there to use them.";
 
 /// Run a replay's schedule on real jobs of this machine, and compare it with the replay.
 #[derive(clap::Args, Debug, Clone, PartialEq)]
@@ -101,6 +106,11 @@ pub struct DeployArgs {
     /// One more argument for every srun (repeat it: `--slurm-arg=--account=prof`).
     #[arg(long, requires = "slurm", allow_hyphen_values = true)]
     pub slurm_arg: Vec<String>,
+    /// Folders of matrices (one per machine kind, as `profiler predict --library` reads
+    /// them) that a matrix with predicted cells leans on when the deploy feeds its rates back
+    /// into it (OUT/fed-back/), besides the shipped zoo and the other --profiles.
+    #[arg(long, value_name = "DIR")]
+    pub library: Vec<PathBuf>,
     /// Go on from where an interrupted or crashed deploy into the same --out stopped: the
     /// rounds it finished are taken from its journal (journal/ in --out), and the jobs it was
     /// running start again, their count going on where their specs say they resume.
@@ -136,6 +146,7 @@ impl DeployArgs {
                 allow_other_machine: self.allow_other_machine,
                 spot_check: !self.no_spot_check,
             },
+            library: self.library.clone(),
         })
     }
 

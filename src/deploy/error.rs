@@ -62,6 +62,12 @@ pub enum DeployError {
         spec: PathBuf,
         source: Box<crate::harness::sweep::SweepError>,
     },
+    /// Predicting again a matrix the deploy measured some predicted cells of.
+    #[error("feeding the deploy's rates back into {path}: {source}")]
+    Feedback {
+        path: PathBuf,
+        source: Box<crate::predict::PredictError>,
+    },
     /// A journal whose rounds this deploy does not decide as it did.
     #[error("{path}: {message}")]
     JournalMismatch { path: PathBuf, message: String },

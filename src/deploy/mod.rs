@@ -11,10 +11,12 @@ pub mod catalog;
 pub mod clock;
 pub mod compare;
 pub mod error;
+pub mod feedback;
 pub mod grants;
 pub mod journal;
 pub mod local;
 pub mod machines;
+pub mod observed;
 pub mod profile_jobs;
 #[cfg(test)]
 mod sim;
@@ -58,6 +60,9 @@ pub struct DeployOptions {
     pub resume: bool,
     /// Before the first round, what the jobs' matrices are checked against on this machine.
     pub checks: DeployChecks,
+    /// Folders of matrices a matrix with predicted cells leans on when the deploy's rates are
+    /// fed back into it, besides the shipped zoo and the profiles' own folder.
+    pub library: Vec<PathBuf>,
 }
 
 /// What a deploy checks its matrices against before its first round (on this machine; a
@@ -91,6 +96,9 @@ pub struct DeploySummary {
     pub replayed: ReplaySummary,
     /// What the checks before the first round found, a line each (`checks.txt`).
     pub checks: Vec<String>,
+    /// What the deploy's rates changed in the matrices that predicted cells, a line each
+    /// (`feedback.txt`; [`feedback`]).
+    pub feedback: Vec<String>,
 }
 
 /// What the screen shows: a scheme starts (`jobs` to run, the replay's makespan for the time
@@ -181,10 +189,20 @@ pub fn deploy_schemes(
     }
     let deployed = summary_of(&scenario, &opts.replay, runs);
     write(opts, &deployed, &replayed)?;
+    let feedback = match &opts.replay.out_dir {
+        // The tables are written: a matrix that cannot be fed back is a line, not a failure.
+        Some(dir) => feedback::feed_back_matrices(dir, &scenario, &opts.library)
+            .unwrap_or_else(|e| vec![format!("the deploy's rates were not fed back: {e}")]),
+        None => Vec::new(),
+    };
+    for line in &feedback {
+        progress.note(line);
+    }
     Ok(DeploySummary {
         deployed,
         replayed,
         checks,
+        feedback,
     })
 }
 

@@ -53,6 +53,7 @@ fn options(dir: &std::path::Path, scheme: &str) -> DeployOptions {
         slurm: None,
         resume: false,
         checks: super::DeployChecks::default(),
+        library: Vec::new(),
     }
 }
 

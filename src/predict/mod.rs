@@ -9,6 +9,7 @@
 
 pub mod curve;
 pub mod evaluate;
+pub mod feedback;
 mod library;
 pub mod transfer;
 
