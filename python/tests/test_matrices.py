@@ -131,3 +131,41 @@ def test_cells_and_headers_carry_the_machine_kind(tmp_path):
     assert set(k.cells["machine_microarchitecture"].to_list()) == {"Zen 3"}
     assert set(k.cells["machine_cpu_extensions"].to_list()) == {"avx2"}
     assert k.cells.height == m.cells.height
+
+
+def test_predicted_cells_read_with_their_intervals_as_the_cli_writes_them(tmp_path, profiler_bin):
+    # resnet50's zoo matrix cut to its cells at 3 and 24 CPUs, the rest predicted by the CLI.
+    lines = open(f"{ZOO}/resnet50.matrix.jsonl").read().splitlines()
+    cells = [json.loads(line) for line in lines[1:]]
+    top = max(c["memory_bytes"] for c in cells)
+    given = [c for c in cells if c["memory_bytes"] == top and c["cpu"] in (3.0, 24.0)]
+    for c in given:
+        c["source"] = "measured"
+    partial = tmp_path / "resnet50.matrix.jsonl"
+    partial.write_text("\n".join([lines[0], *map(json.dumps, given)]) + "\n")
+    out = tmp_path / "predicted.matrix.jsonl"
+    subprocess.run(
+        [str(profiler_bin), "predict", str(partial), "--cpu", "1,2,3,4,5,6,9,12,24", "-o", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    m = jp.load(out)
+    predicted = m.cells.filter(pl.col("source") == "predicted")
+    assert predicted.height >= 7
+    assert (predicted["ci95_low"] <= predicted["samples_per_s"]).all()
+    assert (predicted["samples_per_s"] <= predicted["ci95_high"]).all()
+    assert (predicted["ci95_high"] > predicted["ci95_low"]).all()
+    # The truth of the zoo's cells at the top memory level, against the predicted intervals.
+    truth = {c["cpu"]: c["throughput"]["samples_per_s"] for c in cells if c["memory_bytes"] == top}
+    at_top = predicted.filter(pl.col("memory_bytes") == top)
+    inside = [
+        low <= truth[cpu] <= high
+        for cpu, low, high in zip(at_top["cpu"], at_top["ci95_low"], at_top["ci95_high"])
+    ]
+    assert len(inside) == 7 and sum(inside) >= 6, inside
+    assert (at_top["relative"] > 0).all()
+    cli = subprocess.run(
+        [str(profiler_bin), "export", str(out), "--format", "csv"], check=True, capture_output=True
+    ).stdout
+    expected = pl.read_csv(io.BytesIO(cli), infer_schema_length=None)
+    assert expected.filter(pl.col("source") == "predicted").height == predicted.height
