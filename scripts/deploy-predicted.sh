@@ -18,8 +18,8 @@ given=${2:-0.5,2}
 out=${3:-target/deploy-predicted}
 schemes=${SCHEMES:-fifo+tune}
 source scripts/library-jobs.sh
-kind=$("$profiler" doctor 2>/dev/null | sed -n 's/^ *kind \([^ ]*\)$/\1/p' | head -1)
-truth=$(ls tests/data/library/"$kind"/"$job".*.matrix.jsonl | head -1)
+kind=$("$profiler" doctor 2>/dev/null | sed -n 's/^ *kind \([^ ]*\)$/\1/p' | head -1 || true)
+truth=$(ls tests/data/library/"$kind"/"$job".*.matrix.jsonl | head -1 || true)
 rm -rf "$out"
 mkdir -p "$out/profiles" "$out/library/$kind"
 for f in tests/data/library/"$kind"/*.matrix.jsonl; do

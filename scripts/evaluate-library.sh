@@ -16,7 +16,7 @@ profiler=${PROFILER:-target/release/profiler}
 precision=${PRECISION:-0.1}
 source scripts/library-jobs.sh
 [ -x "$profiler" ] || { echo "evaluate-library: $profiler is missing: cargo build --release" >&2; exit 1; }
-kind=$("$profiler" doctor 2>/dev/null | sed -n 's/^ *kind \([^ ]*\)$/\1/p' | head -1)
+kind=$("$profiler" doctor 2>/dev/null | sed -n 's/^ *kind \([^ ]*\)$/\1/p' | head -1 || true)
 [ -n "$kind" ] || { echo "evaluate-library: profiler doctor named no machine kind" >&2; exit 1; }
 library=tests/data/library/$kind
 out=tests/data/library-eval/$kind

@@ -268,8 +268,14 @@ fn deploy(args: profiler::cli::deploy::DeployArgs) -> anyhow::Result<ExitCode> {
     let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
     let progress = profiler::output::deploy_progress::DeployLines::new();
     let summary = profiler::deploy::run_deploy(&args.to_options()?, &progress, &cancel)?;
-    let rows = compare::rows(&summary.deployed, &summary.replayed);
+    let rows = summary.compare_rows();
     print!("{}", compare::render(&rows));
+    if summary.of_deploy.iter().any(Option::is_some) {
+        print!(
+            "{}",
+            profiler::deploy::replay_of_deploy::render_ratios(&summary.of_deploy)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -23,6 +23,47 @@ pub struct CompareRow {
     /// Mean JCT's gain over `<policy>+proportional`, percent, (deploy, replay); `None` where
     /// the comparison has no proportional run of the policy, or this is it.
     pub gain_over_proportional: Option<(f64, f64)>,
+    /// The replay of the deploy, where its journal was there to make it.
+    pub of_deploy: Option<OfDeploy>,
+}
+
+/// The replay of a deploy ([`super::replay_of_deploy`]): its figures, and what its journal
+/// counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OfDeploy {
+    pub makespan_s: f64,
+    pub mean_jct_s: f64,
+    /// Rounds a job was started again in for its grant.
+    pub restarts: usize,
+    /// Jobs that finished a round later deployed than in the replay of the deploy.
+    pub slips: usize,
+}
+
+impl CompareRow {
+    /// The engine's part of the gap, percent of the replay, (makespan, mean JCT): the deploy
+    /// against the replay of the deploy. With the matrices' part it sums to the whole gap.
+    pub fn engine_gap_pct(&self) -> Option<(f64, f64)> {
+        let o = self.of_deploy.as_ref()?;
+        Some((
+            part_pct(self.makespan.0, o.makespan_s, self.makespan.1),
+            part_pct(self.mean_jct.0, o.mean_jct_s, self.mean_jct.1),
+        ))
+    }
+
+    /// The matrices' part of the gap, percent of the replay, (makespan, mean JCT): the replay
+    /// of the deploy against the replay on the matrices.
+    pub fn matrix_gap_pct(&self) -> Option<(f64, f64)> {
+        let o = self.of_deploy.as_ref()?;
+        Some((
+            part_pct(o.makespan_s, self.makespan.1, self.makespan.1),
+            part_pct(o.mean_jct_s, self.mean_jct.1, self.mean_jct.1),
+        ))
+    }
+}
+
+/// (a - b) / replay, percent.
+fn part_pct(a: f64, b: f64, replay: f64) -> f64 {
+    (a - b) / replay * 100.0
 }
 
 /// (deploy - replay) / replay, percent.
@@ -30,8 +71,13 @@ pub fn gap_pct((deploy, replay): (f64, f64)) -> f64 {
     (deploy - replay) / replay * 100.0
 }
 
-/// The rows of the comparison, in the deploy's scheme order.
-pub fn rows(deployed: &ReplaySummary, replayed: &ReplaySummary) -> Vec<CompareRow> {
+/// The rows of the comparison, in the deploy's scheme order; `of_deploy` the replay of each
+/// scheme's deploy, in the same order, where made.
+pub fn rows(
+    deployed: &ReplaySummary,
+    replayed: &ReplaySummary,
+    of_deploy: &[Option<OfDeploy>],
+) -> Vec<CompareRow> {
     let find = |s: &ReplaySummary, policy: &str, mech: &str| -> Option<Summary> {
         s.runs
             .iter()
@@ -42,7 +88,8 @@ pub fn rows(deployed: &ReplaySummary, replayed: &ReplaySummary) -> Vec<CompareRo
     deployed
         .runs
         .iter()
-        .filter_map(|d| {
+        .enumerate()
+        .filter_map(|(k, d)| {
             let d = &d.summary;
             let r = find(replayed, &d.policy, &d.mechanism)?;
             let gain = |s: &ReplaySummary, own: f64| {
@@ -63,6 +110,7 @@ pub fn rows(deployed: &ReplaySummary, replayed: &ReplaySummary) -> Vec<CompareRo
                 mean_jct: (d.mean_jct_s, r.mean_jct_s),
                 p99_jct: (d.p99_jct_s, r.p99_jct_s),
                 gain_over_proportional,
+                of_deploy: of_deploy.get(k).cloned().flatten(),
             })
         })
         .collect()
@@ -122,6 +170,42 @@ pub fn render(rows: &[CompareRow]) -> String {
             "!: some jobs of the deploy did not finish (see the jobs table's failure column)"
         );
     }
+    if rows.iter().any(|r| r.of_deploy.is_some()) {
+        o.push_str(&render_parts(rows));
+    }
+    o
+}
+
+/// The gap in two parts, a line per scheme: the engine's (the deploy against the replay of the
+/// deploy) and the matrices' (the replay of the deploy against the replay).
+fn render_parts(rows: &[CompareRow]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\nthe gap in two parts: the engine's (deploy vs. the replay at the rates the jobs ran \
+         at) + the matrices' (that vs. the replay)"
+    );
+    let _ = writeln!(
+        o,
+        "{:<24} {:>24} {:>24} {:>9} {:>6}",
+        "scheme", "makespan engine+matrices", "mean JCT engine+matrices", "restarts", "slips"
+    );
+    for r in rows {
+        let (Some(e), Some(m), Some(of)) = (r.engine_gap_pct(), r.matrix_gap_pct(), &r.of_deploy)
+        else {
+            continue;
+        };
+        let parts = |e: f64, m: f64| format!("{e:+.1}% {m:+.1}%");
+        let _ = writeln!(
+            o,
+            "{:<24} {:>24} {:>24} {:>9} {:>6}",
+            format!("{}+{}", r.policy, r.mechanism),
+            parts(e.0, m.0),
+            parts(e.1, m.1),
+            of.restarts,
+            of.slips
+        );
+    }
     o
 }
 
@@ -164,6 +248,42 @@ pub fn frame(rows: &[CompareRow]) -> Result<DataFrame, crate::replay::ReplayErro
                 "gain_replay_pct",
                 o(|r| r.gain_over_proportional.map(|g| g.1)),
             ),
+            col(
+                "makespan_replay_of_deploy_s",
+                o(|r| r.of_deploy.as_ref().map(|d| d.makespan_s)),
+            ),
+            col(
+                "mean_jct_replay_of_deploy_s",
+                o(|r| r.of_deploy.as_ref().map(|d| d.mean_jct_s)),
+            ),
+            col(
+                "engine_gap_makespan_pct",
+                o(|r| r.engine_gap_pct().map(|g| g.0)),
+            ),
+            col(
+                "engine_gap_mean_jct_pct",
+                o(|r| r.engine_gap_pct().map(|g| g.1)),
+            ),
+            col(
+                "matrix_gap_makespan_pct",
+                o(|r| r.matrix_gap_pct().map(|g| g.0)),
+            ),
+            col(
+                "matrix_gap_mean_jct_pct",
+                o(|r| r.matrix_gap_pct().map(|g| g.1)),
+            ),
+            col(
+                "restarts",
+                (rows.iter())
+                    .map(|r| r.of_deploy.as_ref().map(|d| d.restarts as u64))
+                    .collect::<Vec<_>>(),
+            ),
+            col(
+                "slips",
+                (rows.iter())
+                    .map(|r| r.of_deploy.as_ref().map(|d| d.slips as u64))
+                    .collect::<Vec<_>>(),
+            ),
         ],
     )
     .map_err(|e| crate::replay::ReplayError::Internal(format!("building the comparison: {e}")))
@@ -178,6 +298,37 @@ pub fn write(rows: &[CompareRow], dir: &Path) -> Result<(), crate::replay::Repla
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_two_parts_of_a_gap_sum_to_it() {
+        let row = CompareRow {
+            policy: "fifo".into(),
+            mechanism: "tune".into(),
+            jobs: 4,
+            unfinished: 0,
+            makespan: (305.0, 285.0),
+            mean_jct: (189.0, 172.0),
+            p99_jct: (300.0, 280.0),
+            gain_over_proportional: None,
+            of_deploy: Some(OfDeploy {
+                makespan_s: 300.0,
+                mean_jct_s: 180.0,
+                restarts: 1,
+                slips: 2,
+            }),
+        };
+        let (e, m) = (row.engine_gap_pct().unwrap(), row.matrix_gap_pct().unwrap());
+        assert!((e.0 + m.0 - gap_pct(row.makespan)).abs() < 1e-9);
+        assert!((e.1 + m.1 - gap_pct(row.mean_jct)).abs() < 1e-9);
+        assert!((m.1 - 8.0 / 172.0 * 100.0).abs() < 1e-9);
+        let text = render(std::slice::from_ref(&row));
+        assert!(text.contains("the gap in two parts"), "{text}");
+        assert!(text.contains("+1.8% +5.3%"), "{text}");
+        assert!(text.contains("+5.2% +4.7%"), "{text}");
+        let frame = frame(&[row]).unwrap();
+        assert!(frame.column("engine_gap_mean_jct_pct").is_ok());
+        assert!(frame.column("matrix_gap_makespan_pct").is_ok());
+    }
 
     #[test]
     fn gaps_are_relative_to_the_replay() {

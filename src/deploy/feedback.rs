@@ -4,7 +4,7 @@
 
 use super::error::DeployError;
 use super::journal::read_journal;
-use super::observed::{GrantRates, observed_rates};
+use super::observed::{GrantRates, Observed};
 use crate::matrix::{CellSource, load_matrix};
 use crate::predict::feedback::{FedBack, Observation, feed_back};
 use crate::predict::{Library, SETTINGS, kind_folder};
@@ -105,7 +105,7 @@ fn seen_rates(
     for path in paths {
         let (_, rounds) = read_journal(&path)?;
         let rounds: Vec<_> = rounds.into_iter().collect();
-        for g in observed_rates(trace, &rounds) {
+        for g in Observed::from_rounds(trace, &rounds).by_kind() {
             match (seen.iter_mut())
                 .find(|s| s.model == g.model && s.cpus == g.cpus && s.mem_bytes == g.mem_bytes)
             {

@@ -18,6 +18,7 @@ pub mod local;
 pub mod machines;
 pub mod observed;
 pub mod profile_jobs;
+pub mod replay_of_deploy;
 #[cfg(test)]
 mod sim;
 pub mod slurm;
@@ -99,6 +100,36 @@ pub struct DeploySummary {
     /// What the deploy's rates changed in the matrices that predicted cells, a line each
     /// (`feedback.txt`; [`feedback`]).
     pub feedback: Vec<String>,
+    /// Each scheme's replay of its deploy, in the deploy's order, where its journal was
+    /// written ([`replay_of_deploy`]).
+    pub of_deploy: Vec<Option<replay_of_deploy::SchemeReplay>>,
+}
+
+impl DeploySummary {
+    /// The comparison's rows, scheme by scheme, with the gap's two parts where made.
+    pub fn compare_rows(&self) -> Vec<compare::CompareRow> {
+        compare::rows(
+            &self.deployed,
+            &self.replayed,
+            &of_deploy_figures(&self.of_deploy),
+        )
+    }
+}
+
+/// The figures of each scheme's replay of its deploy, for the comparison.
+fn of_deploy_figures(
+    replays: &[Option<replay_of_deploy::SchemeReplay>],
+) -> Vec<Option<compare::OfDeploy>> {
+    (replays.iter())
+        .map(|r| {
+            r.as_ref().map(|r| compare::OfDeploy {
+                makespan_s: r.run.summary.makespan_s,
+                mean_jct_s: r.run.summary.mean_jct_s,
+                restarts: r.restarts,
+                slips: r.slips,
+            })
+        })
+        .collect()
 }
 
 /// What the screen shows: a scheme starts (`jobs` to run, the replay's makespan for the time
@@ -179,7 +210,7 @@ pub fn deploy_schemes(
         runs.push(run);
         if let Some(t) = interrupted_at {
             let deployed = summary_of(&scenario, &opts.replay, runs);
-            let out = write(opts, &deployed, &replayed)?;
+            let out = write(opts, &deployed, &replayed, &[])?;
             return Err(DeployError::Interrupted {
                 t,
                 finished: deployed.runs.iter().map(|r| r.finished_jct_s.len()).sum(),
@@ -188,7 +219,15 @@ pub fn deploy_schemes(
         }
     }
     let deployed = summary_of(&scenario, &opts.replay, runs);
-    write(opts, &deployed, &replayed)?;
+    let of_deploy = match &opts.replay.out_dir {
+        Some(dir) => (schemes.iter().zip(&deployed.runs).enumerate())
+            .map(|(k, (scheme, run))| {
+                replay_of_deploy::replay_scheme(&opts.replay, &scenario, k, scheme, dir, run)
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
+    write(opts, &deployed, &replayed, &of_deploy)?;
     let feedback = match &opts.replay.out_dir {
         // The tables are written: a matrix that cannot be fed back is a line, not a failure.
         Some(dir) => feedback::feed_back_matrices(dir, &scenario, &opts.library)
@@ -203,6 +242,7 @@ pub fn deploy_schemes(
         replayed,
         checks,
         feedback,
+        of_deploy,
     })
 }
 
@@ -323,13 +363,20 @@ fn write(
     opts: &DeployOptions,
     deployed: &ReplaySummary,
     replayed: &ReplaySummary,
+    of_deploy: &[Option<replay_of_deploy::SchemeReplay>],
 ) -> Result<String, DeployError> {
     let Some(dir) = &opts.replay.out_dir else {
         return Ok("no output directory (--out)".into());
     };
     crate::replay::tables::write_tables(&deployed.runs, dir)?;
     crate::replay::tables::write_tables(&replayed.runs, &dir.join("replay"))?;
-    compare::write(&compare::rows(deployed, replayed), dir)?;
+    let replays: Vec<_> = of_deploy.iter().flatten().map(|r| r.run.clone()).collect();
+    if !replays.is_empty() {
+        crate::replay::tables::write_tables(&replays, &dir.join("replay-of-deploy"))?;
+        replay_of_deploy::write_ratios(of_deploy, dir)?;
+    }
+    let rows = compare::rows(deployed, replayed, &of_deploy_figures(of_deploy));
+    compare::write(&rows, dir)?;
     Ok(dir.display().to_string())
 }
 

@@ -415,3 +415,76 @@ fn the_replay_charges_the_start_ups_a_deploy_pays() {
         }
     }
 }
+
+#[test]
+fn the_replay_of_a_deploy_holds_its_rates_and_leaves_the_engine_no_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    for scheme in ["fifo+proportional", "srtf+tune"] {
+        let opts = options(dir.path(), scheme);
+        let scenario = Scenario::load(&opts.replay).unwrap();
+        let schemes = schemes_by_name(&opts.replay.schemes).unwrap();
+        let header = JournalHeader::new(scheme, 60.0, scenario.trace_jobs().unwrap());
+        let path = dir.path().join(format!("{scheme}.jsonl"));
+        let sim = SimJobs::new(&scenario);
+        // gnmt and lstm run at 70% of their matrices: the deploy is slower than its replay.
+        let rate = |job: &DeployJob, g: &Grant| {
+            let slow = ["gnmt", "lstm"].contains(&job.model.as_str());
+            sim.rate(job, g) * if slow { 0.7 } else { 1.0 }
+        };
+        let catalog = |s: &JobState| sim.job(s);
+        let journal = Journal::open(&path, &header, false).unwrap();
+        let never = AtomicBool::new(false);
+        let (deployed, _, _) = sim_deploy(
+            &opts,
+            &scenario,
+            &catalog,
+            &rate,
+            &[],
+            &never,
+            Some(journal),
+        );
+        let replayed = run_scheme(&opts.replay, &scenario, 0, &schemes[0], &Unobserved).unwrap();
+        let (_, rounds) = super::journal::read_journal(&path).unwrap();
+        let rounds: Vec<_> = rounds.into_iter().collect();
+        let observed =
+            super::observed::Observed::from_rounds(scenario.trace_jobs().unwrap(), &rounds);
+        let of_deploy = crate::replay::runner::run_scheme_measured(
+            &opts.replay,
+            &scenario,
+            0,
+            &schemes[0],
+            &Unobserved,
+            Some(&observed),
+        )
+        .unwrap();
+        let mean = |r: &crate::replay::RunResult| r.summary.mean_jct_s;
+        let (d, o, r) = (mean(&deployed), mean(&of_deploy), mean(&replayed));
+        assert!(
+            d > r * 1.05,
+            "{scheme}: the slow kinds make the deploy slower: {d} vs {r}"
+        );
+        // The engine's part: rates it did not see (a job's first round, at a grant it held
+        // once) come from its kind's or its matrix's.
+        assert!(
+            ((d - o) / r).abs() < 0.03,
+            "{scheme}: deploy {d}, replay of the deploy {o}, replay {r}"
+        );
+        assert!(
+            (o - r) / r > 0.03,
+            "{scheme}: the matrices' part {o} vs {r}"
+        );
+        let ratios = super::replay_of_deploy::ratios_for_tests(&scenario, &observed);
+        for k in &ratios {
+            let want = if ["gnmt", "lstm"].contains(&k.model.as_str()) {
+                0.7
+            } else {
+                1.0
+            };
+            assert!((k.ratio - want).abs() < 1e-6, "{scheme}: {k:?}");
+        }
+        assert!(
+            ratios.iter().any(|k| k.model == "gnmt"),
+            "{scheme}: {ratios:?}"
+        );
+    }
+}

@@ -59,6 +59,7 @@ pub fn engine_config<'a>(
         first_round_s: opts.first_round_s,
         audit: None,
         progress,
+        measured: None,
         fast: true,
     }
 }
@@ -98,6 +99,19 @@ pub fn run_scheme(
     scheme: &Scheme,
     observer: &dyn ReplayObserver,
 ) -> Result<RunResult, ReplayError> {
+    run_scheme_measured(opts, scenario, k, scheme, observer, None)
+}
+
+/// [`run_scheme`] with each job progressing at the rate `measured` gives it at its
+/// allocation, where it gives one (a replay of a deploy, at the rates its jobs ran at).
+pub fn run_scheme_measured(
+    opts: &ReplayOptions,
+    scenario: &Scenario,
+    k: usize,
+    scheme: &Scheme,
+    observer: &dyn ReplayObserver,
+    measured: Option<&dyn engine::MeasuredRates>,
+) -> Result<RunResult, ReplayError> {
     let (policy, mech) = scheme;
     let (cluster, profiles) = (&scenario.cluster, &scenario.profiles);
     observer.scheme_started(
@@ -106,7 +120,8 @@ pub fn run_scheme(
         scenario.total_jobs,
     );
     let progress = |finished: u64| observer.jobs_finished(k, finished);
-    let cfg = engine_config(opts, scenario, scheme, Some(&progress));
+    let mut cfg = engine_config(opts, scenario, scheme, Some(&progress));
+    cfg.measured = measured;
     let mut recorder = match (&opts.record, k) {
         (Some(p), 0) => Some(workload::canonical::Recorder::create(p)?),
         _ => None,

@@ -136,6 +136,7 @@ fn deploy_out(dir: &Path) {
             mean_jct: (80.0, 75.0),
             p99_jct: (110.0, 100.0),
             gain_over_proportional: Some((6.0, 7.0)),
+            of_deploy: None,
         }],
         dir,
     )

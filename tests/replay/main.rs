@@ -89,6 +89,7 @@ fn audited_config<'a>(
         first_round_s: None,
         audit: Some(audit),
         progress: None,
+        measured: None,
         fast: true,
     }
 }

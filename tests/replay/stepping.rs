@@ -73,6 +73,7 @@ fn step_rounds_of(
         first_round_s: None,
         audit: None,
         progress: None,
+        measured: None,
         fast: true,
     };
     let mut arrivals = jobs.iter().cloned();

@@ -60,6 +60,14 @@ pub type AuditFn<'a> = dyn Fn(f64, &[JobState], &[Placement]) + Sync + 'a;
 /// which some finished.
 pub type ProgressFn<'a> = dyn Fn(u64) + Sync + 'a;
 
+/// Rates measured elsewhere than the profiles: what a job ran at with an allocation, where it
+/// was seen running so. A job placed so progresses at it; elsewhere at its profile's rate.
+/// Decisions still read the profiles.
+pub trait MeasuredRates: Sync {
+    /// Samples/s `job` ran at with `cpus` cores and `mem_gb` GB in all, where known.
+    fn rate(&self, job: &JobSpec, cpus: f64, mem_gb: f64) -> Option<f64>;
+}
+
 pub struct EngineConfig<'a> {
     pub cluster: &'a Cluster,
     pub profiles: &'a ProfileSet,
@@ -81,6 +89,8 @@ pub struct EngineConfig<'a> {
     pub audit: Option<&'a AuditFn<'a>>,
     /// Called with the number of jobs finished when it changes (progress bars).
     pub progress: Option<&'a ProgressFn<'a>>,
+    /// Rates that replace the profiles' where a job was measured at its allocation.
+    pub measured: Option<&'a dyn MeasuredRates>,
     /// The fast path: keep the policy order across rounds where the policy's keys allow it
     /// ([`super::policy::KeyUpdate`]) and reuse the last round's decision when the jobs the
     /// mechanism looked at are unchanged, in order (nothing it could see has changed). `false`:
@@ -508,7 +518,11 @@ impl<'c, 'a> Replay<'c, 'a> {
                     rate
                 }
                 _ => {
-                    let rate = mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers, a.kinds);
+                    let spec = &self.active[a.slot].spec;
+                    let rate = match cfg.measured.and_then(|m| m.rate(spec, a.cpus, a.mem_gb)) {
+                        Some(measured) => measured,
+                        None => mctx.rate_spread(a.slot, a.cpus, a.mem_gb, a.servers, a.kinds),
+                    };
                     *memo = Some((a.cpus, a.mem_gb, a.servers, a.kinds, rate));
                     rate
                 }
