@@ -270,6 +270,10 @@ fn deploy(args: profiler::cli::deploy::DeployArgs) -> anyhow::Result<ExitCode> {
     let summary = profiler::deploy::run_deploy(&args.to_options()?, &progress, &cancel)?;
     let rows = summary.compare_rows();
     print!("{}", compare::render(&rows));
+    print!(
+        "{}",
+        profiler::replay::report::render_verdicts(&summary.replayed.verdicts)
+    );
     if summary.of_deploy.iter().any(Option::is_some) {
         print!(
             "{}",

@@ -60,7 +60,7 @@ fn deploy_run<'py>(
             .map(|r| run_tables(py, r))
             .collect::<PyResult<Vec<_>>>()
     };
-    let rows = compare::rows(&summary.deployed, &summary.replayed);
+    let rows = summary.compare_rows();
     let table = parquet(compare::frame(&rows).map_err(error)?)?;
     Ok((
         tables(&summary.deployed.runs)?,

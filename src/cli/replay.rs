@@ -272,6 +272,12 @@ pub struct ReplayArgs {
     /// per-job tables are in finishing order, not by id).
     #[arg(long, requires = "out")]
     pub stream: bool,
+    /// Replays on matrices drawn within their cells' 95% intervals that each scheme's verdict
+    /// on its gain over the proportional share rests on: a gain whose band holds zero is
+    /// printed as no difference. Only where the matrices have intervals (Synergy's zoo has
+    /// none); 0 turns it off.
+    #[arg(long, default_value_t = crate::replay::verdict::DEFAULT_DRAWS)]
+    pub draws: usize,
     /// Safety stop.
     #[arg(long, default_value_t = 50_000_000)]
     pub max_rounds: u64,
@@ -445,6 +451,7 @@ impl ReplayArgs {
             horizon_s: parse_horizon(&self.horizon)?,
             out_dir: self.out.clone(),
             stream: self.stream,
+            draws: self.draws,
         })
     }
 }

@@ -188,7 +188,7 @@ pub fn deploy_schemes(
         checks = check_matrices(opts, &scenario, &catalog, here, checks, progress, cancel)?;
     }
     catalog.prepare(jobs)?;
-    let replayed = summary_of(
+    let mut replayed = summary_of(
         &scenario,
         &opts.replay,
         schemes
@@ -197,6 +197,8 @@ pub fn deploy_schemes(
             .map(|(k, s)| run_scheme(&opts.replay, &scenario, k, s, &crate::replay::Unobserved))
             .collect::<Result<Vec<_>, ReplayError>>()?,
     );
+    replayed.verdicts =
+        crate::replay::verdict::verdicts(&opts.replay, &scenario, schemes, &replayed.runs)?;
     let mut runs = Vec::new();
     for (k, scheme) in schemes.iter().enumerate() {
         let replay = &replayed.runs[k].summary;
@@ -354,6 +356,7 @@ fn summary_of(scenario: &Scenario, opts: &ReplayOptions, runs: Vec<RunResult>) -
         skipped_wide_jobs: scenario.skipped_wide_jobs,
         totals: (c.total_gpus, c.total_cpus, c.total_mem_gb),
         runs,
+        verdicts: Vec::new(),
     }
 }
 

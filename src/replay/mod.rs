@@ -24,6 +24,7 @@ pub mod runner;
 pub mod scenario;
 pub mod semantics;
 pub mod tables;
+pub mod verdict;
 pub mod workload;
 pub mod zoo;
 
@@ -84,6 +85,9 @@ pub struct ReplayOptions {
     /// Write each job's row to `out_dir` as it finishes and keep only the active jobs in
     /// memory (for millions of jobs); the per-job table is then in finishing order.
     pub stream: bool,
+    /// Replays on profiles drawn within their cells' intervals that a verdict on a scheme's
+    /// gain over the proportional share rests on ([`verdict`]); 0: none.
+    pub draws: usize,
 }
 
 impl Default for ReplayOptions {
@@ -106,6 +110,7 @@ impl Default for ReplayOptions {
             horizon_s: bounds::DEFAULT_HORIZON_S,
             out_dir: None,
             stream: false,
+            draws: verdict::DEFAULT_DRAWS,
         }
     }
 }
@@ -133,6 +138,9 @@ pub struct ReplaySummary {
     /// Cluster GPUs, cores, GB.
     pub totals: (u32, f64, f64),
     pub runs: Vec<RunResult>,
+    /// Each scheme's gain over the proportional share with its band, where the profiles have
+    /// intervals ([`verdict`]).
+    pub verdicts: Vec<verdict::Verdict>,
 }
 
 /// Checks the round length, horizon and window against [`bounds`] ([`run`] does this first).

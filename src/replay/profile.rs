@@ -119,7 +119,19 @@ impl Profile {
             gpus: 1,
             mem_gb: surface.mem[surface.mem.len() - 1],
         };
-        let best = demand::best_case(&surface, &largest, 0.0, CostWeights::default());
+        let best = match reachable_top(m) {
+            // A predicted matrix: its best case from the cells that may reach its top rate,
+            // at the rate each runs at.
+            Some(lifted) => {
+                let reach = Surface::from_matrix(&lifted)
+                    .map_err(|e| ReplayError::Profile(format!("{origin}: {e}")))?;
+                let mut b = demand::best_case(&reach, &largest, 0.0, CostWeights::default());
+                b.samples_per_s_per_gpu =
+                    surface.at(b.cpus_per_gpu, b.mem_gb_per_gpu, Interp::Step);
+                b
+            }
+            None => demand::best_case(&surface, &largest, 0.0, CostWeights::default()),
+        };
         let h = &m.header;
         let model = h.job.model.clone();
         Ok(Profile {
@@ -158,6 +170,36 @@ impl Profile {
         let g = gpus.max(1) as f64;
         g * self.per_gpu(cpus / g, mem_gb / g, sem)
     }
+}
+
+/// `m` with each predicted cell whose 95% interval holds the matrix's top rate lifted to that
+/// rate, for the best case: the fewest resources that may reach the top, as far as the
+/// prediction can tell. `None` where no predicted cell is lifted (a measured matrix's best case
+/// is its own). From a few cells a predicted curve nears its plateau slowly, so its point
+/// estimates alone would put the best case at a higher level than the job's (docs/PREDICT.md).
+fn reachable_top(m: &Matrix) -> Option<Matrix> {
+    let top = (m.cells.iter())
+        .filter_map(crate::matrix::Cell::samples_per_s)
+        .fold(0.0, f64::max);
+    let top_relative = (m.cells.iter())
+        .filter_map(|c| c.relative.as_ref().map(|r| r.rate))
+        .fold(0.0, f64::max);
+    let mut lifted = m.clone();
+    let mut any = false;
+    for c in (lifted.cells.iter_mut()).filter(|c| c.source == crate::matrix::CellSource::Predicted)
+    {
+        let Some(t) = c.throughput.as_mut() else {
+            continue;
+        };
+        if t.samples_per_s < top && t.ci95_high >= top * (1.0 - 1e-9) {
+            t.samples_per_s = top;
+            if let Some(r) = c.relative.as_mut() {
+                r.rate = top_relative;
+            }
+            any = true;
+        }
+    }
+    any.then_some(lifted)
 }
 
 /// The profiles a replay can use, by model name.

@@ -104,6 +104,23 @@ pub fn render(s: &ReplaySummary) -> String {
         o.push('\n');
         o.push_str(&ratios);
     }
+    o.push_str(&render_verdicts(&s.verdicts));
+    o
+}
+
+/// A line per scheme's verdict on its gain over the proportional share, where made.
+pub fn render_verdicts(verdicts: &[super::verdict::Verdict]) -> String {
+    let mut o = String::new();
+    if verdicts.is_empty() {
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "\nverdicts (replays on matrices drawn within their cells' 95% intervals):"
+    );
+    for v in verdicts {
+        let _ = writeln!(o, "  {}", v.describe());
+    }
     o
 }
 

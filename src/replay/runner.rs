@@ -234,6 +234,7 @@ pub fn run_schemes(
         })?
     };
     let cluster = &scenario.cluster;
+    let verdicts = super::verdict::verdicts(opts, scenario, schemes, &runs)?;
     let summary = ReplaySummary {
         cluster: scenario.cluster.describe(),
         profiles: scenario.profiles.origin.clone(),
@@ -242,6 +243,7 @@ pub fn run_schemes(
         skipped_wide_jobs: scenario.skipped_wide_jobs,
         totals: (cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb),
         runs,
+        verdicts,
     };
     if let Some(dir) = &opts.out_dir {
         write_outputs(&summary, dir)?;

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Jobs loaded from a trace, or the synthetic spec to generate them lazily per run.
+#[derive(Clone)]
 pub(super) enum Loaded {
     Jobs(Vec<JobSpec>),
     Synthetic(SyntheticSpec),
@@ -41,6 +42,20 @@ impl Scenario {
         match &self.loaded {
             Loaded::Jobs(jobs) => Some(jobs),
             Loaded::Synthetic(_) => None,
+        }
+    }
+
+    /// The same scenario on other profiles of the same models (drawn within their
+    /// intervals, [`super::verdict`]).
+    pub fn with_profiles(&self, profiles: ProfileSet) -> Scenario {
+        Scenario {
+            cluster: self.cluster.clone(),
+            profiles,
+            loaded: self.loaded.clone(),
+            skipped_wide_jobs: self.skipped_wide_jobs,
+            origins: self.origins.clone(),
+            workload_name: self.workload_name.clone(),
+            total_jobs: self.total_jobs,
         }
     }
 

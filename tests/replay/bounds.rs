@@ -214,6 +214,7 @@ fn empty_summary() -> ReplaySummary {
                 streamed: false,
             })
             .collect(),
+        verdicts: vec![],
     }
 }
 

@@ -105,6 +105,8 @@ pub fn options(grid: &GridSpec, s: &Scenario) -> ReplayOptions {
         horizon_s: st.horizon_s,
         out_dir: None,
         stream: false,
+        // A grid's cells are many replays already; each is one scheme, with no verdict.
+        draws: 0,
     }
 }
 
