@@ -364,3 +364,42 @@ impl ProfileSet {
         self.profiles.iter().any(|p| p.start.startup_s > 0.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::CellSource;
+    use crate::predict::{Library, SETTINGS, predict_matrix};
+
+    /// Each zoo model predicted from its cells at 3 and 24 CPUs, the other models its library:
+    /// its best case counts the predicted cells whose intervals hold the top rate, so it is at
+    /// most the point estimates' own, and a measured matrix's is unchanged.
+    #[test]
+    fn a_predicted_matrix_s_best_case_counts_cells_that_may_reach_the_top() {
+        let mut lower = 0;
+        for (name, _, truth) in crate::matrix::shipped_zoo() {
+            assert!(reachable_top(&truth).is_none(), "{name}: measured, unchanged");
+            let mut partial = truth.clone();
+            partial.cells.retain(|c| c.cpu == 3.0 || c.cpu == 24.0);
+            for c in &mut partial.cells {
+                c.source = CellSource::Measured;
+            }
+            let library = Library::zoo().without(name);
+            let predicted = predict_matrix(&partial, &[], &library, &SETTINGS).unwrap().matrix;
+            let profile = Profile::from_matrix(&predicted, name).unwrap();
+            let surface = Surface::from_matrix(&predicted).unwrap();
+            let largest = ServerShape {
+                cpus: surface.cpu[surface.cpu.len() - 1],
+                gpus: 1,
+                mem_gb: surface.mem[surface.mem.len() - 1],
+            };
+            let point = demand::best_case(&surface, &largest, 0.0, CostWeights::default());
+            assert!(profile.best_cpu <= point.cpus_per_gpu, "{name}");
+            assert!(profile.best_tput <= point.best_samples_per_s_per_gpu * (1.0 + 1e-9));
+            if profile.best_cpu < point.cpus_per_gpu {
+                lower += 1;
+            }
+        }
+        assert!(lower > 0, "no predicted zoo model's best case moved");
+    }
+}
