@@ -174,3 +174,90 @@ fn describe(model: &str, fed: &FedBack, to: &Path) -> Vec<String> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+    use crate::replay::cluster::ClusterSpec;
+    use crate::replay::{ReplayOptions, Semantics, WorkloadSpec};
+
+    /// A recorded deploy (`scripts/deploy-predicted.sh light 0.5,2`, FIFO under the
+    /// proportional share and Tune): light's matrix predicted from its 0.5- and 2-CPU cells.
+    /// Tune gave light 0.25 CPUs, predicted at half its rate; the deploy ran it there a round.
+    #[test]
+    fn a_recorded_deploy_corrects_the_cells_it_ran() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let data = root.join("tests/data/feedback");
+        let kind = "emerald-rapids-2t-24g-290f2493";
+        let opts = ReplayOptions {
+            cluster: ClusterSpec::resolve(
+                &root
+                    .join("workloads/deploy/cluster.toml")
+                    .display()
+                    .to_string(),
+            )
+            .unwrap(),
+            profiles: Some(data.join("profiles")),
+            workload: WorkloadSpec::SynergyCsv(data.join("trace.csv")),
+            semantics: Semantics::Exact,
+            round_s: 30.0,
+            ..ReplayOptions::default()
+        };
+        let scenario = Scenario::load(&opts).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        std::fs::create_dir(out.path().join("journal")).unwrap();
+        for name in ["fifo-proportional.jsonl", "fifo-tune.jsonl"] {
+            std::fs::copy(
+                data.join("journal").join(name),
+                out.path().join("journal").join(name),
+            )
+            .unwrap();
+        }
+        let library = root.join("tests/data/library");
+        let lines =
+            feed_back_matrices(out.path(), &scenario, std::slice::from_ref(&library)).unwrap();
+        println!("{}", lines.join("\n"));
+        let fed = load_matrix(&out.path().join("fed-back/light.matrix.jsonl")).unwrap();
+        let before = load_matrix(&data.join("profiles/light.matrix.jsonl")).unwrap();
+        let truth_path = (std::fs::read_dir(library.join(kind)).unwrap())
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("light.")
+            })
+            .unwrap();
+        let truth = load_matrix(&truth_path).unwrap();
+        let at = |m: &Matrix, cpu: f64| {
+            let top = m.cells.iter().map(|c| c.memory_bytes).max().unwrap();
+            (m.cells.iter())
+                .find(|c| c.cpu == cpu && c.memory_bytes == top)
+                .cloned()
+                .unwrap()
+        };
+        let error = |m: &Matrix, cpu: f64| {
+            let rate = at(m, cpu).samples_per_s().unwrap();
+            (rate / at(&truth, cpu).samples_per_s().unwrap() - 1.0).abs()
+        };
+        let cell = at(&fed, 0.25);
+        assert_eq!(cell.source, CellSource::Measured, "{:?}", cell.note);
+        assert!(error(&before, 0.25) > 0.3, "{}", error(&before, 0.25));
+        assert!(error(&fed, 0.25) < 0.05, "{}", error(&fed, 0.25));
+        let t = cell.throughput.as_ref().unwrap();
+        let truth_rate = at(&truth, 0.25).samples_per_s().unwrap();
+        assert!(
+            t.ci95_low <= truth_rate && truth_rate <= t.ci95_high,
+            "{t:?} vs {truth_rate}"
+        );
+        for cpu in [0.75, 1.0, 1.25, 1.5] {
+            println!(
+                "light at {cpu} CPUs: error {:.1}% before, {:.1}% after",
+                100.0 * error(&before, cpu),
+                100.0 * error(&fed, cpu)
+            );
+            assert!(error(&fed, cpu) <= error(&before, cpu) + 0.01, "{cpu} CPUs");
+        }
+    }
+}

@@ -197,8 +197,12 @@ pub fn deploy_schemes(
             .map(|(k, s)| run_scheme(&opts.replay, &scenario, k, s, &crate::replay::Unobserved))
             .collect::<Result<Vec<_>, ReplayError>>()?,
     );
+    let mean_jct = |o: &ReplayOptions, s: &Scenario, k: usize| {
+        let run = run_scheme(o, s, k, &schemes[k], &crate::replay::Unobserved)?;
+        Ok(run.summary.mean_jct_s)
+    };
     replayed.verdicts =
-        crate::replay::verdict::verdicts(&opts.replay, &scenario, schemes, &replayed.runs)?;
+        crate::replay::verdict::verdicts(&opts.replay, &scenario, &replayed.runs, &mean_jct)?;
     let mut runs = Vec::new();
     for (k, scheme) in schemes.iter().enumerate() {
         let replay = &replayed.runs[k].summary;

@@ -6,7 +6,9 @@ use super::library::Library;
 use super::{PredictError, Prediction, Settings, predict_matrix};
 use crate::matrix::{Cell, CellSource, Matrix, RelativeRate, Throughput};
 
-/// Fewest runs at a grant that make a measured cell: one has no spread to give an interval.
+/// Fewest runs at a grant that make a measured cell where no grant was seen twice: one run
+/// alone has no spread to give an interval. Where some grant was, one run is enough: its
+/// interval takes the spread the runs showed at the grants seen more than once.
 pub const MIN_RUNS: usize = 2;
 
 /// What a job did at one grant while it ran: its rate over each stretch it held the grant.
@@ -49,9 +51,9 @@ impl FedBack {
     }
 }
 
-/// `matrix` with each predicted cell of its top memory level that `observed` saw at least
-/// [`MIN_RUNS`] times (at its CPU level, with that memory or more) made a measured cell, and
-/// the rest predicted again from `library`. `None` where no predicted cell was seen so, or
+/// `matrix` with each predicted cell of its top memory level that `observed` saw (at its CPU
+/// level, with that memory or more; once, where some grant was seen [`MIN_RUNS`] times, else
+/// that often) made a measured cell, and the rest predicted again from `library`. `None` where no predicted cell was seen so, or
 /// the matrix holds several parameter combinations (a grant does not say which one ran).
 pub fn feed_back(
     matrix: &Matrix,
@@ -75,6 +77,8 @@ pub fn feed_back(
         .filter_map(|c| Some((c.cpu, c.samples_per_s()?)))
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, rate)| rate);
+    let spread = pooled_log_spread(observed);
+    let min_runs = if spread.is_some() { 1 } else { MIN_RUNS };
     let mut fed = matrix.clone();
     let mut measured = Vec::new();
     for cell in &predicted_top {
@@ -82,13 +86,13 @@ pub fn feed_back(
             .filter(|o| same_level(o.cpu, cell.cpu) && o.memory_bytes as f64 >= top as f64 * 0.999)
             .collect();
         let rates: Vec<f64> = seen.iter().flat_map(|o| o.rates.iter().copied()).collect();
-        if rates.len() < MIN_RUNS {
+        if rates.len() < min_runs {
             continue;
         }
         let seconds = seen.iter().map(|o| o.seconds).sum();
         let mut wheres: Vec<&str> = seen.iter().map(|o| o.seen.as_str()).collect();
         wheres.dedup();
-        let new = measured_cell(cell, &rates, seconds, reference, &wheres.join("; "));
+        let new = measured_cell(cell, &rates, spread, seconds, reference, &wheres.join("; "));
         measured.push(cell.cpu);
         if let Some(slot) =
             (fed.cells.iter_mut()).find(|c| c.memory_bytes == top && c.cpu == cell.cpu)
@@ -122,17 +126,39 @@ fn same_level(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
 }
 
+/// The variance of a run's log rate about its grant's mean, pooled over the grants seen more
+/// than once, with its degrees of freedom; `None` where none was.
+fn pooled_log_spread(observed: &[Observation]) -> Option<(f64, usize)> {
+    let (mut ss, mut df) = (0.0, 0);
+    for o in observed.iter().filter(|o| o.rates.len() >= 2) {
+        let logs: Vec<f64> = o.rates.iter().map(|r| r.ln()).collect();
+        let m = crate::stats::mean(&logs);
+        ss += logs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        df += logs.len() - 1;
+    }
+    (df > 0).then(|| (ss / df as f64, df))
+}
+
 /// The measured cell `rates` make of the predicted `cell`: their mean with its Student-t 95%
-/// interval (the rates are independent stretches of the running job), relative to
-/// `reference` where the matrix has one.
+/// interval (the rates are independent stretches of the running job), from the spread pooled
+/// over every grant seen twice or more (`spread`, a log variance and its degrees of freedom)
+/// where there is one, else from their own; relative to `reference` where the matrix has one.
 fn measured_cell(
     cell: &Cell,
     rates: &[f64],
+    spread: Option<(f64, usize)>,
     seconds: f64,
     reference: Option<f64>,
     seen: &str,
 ) -> Cell {
-    let (mean, half) = crate::stats::mean_ci95(rates);
+    let (mean, half) = match spread {
+        Some((variance, df)) => {
+            let mean = crate::stats::mean(rates);
+            let h = crate::stats::t_975(df) * (variance / rates.len() as f64).sqrt();
+            (mean, mean * (h.exp() - 1.0))
+        }
+        None => crate::stats::mean_ci95(rates),
+    };
     let mut out = Cell::at(
         cell.cpu,
         cell.memory_bytes,
@@ -244,7 +270,7 @@ mod tests {
     }
 
     #[test]
-    fn one_round_or_another_memory_level_is_not_a_measurement() {
+    fn one_round_alone_or_another_memory_level_is_not_a_measurement() {
         let (truth, predicted, library) = predicted_resnet50();
         let top = truth.cells.iter().map(|c| c.memory_bytes).max().unwrap();
         let seen = |rates: Vec<f64>, memory_bytes: u64| Observation {
@@ -266,5 +292,19 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+        // Once, beside a grant seen three times: the spread of those gives it an interval.
+        let thrice = Observation {
+            cpu: 3.0,
+            ..seen(vec![1.0, 1.02, 0.98], top)
+        };
+        let with_spread = [once[0].clone(), thrice];
+        let fed = feed_back(&predicted, &with_spread, &library, &SETTINGS)
+            .unwrap()
+            .expect("one round is a measurement where the spread is known");
+        assert_eq!(fed.measured_cpus(), vec![6.0]);
+        let cell = fed.cells.iter().find(|c| c.measured).unwrap();
+        let t = &cell.after;
+        let half = (t.ci95_high - t.ci95_low) / 2.0 / t.samples_per_s;
+        assert!(half > 0.02 && half < 0.5, "±{:.1}%", 100.0 * half);
     }
 }

@@ -378,14 +378,19 @@ mod tests {
     fn a_predicted_matrix_s_best_case_counts_cells_that_may_reach_the_top() {
         let mut lower = 0;
         for (name, _, truth) in crate::matrix::shipped_zoo() {
-            assert!(reachable_top(&truth).is_none(), "{name}: measured, unchanged");
+            assert!(
+                reachable_top(&truth).is_none(),
+                "{name}: measured, unchanged"
+            );
             let mut partial = truth.clone();
             partial.cells.retain(|c| c.cpu == 3.0 || c.cpu == 24.0);
             for c in &mut partial.cells {
                 c.source = CellSource::Measured;
             }
             let library = Library::zoo().without(name);
-            let predicted = predict_matrix(&partial, &[], &library, &SETTINGS).unwrap().matrix;
+            let predicted = predict_matrix(&partial, &[], &library, &SETTINGS)
+                .unwrap()
+                .matrix;
             let profile = Profile::from_matrix(&predicted, name).unwrap();
             let surface = Surface::from_matrix(&predicted).unwrap();
             let largest = ServerShape {

@@ -234,7 +234,12 @@ pub fn run_schemes(
         })?
     };
     let cluster = &scenario.cluster;
-    let verdicts = super::verdict::verdicts(opts, scenario, schemes, &runs)?;
+    let mean_jct = |o: &ReplayOptions, s: &Scenario, k: usize| {
+        Ok(run_scheme(o, s, k, &schemes[k], &super::Unobserved)?
+            .summary
+            .mean_jct_s)
+    };
+    let verdicts = super::verdict::verdicts(opts, scenario, &runs, &mean_jct)?;
     let summary = ReplaySummary {
         cluster: scenario.cluster.describe(),
         profiles: scenario.profiles.origin.clone(),

@@ -4,8 +4,7 @@
 //! where the central 95% of the gains holds zero, the verdict is "no difference".
 
 use super::profile::{Profile, ProfileSet};
-use super::runner::{Scheme, run_scheme};
-use super::{ReplayError, ReplayOptions, RunResult, Scenario, Unobserved};
+use super::{ReplayError, ReplayOptions, RunResult, Scenario};
 use crate::matrix::{Matrix, load_matrix};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -15,7 +14,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 pub const DEFAULT_DRAWS: usize = 20;
 
 /// The draws' seeds start here (the same draws for every run of a scenario).
-const SEED: u64 = 0x5eed_0f_ba4d;
+const SEED: u64 = 0x5eed_0fba_4d00;
 
 /// One scheme's gain over the proportional share under its policy, with its band.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +42,11 @@ impl Verdict {
         let base = format!("{}+proportional", self.policy);
         let band = format!("[{low:+.1}%, {high:+.1}%] over {} draws", self.draws);
         if self.differs() {
-            let word = if self.gain_pct >= 0.0 { "beats" } else { "loses to" };
+            let word = if self.gain_pct >= 0.0 {
+                "beats"
+            } else {
+                "loses to"
+            };
             format!(
                 "{scheme} {word} {base}: mean JCT {:+.1}% {band} within the matrices' intervals",
                 self.gain_pct
@@ -57,14 +60,17 @@ impl Verdict {
     }
 }
 
+/// Replays the `k`-th scheme with the options and scenario given; returns its mean JCT.
+pub type MeanJct<'a> = dyn Fn(&ReplayOptions, &Scenario, usize) -> Result<f64, ReplayError> + 'a;
+
 /// The verdict on each scheme of `runs` that has a proportional run of its policy beside
-/// it, from `opts.draws` replays on profiles drawn within their cells' intervals. None where
-/// no profile has an interval (Synergy's zoo), or draws are off.
+/// it, from `opts.draws` replays (`mean_jct` of each scheme) on profiles drawn within their
+/// cells' intervals. None where no profile has an interval (Synergy's zoo), or draws are off.
 pub fn verdicts(
     opts: &ReplayOptions,
     scenario: &Scenario,
-    schemes: &[Scheme],
     runs: &[RunResult],
+    mean_jct: &MeanJct,
 ) -> Result<Vec<Verdict>, ReplayError> {
     let pairs = pairs(runs);
     if pairs.is_empty() || opts.draws == 0 {
@@ -93,14 +99,12 @@ pub fn verdicts(
         let mut rng = ChaCha8Rng::seed_from_u64(SEED.wrapping_add(d as u64));
         let profiles = drawn_profiles(&scenario.profiles, &matrices, &mut rng)?;
         let drawn = scenario.with_profiles(profiles);
-        let mut mean_jct = vec![f64::NAN; runs.len()];
+        let mut means = vec![f64::NAN; runs.len()];
         for &k in &needed {
-            mean_jct[k] = run_scheme(&quiet, &drawn, k, &schemes[k], &Unobserved)?
-                .summary
-                .mean_jct_s;
+            means[k] = mean_jct(&quiet, &drawn, k)?;
         }
         for (i, &(own, base)) in pairs.iter().enumerate() {
-            let g = gain(mean_jct[base], mean_jct[own]);
+            let g = gain(means[base], means[own]);
             if g.is_finite() {
                 gains[i].push(g);
             }
@@ -200,8 +204,7 @@ fn redrawn(p: &Profile, m: &Matrix) -> Result<Profile, ReplayError> {
 mod tests {
     use super::*;
     use crate::replay::cluster::ClusterSpec;
-    use crate::replay::runner::schemes_by_name;
-    use crate::replay::{Semantics, WorkloadSpec};
+    use crate::replay::{Semantics, Unobserved, WorkloadSpec, run_observed};
     use std::path::Path;
 
     fn deploy_options(profiles: Option<&Path>) -> ReplayOptions {
@@ -222,12 +225,7 @@ mod tests {
     }
 
     fn verdicts_of(opts: &ReplayOptions) -> Vec<Verdict> {
-        let scenario = Scenario::load(opts).unwrap();
-        let schemes = schemes_by_name(&opts.schemes).unwrap();
-        let runs: Vec<RunResult> = (0..schemes.len())
-            .map(|k| run_scheme(opts, &scenario, k, &schemes[k], &Unobserved).unwrap())
-            .collect();
-        verdicts(opts, &scenario, &schemes, &runs).unwrap()
+        run_observed(opts, &Unobserved).unwrap().verdicts
     }
 
     #[test]
