@@ -112,7 +112,9 @@ fn the_predict_sweeps_held_out_against_their_full_sweeps() {
     let eval = root.join("tests/data/library-eval").join(kind);
     let walls = std::fs::read_to_string(eval.join("walls.csv")).unwrap();
     let mut library = Library::zoo();
-    library.add(&root.join("tests/data/library").join(kind)).unwrap();
+    library
+        .add(&root.join("tests/data/library").join(kind))
+        .unwrap();
     let (mut inside, mut cells, mut jobs) = (0, 0, 0);
     for row in walls.lines().skip(1) {
         let f: Vec<&str> = row.split(',').collect();
