@@ -4,7 +4,7 @@
 
 use super::error::DeployError;
 use super::journal::read_journal;
-use super::observed::{GrantRates, Observed};
+use super::observed::{GrantRates, Observed, pooled_by_kind};
 use crate::matrix::{CellSource, load_matrix};
 use crate::predict::feedback::{FedBack, Observation, feed_back};
 use crate::predict::{Library, SETTINGS, kind_folder};
@@ -94,7 +94,6 @@ fn seen_rates(
     trace: &[crate::replay::job::JobSpec],
 ) -> Result<Vec<GrantRates>, DeployError> {
     let dir = out_dir.join("journal");
-    let mut seen: Vec<GrantRates> = Vec::new();
     let paths = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -102,22 +101,13 @@ fn seen_rates(
             .collect::<Vec<_>>(),
         Err(_) => Vec::new(),
     };
+    let mut schemes = Vec::new();
     for path in paths {
         let (_, rounds) = read_journal(&path)?;
         let rounds: Vec<_> = rounds.into_iter().collect();
-        for g in Observed::from_rounds(trace, &rounds).by_kind() {
-            match (seen.iter_mut())
-                .find(|s| s.model == g.model && s.cpus == g.cpus && s.mem_bytes == g.mem_bytes)
-            {
-                Some(s) => {
-                    s.rates.extend(&g.rates);
-                    s.seconds += g.seconds;
-                }
-                None => seen.push(g),
-            }
-        }
+        schemes.push(Observed::from_rounds(trace, &rounds));
     }
-    Ok(seen)
+    Ok(pooled_by_kind(&schemes))
 }
 
 /// The zoo, the other matrices of `matrix_path`'s folder and `libraries`, without job `name`.

@@ -79,21 +79,26 @@ impl Observed {
 
     /// The rates pooled by job kind and grant, over the jobs of each kind.
     pub fn by_kind(&self) -> Vec<GrantRates> {
-        let mut kinds: BTreeMap<(String, Grant), GrantRates> = BTreeMap::new();
-        for g in self.by_job.values() {
-            let key = (g.model.clone(), grant(g.cpus, g.mem_bytes));
-            match kinds.get_mut(&key) {
-                Some(k) => {
-                    k.rates.extend(&g.rates);
-                    k.seconds += g.seconds;
-                }
-                None => {
-                    kinds.insert(key, g.clone());
-                }
+        pooled_by_kind([self])
+    }
+}
+
+/// The rates of several deploys' rounds (each scheme's) pooled by job kind and grant.
+pub fn pooled_by_kind<'a>(observed: impl IntoIterator<Item = &'a Observed>) -> Vec<GrantRates> {
+    let mut kinds: BTreeMap<(String, Grant), GrantRates> = BTreeMap::new();
+    for g in observed.into_iter().flat_map(|o| o.by_job.values()) {
+        let key = (g.model.clone(), grant(g.cpus, g.mem_bytes));
+        match kinds.get_mut(&key) {
+            Some(k) => {
+                k.rates.extend(&g.rates);
+                k.seconds += g.seconds;
+            }
+            None => {
+                kinds.insert(key, g.clone());
             }
         }
-        kinds.into_values().collect()
     }
+    kinds.into_values().collect()
 }
 
 /// A job runs at its own mean rate at the grant where it ran there, else at its kind's.
