@@ -387,8 +387,8 @@ impl Sweep<'_> {
         }
         let speed = cell_model::speed_read_at(&self.out.cells, read_at);
         self.update_header(|h| h.read_at_probe_speed = speed)?;
-        if let Some(kind) = self.kind()
-            && let Err(e) = self.opts.kinds.remember(&kind, &self.out.cells)
+        if let Some((kind, sweep)) = self.kind()
+            && let Err(e) = self.opts.kinds.remember(&kind, &sweep, &self.out.cells)
         {
             self.observer.warn(&format!(
                 "{e}: later sweeps of this machine kind cannot read their cells at this one's \
@@ -398,20 +398,24 @@ impl Sweep<'_> {
         self.rewrite()
     }
 
-    /// The machine kind of the matrix being written.
-    fn kind(&self) -> Option<String> {
+    /// The machine kind of the matrix being written, and the sweep's name among its kind's.
+    fn kind(&self) -> Option<(String, String)> {
         let header = self.out.header.as_ref()?;
-        Some(header.machine.as_ref()?.kind_key().to_owned())
+        let kind = header.machine.as_ref()?.kind_key().to_owned();
+        Some((
+            kind,
+            cell_model::sweep_id(&header.job.name, header.created_unix_s),
+        ))
     }
 
     /// The probe speed this sweep reads its cells at: its machine kind's
     /// ([`KindSpeeds::reading`]); its own upper quartile where the kind has none yet, or
     /// where its file cannot be read (with a warning that says which file and why).
     fn kind_reading(&mut self) -> cell_model::ReadAt {
-        let Some(kind) = self.kind() else {
+        let Some((kind, sweep)) = self.kind() else {
             return cell_model::DEFAULT_READ_AT;
         };
-        match self.opts.kinds.reading(&kind) {
+        match self.opts.kinds.reading(&kind, &sweep) {
             Ok(read_at) => read_at,
             Err(e) => {
                 self.observer.warn(&format!(

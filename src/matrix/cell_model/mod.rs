@@ -32,7 +32,7 @@ mod kind_speed;
 mod precision;
 mod units;
 
-pub use kind_speed::{KindSpeedError, KindSpeeds};
+pub use kind_speed::{KindSpeedError, KindSpeeds, sweep_id};
 pub use precision::{Precision, Wider};
 pub use units::{Sample, Unit};
 
