@@ -29,17 +29,33 @@ impl LibraryJob {
             .filter(|c| c.samples_per_s().is_some())
             .collect();
         let top = ours.iter().map(|c| c.memory_bytes).max()?;
-        let curve = Curve::new(
-            (ours.iter())
-                .filter(|c| c.memory_bytes == top)
-                .filter_map(|c| Some((c.cpu, c.samples_per_s()?))),
-        )?;
+        let at_top: Vec<&Cell> = ours.into_iter().filter(|c| c.memory_bytes == top).collect();
+        let curve = Curve::new(rates_read_alike(&at_top))?;
         (curve.cpus().count() >= 2).then(|| LibraryJob {
             name: matrix.header.job.name.clone(),
             origin: origin.to_owned(),
             curve,
         })
     }
+}
+
+/// The `(cpu, samples/s)` of a combination's cells at one memory level, as the predictor reads
+/// them. Where the sweep's cell model gave every cell a relative rate, each is that rate
+/// times the samples/s of the cell at the most CPUs, the reference: the rates read at one host
+/// speed, as the sweep reads its own. Otherwise the rates as measured.
+pub(crate) fn rates_read_alike(cells: &[&Cell]) -> Vec<(f64, f64)> {
+    let reference = (cells.iter())
+        .filter(|c| c.samples_per_s().is_some())
+        .max_by(|a, b| a.cpu.total_cmp(&b.cpu))
+        .and_then(|c| c.samples_per_s());
+    let relative: Option<Vec<(f64, f64)>> = (cells.iter())
+        .map(|c| Some((c.cpu, c.relative.as_ref()?.rate * reference?)))
+        .collect();
+    relative.unwrap_or_else(|| {
+        (cells.iter())
+            .filter_map(|c| Some((c.cpu, c.samples_per_s()?)))
+            .collect()
+    })
 }
 
 /// The jobs a prediction leans on.

@@ -216,14 +216,12 @@ fn predict_combination(
         .filter(|c| c.samples_per_s().is_some_and(|r| r > 0.0))
         .collect();
     let nothing = || PredictError::NothingMeasured(matrix.header.job.name.clone());
-    let pairs: Vec<(f64, f64)> = (measured_top.iter())
-        .filter_map(|c| Some((c.cpu, c.samples_per_s()?)))
-        .collect();
-    let transfer = Transfer::fit(&pairs, library, settings).ok_or_else(nothing)?;
     let reference = (measured_top.iter())
         .max_by(|a, b| a.cpu.total_cmp(&b.cpu))
         .and_then(|c| c.samples_per_s())
         .ok_or_else(nothing)?;
+    let pairs = library::rates_read_alike(&measured_top);
+    let transfer = Transfer::fit(&pairs, library, settings).ok_or_else(nothing)?;
     let leaned_on = (transfer.leaned_on().into_iter())
         .map(|(job, share)| (job.name.clone(), share))
         .collect::<Vec<_>>();

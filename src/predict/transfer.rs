@@ -8,6 +8,9 @@
 //!
 //! - The weight of a library job is `exp(−Δ / 2τ²)`, `Δ` its penalised misfit over the best
 //!   job's and `τ` the tolerance; jobs below [`Settings::keep`] of the best are left out.
+//! - More CPU is taken never to lower a rate: a prediction and its interval stay between the
+//!   measured cells around it (widened by the floor). A fitted curve's scale is its mean
+//!   misfit, so a flat curve with a wiggle need not pass between two equal measured cells.
 //! - A cell's prediction is the weighted median of the kept jobs' best fits there.
 //! - Its interval spans every kept job at every stretch whose misfit is within `2τ²` of that
 //!   job's best, widened by [`Settings::floor`] on each side. Where the measured cells cannot
@@ -81,6 +84,8 @@ struct JobFit<'a> {
 pub struct Transfer<'a> {
     fits: Vec<JobFit<'a>>,
     floor: f64,
+    /// The measured cells, `(ln cpu, ln samples/s)`, in ascending CPU order, one a level.
+    points: Vec<(f64, f64)>,
 }
 
 impl<'a> Transfer<'a> {
@@ -91,10 +96,7 @@ impl<'a> Transfer<'a> {
         library: &'a Library,
         settings: &Settings,
     ) -> Option<Transfer<'a>> {
-        let points: Vec<(f64, f64)> = (measured.iter())
-            .filter(|(c, r)| *c > 0.0 && *r > 0.0 && c.is_finite() && r.is_finite())
-            .map(|(c, r)| (c.ln(), r.ln()))
-            .collect();
+        let points = one_a_level(measured);
         if points.is_empty() {
             return None;
         }
@@ -120,6 +122,7 @@ impl<'a> Transfer<'a> {
         Some(Transfer {
             fits,
             floor: settings.floor,
+            points,
         })
     }
 
@@ -147,11 +150,28 @@ impl<'a> Transfer<'a> {
                 high = high.max(y);
             }
         }
+        // More CPU never lowers the rate: the measured cells around `x` bound it.
+        let (below, above) = self.bracket(x);
+        let log_rate = log_rate.clamp(below, above);
+        let (low, high) = (low - self.floor, high + self.floor);
         CellPrediction {
             log_rate,
-            log_low: low - self.floor,
-            log_high: high + self.floor,
+            log_low: low.clamp(below - self.floor, log_rate),
+            log_high: high.clamp(log_rate, above + self.floor),
         }
+    }
+
+    /// The `ln` rates the measured cells bound `ln cpu` = `x` to where more CPU never lowers
+    /// a rate: from the highest measured at fewer CPUs to the lowest measured at more
+    /// (either way round where those two disagree; unbounded where there is none).
+    fn bracket(&self, x: f64) -> (f64, f64) {
+        let below = (self.points.iter()).filter(|p| p.0 < x).map(|p| p.1);
+        let above = (self.points.iter()).filter(|p| p.0 > x).map(|p| p.1);
+        let (b, a) = (
+            below.fold(f64::NEG_INFINITY, f64::max),
+            above.fold(f64::INFINITY, f64::min),
+        );
+        (b.min(a), a.max(b))
     }
 
     /// The library jobs the prediction leans on, by weight, each with its share of the
@@ -165,6 +185,27 @@ impl<'a> Transfer<'a> {
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
         out
     }
+}
+
+/// The usable measured cells as `(ln cpu, ln samples/s)` in ascending CPU order, the cells
+/// at one level averaged in log space.
+fn one_a_level(measured: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = (measured.iter())
+        .filter(|(c, r)| *c > 0.0 && *r > 0.0 && c.is_finite() && r.is_finite())
+        .map(|(c, r)| (c.ln(), r.ln()))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Vec<(f64, f64, f64)> = Vec::new();
+    for (x, y) in points {
+        match out.last_mut() {
+            Some(last) if (last.0 - x).abs() < 1e-9 => {
+                last.1 += y;
+                last.2 += 1.0;
+            }
+            _ => out.push((x, y, 1.0)),
+        }
+    }
+    out.into_iter().map(|(x, sum, n)| (x, sum / n)).collect()
 }
 
 /// A library job's misfit over the stretches.
@@ -248,6 +289,24 @@ mod tests {
         assert!(p.holds(5f64.ln()) && p.holds((0.3 * 5f64).ln()), "{p:?}");
         assert!(p.half_width() > 0.3);
         assert_eq!(t.leaned_on().len(), 2);
+    }
+
+    #[test]
+    fn a_flat_job_is_read_flat_between_its_measured_cells() {
+        // The only library job wiggles by 4% where the new job, measured at both ends, is flat:
+        // the fitted scale sits between the wiggle's ends, the prediction between the cells.
+        let wiggle = job("wiggle", &[(1.0, 1.0), (2.0, 1.04), (4.0, 1.0), (8.0, 1.0)]);
+        let lib = Library::of_jobs(vec![wiggle]);
+        let t = Transfer::fit(&[(1.0, 10.0), (8.0, 10.0)], &lib, &SETTINGS).unwrap();
+        for c in [2.0, 3.0, 4.0] {
+            let p = t.at(c);
+            assert!((p.log_rate - 10f64.ln()).abs() < 1e-12, "{c}: {p:?}");
+            assert!(p.log_low <= p.log_rate && p.log_rate <= p.log_high, "{p:?}");
+            assert!(p.log_high <= 10f64.ln() + SETTINGS.floor + 1e-12, "{p:?}");
+        }
+        // Beyond the measured cells only one side is bound.
+        let above = t.at(16.0);
+        assert!(above.log_rate >= 10f64.ln() && above.log_low >= 10f64.ln() - SETTINGS.floor);
     }
 
     #[test]

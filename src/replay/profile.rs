@@ -172,11 +172,12 @@ impl Profile {
     }
 }
 
-/// `m` with each predicted cell whose 95% interval holds the matrix's top rate lifted to that
-/// rate, for the best case: the fewest resources that may reach the top, as far as the
-/// prediction can tell. `None` where no predicted cell is lifted (a measured matrix's best case
-/// is its own). From a few cells a predicted curve nears its plateau slowly, so its point
-/// estimates alone would put the best case at a higher level than the job's (docs/PREDICT.md).
+/// `m` with each predicted cell lifted to the matrix's top rate where its rate and its
+/// interval's half-width reach it, for the best case: the fewest resources whose prediction
+/// cannot be told from the top. `None` where no predicted cell is lifted (a measured matrix's
+/// best case is its own). From a few cells a predicted curve nears its plateau slowly, so its
+/// point estimates alone put the best case too high; its interval's upper end alone, where the
+/// interval is lopsided towards a knee, too low (docs/findings/predict.md).
 fn reachable_top(m: &Matrix) -> Option<Matrix> {
     let top = (m.cells.iter())
         .filter_map(crate::matrix::Cell::samples_per_s)
@@ -191,7 +192,8 @@ fn reachable_top(m: &Matrix) -> Option<Matrix> {
         let Some(t) = c.throughput.as_mut() else {
             continue;
         };
-        if t.samples_per_s < top && t.ci95_high >= top * (1.0 - 1e-9) {
+        let reach = t.samples_per_s + (t.ci95_high - t.ci95_low) / 2.0;
+        if t.samples_per_s < top && reach >= top * (1.0 - 1e-9) {
             t.samples_per_s = top;
             if let Some(r) = c.relative.as_mut() {
                 r.rate = top_relative;
@@ -372,8 +374,8 @@ mod tests {
     use crate::predict::{Library, SETTINGS, predict_matrix};
 
     /// Each zoo model predicted from its cells at 3 and 24 CPUs, the other models its library:
-    /// its best case counts the predicted cells whose intervals hold the top rate, so it is at
-    /// most the point estimates' own, and a measured matrix's is unchanged.
+    /// its best case counts the predicted cells whose rate and half-width reach the top rate,
+    /// so it is at most the point estimates' own, and a measured matrix's is unchanged.
     #[test]
     fn a_predicted_matrix_s_best_case_counts_cells_that_may_reach_the_top() {
         let mut lower = 0;

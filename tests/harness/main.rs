@@ -781,6 +781,7 @@ mod held_out;
 mod host_probe;
 mod live;
 mod page_cache;
+mod predict_sweep;
 mod presets;
 mod reread;
 mod rhythm;

@@ -9,10 +9,6 @@ use std::path::Path;
 const MEAN_ERROR_CEILING: f64 = 0.08;
 /// A 95% interval should hold the truth this often at least.
 const COVERAGE_FLOOR: f64 = 0.9;
-/// The live predict sweeps' predicted cells inside their full sweeps' intervals, at least: 14
-/// of 22 when recorded (docs/findings/predict.md, "`sweep --predict` live"), short of
-/// `COVERAGE_FLOOR`; a change to the predictor must not lose ground here.
-const LIVE_COVERAGE_FLOOR: f64 = 0.6;
 
 #[test]
 fn the_zoo_held_out_from_3_and_24_cpus() {
@@ -158,7 +154,58 @@ fn the_predict_sweeps_held_out_against_their_full_sweeps() {
     println!("{inside} of {cells} predicted cells inside the full sweeps' intervals, {jobs} jobs");
     assert!(jobs >= 8, "{jobs} jobs judged");
     assert!(
-        inside as f64 >= LIVE_COVERAGE_FLOOR * cells as f64,
+        inside as f64 >= COVERAGE_FLOOR * cells as f64,
         "{inside} of {cells} inside"
     );
+}
+
+/// Synergy's default scenario (`replay --window 4000..4999`) on the zoo and on the zoo with each
+/// model predicted from its cells at 3 and 24 CPUs and the other eleven
+/// (`scripts/predict-zoo-replay.sh 3,24`): the Tune schemes' mean JCT within 5%.
+#[test]
+fn the_default_scenario_on_zoo_matrices_predicted_from_two_cells() {
+    use profiler::matrix::shipped_zoo;
+    use profiler::replay::{ReplayOptions, run};
+    let dir = tempfile::tempdir().unwrap();
+    for (name, _, truth) in shipped_zoo() {
+        let mut partial = truth.clone();
+        partial.cells.retain(|c| c.cpu == 3.0 || c.cpu == 24.0);
+        for c in &mut partial.cells {
+            c.source = CellSource::Measured;
+        }
+        let library = Library::zoo().without(name);
+        let predicted = predict_matrix(&partial, &[], &library, &SETTINGS).unwrap();
+        let path = dir.path().join(format!("{name}.matrix.jsonl"));
+        std::fs::write(path, predicted.matrix.to_jsonl()).unwrap();
+    }
+    let schemes = vec![
+        ("fifo".to_string(), "tune".to_string()),
+        ("srtf".to_string(), "tune".to_string()),
+    ];
+    let replay = |profiles: Option<&Path>| {
+        let opts = ReplayOptions {
+            profiles: profiles.map(Path::to_path_buf),
+            schemes: schemes.clone(),
+            window: Some((4000, 4999)),
+            draws: 0,
+            ..Default::default()
+        };
+        let out = run(&opts).unwrap();
+        (out.runs.iter())
+            .map(|r| r.summary.mean_jct_s)
+            .collect::<Vec<f64>>()
+    };
+    let (zoo, predicted) = (replay(None), replay(Some(dir.path())));
+    for ((scheme, z), p) in schemes.iter().zip(&zoo).zip(&predicted) {
+        let gap = p / z - 1.0;
+        println!(
+            "{}+{}: mean JCT {:.2} h predicted, {:.2} h the zoo ({:+.1}%)",
+            scheme.0,
+            scheme.1,
+            p / 3600.0,
+            z / 3600.0,
+            100.0 * gap
+        );
+        assert!(gap.abs() <= 0.05, "{scheme:?}: {gap:+.3}");
+    }
 }

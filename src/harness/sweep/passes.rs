@@ -181,10 +181,11 @@ impl Sweep<'_> {
         }
         if self.axes.search.is_some() {
             self.record_searched_axis()?;
-            self.record_predicted()?;
         }
         self.hold_launch_spread()?;
-        self.hold_relative_rates()
+        self.hold_relative_rates()?;
+        // Predicted from the measured cells' relative rates, as the library's were.
+        self.record_predicted()
     }
 
     /// Measures the points of one parameter combination, pass after pass (the CPU search's, or
