@@ -46,7 +46,7 @@ fn interrupted(e: &anyhow::Error) -> bool {
         || e.downcast_ref::<GridError>()
             .is_some_and(|e| matches!(e, GridError::Interrupted(_)))
         || e.downcast_ref::<DeployError>()
-            .is_some_and(|e| matches!(e, DeployError::Interrupted { .. }))
+            .is_some_and(DeployError::interrupted)
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -60,6 +60,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Replay(args) if args.grid.grid.is_some() => replay_grid(&args),
         Command::Replay(args) => replay(&args),
         Command::Deploy(args) => deploy(args),
+        Command::Colocate(args) => colocate(&args),
         Command::Export(args) => export(args),
         Command::Doctor(args) => doctor(args),
         Command::Show(args) => show(args),
@@ -280,6 +281,18 @@ fn deploy(args: profiler::cli::deploy::DeployArgs) -> anyhow::Result<ExitCode> {
             profiler::deploy::replay_of_deploy::render_ratios(&summary.of_deploy)
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn colocate(args: &profiler::cli::colocate::ColocateArgs) -> anyhow::Result<ExitCode> {
+    let opts = args.to_options().map_err(anyhow::Error::msg)?;
+    let cancel = signals::install_cancel_flag().context("installing signal handlers")?;
+    let found =
+        profiler::deploy::colocation::run_local(&opts, &cancel, &mut |line| eprintln!("{line}"))?;
+    for c in &found {
+        println!("{}", c.describe());
+    }
+    eprintln!("wrote {}", opts.out_dir.join("colocation.txt").display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,7 @@ use crate::spec::{LoadedSpec, MemoryAxis, SweepMode};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 
+pub mod colocate;
 pub mod deploy;
 pub mod export;
 pub mod grid;
@@ -169,6 +170,9 @@ profiler report results/fleet/*.matrix.jsonl --server 32:8:1000"
     /// Run a replay's schedule on real jobs of this machine (each in a cgroup with the CPUs
     /// and memory the mechanism gave it) and compare makespan and JCTs with the replay.
     Deploy(deploy::DeployArgs),
+    /// Measure job kinds alone and beside each other at one grant each: what a deploy's rates
+    /// lose to co-location.
+    Colocate(colocate::ColocateArgs),
     /// Check that this machine can profile GPU jobs: driver, NVML, GPM, cgroups, PyTorch, and a
     /// short GPU sweep, each with a verdict and what to do when it fails.
     #[command(

@@ -88,9 +88,20 @@ pub enum DeployError {
         finished: usize,
         out: String,
     },
+    /// Ctrl-C or SIGTERM during a co-location measurement: its jobs were stopped.
+    #[error("interrupted: the jobs were stopped; the windows measured so far are in {csv}")]
+    ColocationInterrupted { csv: String },
 }
 
 impl DeployError {
+    /// Whether it was a Ctrl-C or SIGTERM.
+    pub fn interrupted(&self) -> bool {
+        matches!(
+            self,
+            DeployError::Interrupted { .. } | DeployError::ColocationInterrupted { .. }
+        )
+    }
+
     pub fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> DeployError + '_ {
         move |source| DeployError::Io {
             path: path.to_owned(),

@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod catalog;
 pub mod clock;
+pub mod colocation;
 pub mod compare;
 pub mod error;
 pub mod feedback;

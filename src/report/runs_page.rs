@@ -117,6 +117,13 @@ pub fn deploy_page(dir: &Path) -> Result<String, ReportError> {
         &policy,
         &mechanism,
     )?);
+    body.push_str(&gap_sources(
+        dir,
+        &compare,
+        &compare_path,
+        &policy,
+        &mechanism,
+    )?);
     for (p, m) in policy.iter().zip(&mechanism) {
         let stem = format!("{p}-{m}");
         let deployed = Jobs::read(&dir.join(format!("{stem}.jobs.parquet")))?;
@@ -207,6 +214,128 @@ fn compare_table(
     Ok(format!(
         "<h2>Schemes</h2>\n{}",
         table("sortable compare", &heads, &rows)
+    ))
+}
+
+/// Where each scheme's gap comes from, where the deploy replayed itself at its measured rates
+/// (docs/DEPLOY.md, "Where a gap comes from"): the engine's part and the matrices', the
+/// restarts and slips; each kind's measured rate over its matrix's (`ratios.parquet`); and
+/// what was fed back (`feedback.txt`). Empty for a deploy written before those existed.
+fn gap_sources(
+    dir: &Path,
+    compare: &DataFrame,
+    path: &Path,
+    policy: &[String],
+    mechanism: &[String],
+) -> Result<String, ReportError> {
+    let columns = [
+        (
+            "engine_gap_makespan_pct",
+            "makespan: engine %",
+            "engine-makespan",
+        ),
+        ("matrix_gap_makespan_pct", "matrices %", "matrices-makespan"),
+        (
+            "engine_gap_mean_jct_pct",
+            "mean JCT: engine %",
+            "engine-mean-jct",
+        ),
+        ("matrix_gap_mean_jct_pct", "matrices %", "matrices-mean-jct"),
+        ("restarts", "restarts", "restarts"),
+        ("slips", "slips", "slips"),
+    ];
+    if compare.column(columns[0].0).is_err() {
+        return Ok(String::new());
+    }
+    let mut values = Vec::with_capacity(columns.len());
+    for (name, ..) in &columns {
+        values.push(numbers(compare, name, path)?);
+    }
+    if values[0].iter().all(Option::is_none) {
+        return Ok(String::new());
+    }
+    let rows: Vec<(String, Vec<Td>)> = (0..policy.len())
+        .map(|i| {
+            let mut cells = vec![Td::text(format!("{}+{}", policy[i], mechanism[i]))];
+            for ((name, _, data), column) in columns.iter().zip(&values) {
+                let digits = usize::from(name.ends_with("_pct"));
+                cells.push(Td::num(column[i], |v| format!("{v:.digits$}")).named(data));
+            }
+            (String::new(), cells)
+        })
+        .collect();
+    let mut heads = vec!["scheme"];
+    heads.extend(columns.iter().map(|(_, h, _)| *h));
+    let mut out = format!(
+        "<h2>Where the gap comes from</h2>\n<p>The engine's part: the deploy against its replay \
+         at the rates it measured. The matrices' part: that replay against the replay on the \
+         matrices. Both in percent of the replay.</p>\n{}",
+        table("sortable", &heads, &rows)
+    );
+    out.push_str(&ratios_table(dir)?);
+    if let Ok(fed) = std::fs::read_to_string(dir.join("feedback.txt")) {
+        let _ = write!(
+            out,
+            "<h3>Fed back into predicted matrices</h3>\n<pre>{}</pre>\n",
+            esc(fed.trim_end())
+        );
+    }
+    Ok(out)
+}
+
+/// Each kind's measured rate over its matrix's, per scheme and grant (`ratios.parquet`); empty
+/// where the deploy wrote none.
+fn ratios_table(dir: &Path) -> Result<String, ReportError> {
+    let ratios_path = dir.join("ratios.parquet");
+    if !ratios_path.is_file() {
+        return Ok(String::new());
+    }
+    let df = read(&ratios_path)?;
+    let (p, m, model) = (
+        texts(&df, "policy", &ratios_path)?,
+        texts(&df, "mechanism", &ratios_path)?,
+        texts(&df, "model", &ratios_path)?,
+    );
+    let mut nums = Vec::new();
+    for name in [
+        "cpus",
+        "mem_bytes",
+        "rounds",
+        "ratio",
+        "ratio_ci95_low",
+        "ratio_ci95_high",
+    ] {
+        nums.push(numbers(&df, name, &ratios_path)?);
+    }
+    let rows: Vec<(String, Vec<Td>)> = (0..model.len())
+        .map(|i| {
+            let gb = nums[1][i].map(|b| b / crate::matrix::surface::BYTES_PER_GB);
+            let cells = vec![
+                Td::text(format!("{}+{}", p[i], m[i])),
+                Td::text(&model[i]),
+                Td::num(nums[0][i], |v| format!("{v}")),
+                Td::num(gb, |v| format!("{v:.2}")),
+                Td::num(nums[2][i], |v| format!("{v:.0}")),
+                Td::num(nums[3][i], |v| format!("{v:.2}")),
+                Td::num(nums[4][i], |v| format!("{v:.2}")),
+                Td::num(nums[5][i], |v| format!("{v:.2}")),
+            ];
+            (String::new(), cells)
+        })
+        .collect();
+    let heads = [
+        "scheme",
+        "kind",
+        "CPUs",
+        "GB",
+        "rounds",
+        "rate / matrix",
+        "low",
+        "high",
+    ];
+    Ok(format!(
+        "<h3>Each kind's rate over its matrix's</h3>\n{}",
+        table("sortable", &heads, &rows)
     ))
 }
 

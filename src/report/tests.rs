@@ -121,7 +121,7 @@ fn a_folder_without_matrices_is_an_error_naming_it() {
 
 /// A deploy's `--out` as `profiler deploy` writes it: the comparison, each side's jobs table
 /// and the journal, for one scheme of two jobs; job 1 re-capped from 2 to 1 CPU.
-fn deploy_out(dir: &Path) {
+fn deploy_out(dir: &Path, of_deploy: Option<crate::deploy::compare::OfDeploy>) {
     use crate::deploy::compare::{self, CompareRow};
     use crate::deploy::journal::{JobOutcome, RoundRecord};
     use crate::replay::metrics::JobRecord;
@@ -136,7 +136,7 @@ fn deploy_out(dir: &Path) {
             mean_jct: (80.0, 75.0),
             p99_jct: (110.0, 100.0),
             gain_over_proportional: Some((6.0, 7.0)),
-            of_deploy: None,
+            of_deploy,
         }],
         dir,
     )
@@ -212,7 +212,7 @@ fn deploy_out(dir: &Path) {
 fn a_deploy_s_page_has_synergy_s_table_and_each_job_s_timeline() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("deploy");
-    deploy_out(&run);
+    deploy_out(&run, None);
     let out = dir.path().join("out");
     let written = write_report(&[run], &options(&out), &mut |_, _| {}).unwrap();
     assert_eq!(written, vec![out.join("deploy.run.html")]);
@@ -229,4 +229,38 @@ fn a_deploy_s_page_has_synergy_s_table_and_each_job_s_timeline() {
     assert_eq!(html.matches("<rect class=\"queued\"").count(), 0);
     assert_eq!(html.matches("<rect class=\"suspended\"").count(), 2);
     assert!(html.contains("ran 50 s with 1 CPUs and 1.00 GiB"));
+    // Without a replay of the deploy, nothing says where the gap comes from.
+    assert!(!html.contains("Where the gap comes from"));
+}
+
+/// A deploy that replayed itself at its measured rates: the page splits each gap into the
+/// engine's part and the matrices', and shows what was fed back.
+#[test]
+fn a_deploy_s_page_says_where_its_gap_comes_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("deploy");
+    let of_deploy = crate::deploy::compare::OfDeploy {
+        makespan_s: 104.0,
+        mean_jct_s: 78.0,
+        restarts: 1,
+        slips: 0,
+    };
+    deploy_out(&run, Some(of_deploy));
+    std::fs::write(
+        run.join("feedback.txt"),
+        "light: 1 cell measured <0.25 CPUs>\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let written = write_report(&[run], &options(&out), &mut |_, _| {}).unwrap();
+    let html = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(html.contains("Where the gap comes from"));
+    // 110 deployed, 104 replayed at the measured rates, 100 replayed: 6% + 4% of the replay.
+    assert_eq!(data(&html, "engine-makespan"), vec![6.0]);
+    assert_eq!(data(&html, "matrices-makespan"), vec![4.0]);
+    assert_eq!(data(&html, "restarts"), vec![1.0]);
+    assert!(
+        html.contains("light: 1 cell measured &lt;0.25 CPUs&gt;"),
+        "escaped"
+    );
 }

@@ -437,3 +437,72 @@ fn a_deploy_checks_its_matrices_before_the_first_round() {
     assert!(checks.contains(line), "{checks}");
     assert!(!dir.path().join("out/journal").exists(), "{said}");
 }
+
+/// `profiler colocate`'s measurement on this machine: three pipeline kinds, two of them given
+/// the same CPUs by the deploy's spreading rule. Those two share their CPUs' time beside each
+/// other, so each runs at about half its rate alone; the third keeps its own.
+#[test]
+fn kinds_that_share_cpus_measure_about_half_beside_each_other() {
+    use profiler::deploy::colocation::{ColocateOptions, ColocationOptions, grants_on, run_local};
+    require_caps!("kinds_that_share_cpus_measure_about_half_beside_each_other");
+    let _machine = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = dir.path().join("jobs");
+    std::fs::create_dir(&jobs).unwrap();
+    for name in ["a", "b", "c"] {
+        job_spec(&jobs, name);
+    }
+    let parent = "profiler-test-colocate";
+    let epoch = profiler::harness::measure::job_output::now_unix_s();
+    let cpus = LocalBackend::open(parent, dir.path().join("probe"), epoch)
+        .unwrap()
+        .cpus()
+        .to_vec();
+    let each = (cpus.len() / 2).max(1) as f64;
+    let kinds: Vec<(String, f64, u64)> = (["a", "b", "c"].iter())
+        .map(|m| (m.to_string(), each, 1 << 30))
+        .collect();
+    let grants = grants_on(&kinds, &cpus);
+    assert_eq!(
+        grants[0].cpu_ids, grants[2].cpu_ids,
+        "a and c share: {grants:?}"
+    );
+    assert_ne!(grants[0].cpu_ids, grants[1].cpu_ids);
+    let opts = ColocateOptions {
+        jobs_dir: jobs,
+        kinds,
+        cgroup_parent: parent.into(),
+        out_dir: dir.path().join("out"),
+        measure: ColocationOptions {
+            warmup_s: 3.0,
+            measure_s: 10.0,
+            window_s: 2.0,
+            repeats: 1,
+        },
+    };
+    let mut said = Vec::new();
+    let found = run_local(
+        &opts,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |l| said.push(l.to_string()),
+    )
+    .unwrap();
+    let lines: Vec<String> = found.iter().map(|c| c.describe()).collect();
+    println!("{}", lines.join("\n"));
+    assert_eq!(said.len(), 4, "three alone, then together: {said:?}");
+    assert_eq!(found.len(), 3);
+    let ratio = |m: &str| found.iter().find(|c| c.model == m).unwrap().ratio();
+    for shared in ["a", "c"] {
+        let [r, lo, hi] = ratio(shared);
+        assert!(
+            (0.35..0.7).contains(&r) && lo <= r && r <= hi,
+            "{shared}: {r} [{lo}, {hi}]"
+        );
+    }
+    assert!(ratio("b")[0] > 0.8, "b keeps its CPUs: {:?}", ratio("b"));
+    let txt = std::fs::read_to_string(opts.out_dir.join("colocation.txt")).unwrap();
+    assert_eq!(txt.lines().count(), 3);
+    let csv = std::fs::read_to_string(opts.out_dir.join("colocation.csv")).unwrap();
+    assert!(csv.lines().count() > 3 * 2 * 4, "{csv}");
+    assert!(job_cgroups(parent).is_empty(), "{:?}", job_cgroups(parent));
+}
