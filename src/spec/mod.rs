@@ -1,9 +1,12 @@
 //! Job specs: what to run, how it reports progress, how to measure and what to sweep.
 //! Format documented in `docs/JOB_SPEC.md`; example specs live in `workloads/`.
 
+mod elastic;
 pub mod log_format;
 mod template;
 mod validate;
+
+pub use elastic::{ElasticControl, ElasticSpec, elastic_control};
 
 pub use template::{TemplateError, Vars, render};
 
@@ -63,6 +66,8 @@ pub struct JobSpec {
     pub sweep: SweepSpec,
     #[serde(default)]
     pub deploy: DeploySpec,
+    /// How an elastic scheme's batch size and slots reach the job.
+    pub elastic: Option<ElasticSpec>,
 }
 
 /// How `profiler deploy` may start the job again.
@@ -472,7 +477,7 @@ fn check_templates(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecEr
         known.insert("dataset".into(), String::new());
     }
     let mut per_point = known.clone();
-    for name in ["cpus", "workers"]
+    for name in ["cpus", "workers", "control_file"]
         .into_iter()
         .chain(spec.sweep.params.keys().map(String::as_str))
     {
@@ -483,9 +488,16 @@ fn check_templates(spec: &JobSpec, text: &str, path: &Path) -> Result<(), SpecEr
         .dataset
         .iter()
         .flat_map(|d| d.generate.iter().flatten());
+    // A restart takes the scheme's batch size and slots too.
+    let mut restart = per_point.clone();
+    for name in ["batch", "slots"] {
+        restart.insert(name.to_string(), String::new());
+    }
+    let restart_command = (spec.elastic.iter()).flat_map(|e| e.restart_command.iter().flatten());
     let fields = (spec.command.iter().map(|v| ("command", v, &per_point)))
         .chain(spec.env.values().map(|v| ("env", v, &per_point)))
-        .chain(generate.map(|v| ("dataset.generate", v, &known)));
+        .chain(generate.map(|v| ("dataset.generate", v, &known)))
+        .chain(restart_command.map(|v| ("elastic.restart_command", v, &restart)));
     for (field, value, vars) in fields {
         if let Err(e) = render(value, vars) {
             let (line, column) = text

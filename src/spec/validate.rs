@@ -19,6 +19,7 @@ pub(super) fn validate(spec: &JobSpec) -> Result<(), String> {
     validate_memory_axis(&spec.sweep, spec.dataset.is_some())?;
     validate_storage(&spec.sweep, spec.dataset.is_some())?;
     validate_params(&spec.sweep)?;
+    super::elastic::validate_elastic(spec)?;
     validate_measure(spec)
 }
 

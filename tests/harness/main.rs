@@ -774,6 +774,7 @@ fn oom_under_a_memory_cap_is_infeasible_not_an_error() {
 mod deploy;
 mod disturbed;
 mod doctor;
+mod elastic_batch;
 #[macro_use]
 mod frameworks;
 mod hardening;

@@ -7,9 +7,14 @@
 //! PyTorch DataLoader worker) and sends it over a bounded channel of
 //! `prefetch * workers` batches; the consumer receives a batch, records
 //! progress and sleeps for the rest of the step time.
+//!
+//! With `--batch-file`, the batch size can change while it runs: the consumer
+//! looks at the file at every iteration and, when it changed, hands the new
+//! size to the workers for the batches they build next (an elastic scheduler
+//! changing a job's batch size at iteration boundaries, as ONES does).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -62,6 +67,60 @@ pub struct TrainArgs {
     /// shards split between persistent workers) instead of a fresh shuffle.
     #[arg(long)]
     pub in_order: bool,
+    /// Take the batch size from this file while running: one line, `N` or `batch=N`, read
+    /// again whenever the file changes. Until it exists, --batch. The accelerator's step
+    /// stays --step-ms whatever the size: a larger batch is more samples a step.
+    #[arg(long)]
+    pub batch_file: Option<PathBuf>,
+}
+
+/// Most samples a batch may hold.
+const MAX_BATCH: usize = 65_536;
+
+/// The batch size a `--batch-file` holds: `N` or `batch=N` on its first line.
+fn parse_batch(text: &str) -> Result<usize> {
+    let line = text.lines().next().unwrap_or("").trim();
+    let value = line.strip_prefix("batch=").unwrap_or(line).trim();
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|b| (1..=MAX_BATCH).contains(b))
+        .ok_or_else(|| {
+            anyhow!("{line:?}: expected a batch size from 1 to {MAX_BATCH}, as `N` or `batch=N`")
+        })
+}
+
+/// The `--batch-file` and what was last read from it.
+struct BatchControl {
+    path: PathBuf,
+    seen: Option<std::time::SystemTime>,
+}
+
+impl BatchControl {
+    /// The new batch size where the file changed since the last look and holds one; a file
+    /// that cannot be read or parsed is warned about once a change, and the size kept.
+    fn changed(&mut self) -> Option<usize> {
+        let modified = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()?;
+        if self.seen == Some(modified) {
+            return None;
+        }
+        self.seen = Some(modified);
+        let read = std::fs::read_to_string(&self.path)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| parse_batch(&t));
+        match read {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!(
+                    "input-pipeline train: warning: {}: {e:#}; keeping the batch size",
+                    self.path.display()
+                );
+                None
+            }
+        }
+    }
 }
 
 /// One batch as the accelerator would receive it: `samples` CHW f32 images.
@@ -193,7 +252,8 @@ struct Shared {
     stop: Arc<AtomicBool>,
     errors: AtomicU64,
     loaded: AtomicU64,
-    batch: usize,
+    /// The size of the batches built next.
+    batch: AtomicUsize,
     crop: u32,
     seed: u64,
 }
@@ -202,11 +262,12 @@ fn worker(id: u64, shared: Arc<Shared>, tx: SyncSender<Msg>) {
     let mut rng = ChaCha8Rng::seed_from_u64(mix_seed(shared.seed ^ 0x574f_524b, id));
     let per_sample = 3 * (shared.crop as usize) * (shared.crop as usize);
     while !shared.stop.load(Ordering::Relaxed) {
+        let batch = shared.batch.load(Ordering::Relaxed);
         let indices = match shared.sampler.lock() {
-            Ok(mut s) => s.next_batch(shared.batch),
+            Ok(mut s) => s.next_batch(batch),
             Err(_) => return,
         };
-        let mut data = Vec::with_capacity(shared.batch * per_sample);
+        let mut data = Vec::with_capacity(batch * per_sample);
         let mut samples = 0;
         for i in indices {
             if shared.stop.load(Ordering::Relaxed) {
@@ -330,7 +391,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         stop: Arc::clone(&stop),
         errors: AtomicU64::new(0),
         loaded: AtomicU64::new(0),
-        batch: args.batch as usize,
+        batch: AtomicUsize::new(args.batch as usize),
         crop: args.crop,
         seed: args.seed,
     });
@@ -349,7 +410,15 @@ pub fn run(args: &TrainArgs) -> Result<()> {
     let deadline = args
         .max_seconds
         .map(|s| started + Duration::from_secs_f64(s));
-    let outcome = consume(args, &rx, &stop, deadline, step, &mut reporter);
+    let mut control = (args.batch_file.clone()).map(|path| BatchControl { path, seen: None });
+    let outcome = consume(
+        args,
+        (&rx, &shared.batch, control.as_mut()),
+        &stop,
+        deadline,
+        step,
+        &mut reporter,
+    );
     stop.store(true, Ordering::SeqCst);
     drop(rx);
 
@@ -380,7 +449,7 @@ enum Stop {
 
 fn consume(
     args: &TrainArgs,
-    rx: &Receiver<Msg>,
+    (rx, batch_size, mut control): (&Receiver<Msg>, &AtomicUsize, Option<&mut BatchControl>),
     stop: &AtomicBool,
     deadline: Option<Instant>,
     step: Duration,
@@ -397,6 +466,11 @@ fn consume(
             || deadline.is_some_and(|d| Instant::now() >= d)
         {
             return Ok(Stop::Limit);
+        }
+        if let Some(b) = control.as_deref_mut().and_then(BatchControl::changed)
+            && batch_size.swap(b, Ordering::Relaxed) != b
+        {
+            eprintln!("input-pipeline train: batch {b} from the next batches built");
         }
         let t0 = Instant::now();
         let batch = loop {
@@ -471,6 +545,51 @@ mod tests {
         let mut in_order = Sampler::new(10, 7, false);
         let two: Vec<u32> = (0..5).flat_map(|_| in_order.next_batch(4)).collect();
         assert_eq!(two, (0..10).chain(0..10).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn batch_files_hold_a_size_or_say_what_they_expect() {
+        assert_eq!(parse_batch("64\n").unwrap(), 64);
+        assert_eq!(parse_batch("batch=8").unwrap(), 8);
+        assert_eq!(parse_batch(" batch= 16 \nignored").unwrap(), 16);
+        for bad in ["", "0", "-1", "batch=", "65537", "eight", "batch=1.5"] {
+            let e = parse_batch(bad).unwrap_err().to_string();
+            assert!(e.contains("expected a batch size"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_batch_file_is_read_again_when_it_changes() {
+        let dir = std::env::temp_dir().join(format!("input-pipeline-batch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("batch");
+        let mut control = BatchControl {
+            path: path.clone(),
+            seen: None,
+        };
+        assert_eq!(control.changed(), None, "no file yet: --batch stands");
+        std::fs::write(&path, "8\n").unwrap();
+        assert_eq!(control.changed(), Some(8));
+        assert_eq!(control.changed(), None, "unchanged: not read again");
+        let later = std::time::SystemTime::now() + Duration::from_secs(5);
+        std::fs::write(&path, "batch=32\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(control.changed(), Some(32));
+        std::fs::write(&path, "many\n").unwrap();
+        let later = later + Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(control.changed(), None, "unreadable: the size is kept");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

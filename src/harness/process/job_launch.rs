@@ -46,6 +46,11 @@ pub fn job_launch(
     cgroup_procs: Vec<PathBuf>,
     extra_env: &[(String, String)],
 ) -> Result<(Launch, ProgressPaths), TemplateError> {
+    // The file an elastic job re-reads its batch size from: the profiler's own, by the logs.
+    let control_file = absolute(&log_dir.join(format!("{tag}.batch")));
+    let mut vars = vars.clone();
+    vars.insert("control_file".into(), control_file.display().to_string());
+    let vars = &vars;
     let argv = render_argv(&spec.spec.command, vars)?;
     let paths = ProgressPaths {
         progress_file: log_dir.join(format!("{tag}.progress.jsonl")),
