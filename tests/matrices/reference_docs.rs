@@ -102,6 +102,7 @@ fn every_job_spec_field_is_in_the_job_spec_reference() {
         (&base, "sweep"),
         (&search, "sweep.cpu"),
         (&base, "deploy"),
+        (&base, "elastic"),
     ];
     let mut missing = Vec::new();
     let mut seen = 0;
@@ -130,6 +131,7 @@ const FLAG_REFERENCES: &[(&str, &[&str])] = &[
     ("report", &["docs/REPORT.md", "docs/MATRIX.md"]),
     ("replay", &["docs/REPLAY.md"]),
     ("deploy", &["docs/DEPLOY.md"]),
+    ("colocate", &["docs/DEPLOY.md"]),
     ("export", &["docs/EXPORT.md", "docs/MATRIX.md"]),
     ("doctor", &["docs/GPU.md"]),
     ("show", &["docs/MATRIX.md"]),

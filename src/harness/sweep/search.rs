@@ -8,7 +8,7 @@ use crate::harness::sweep::cpu_search::{
     CpuSearch, Granularity, KNEE_MAX_POINTS, KNEE_TOLERANCE, Measured, Next, SearchRule, knee,
 };
 use crate::harness::sweep::plan::{Point, PointSource, Recorded, Walk, cpu_text};
-use crate::matrix::CellSource;
+use crate::matrix::{CellSource, cell_model};
 use crate::predict::{Library, kind_folder};
 use crate::spec::{CpuSearchSpec, SearchRuleSpec};
 use std::collections::BTreeMap;
@@ -96,22 +96,31 @@ pub(super) struct SearchPoints<'a> {
 
 impl SearchPoints<'_> {
     /// Levels recorded at the top memory level for these parameters (resumed ones included);
-    /// a failed or infeasible level counts, with no throughput.
+    /// a failed or infeasible level counts, with no throughput. The prediction search reads
+    /// each rate at one host speed, as the cell model will ([`cell_model::absolute_rates`]):
+    /// its library is read so, and a level measured in a slow spell would bend the shape.
     pub(super) fn measured(&self, recorded: &Recorded) -> Vec<Measured> {
         let Some(top) = recorded.memory.bytes().and_then(|b| b.first().copied()) else {
             return Vec::new();
         };
-        recorded
-            .cells
-            .iter()
-            .filter(|c| {
+        let at_one_speed = match self.search.rule {
+            SearchRule::Predict => {
+                cell_model::absolute_rates(recorded.cells, cell_model::DEFAULT_READ_AT)
+            }
+            _ => Vec::new(),
+        };
+        (recorded.cells.iter().enumerate())
+            .filter(|(_, c)| {
                 c.memory_bytes == top
                     && &c.params == self.params
                     && c.source != CellSource::Modelled
             })
-            .map(|c| Measured {
+            .map(|(i, c)| Measured {
                 cpu: c.cpu,
-                rate: c.samples_per_s().unwrap_or(0.0),
+                rate: (c.samples_per_s())
+                    .and(at_one_speed.get(i).copied().flatten())
+                    .or(c.samples_per_s())
+                    .unwrap_or(0.0),
             })
             .collect()
     }
