@@ -150,6 +150,32 @@ pub fn deploy_page(dir: &Path) -> Result<String, ReportError> {
     Ok(page("deploy against replay", &body))
 }
 
+/// A table's columns as numbers, one a `(name, heading, data attribute)`.
+fn numeric_columns(
+    df: &DataFrame,
+    path: &Path,
+    columns: &[(&str, &str, &str)],
+) -> Result<Vec<Vec<Option<f64>>>, ReportError> {
+    (columns.iter())
+        .map(|(name, ..)| numbers(df, name, path))
+        .collect()
+}
+
+/// Row `i` of `values` as cells named by their data attributes: seconds and percents to a
+/// tenth, counts whole.
+fn numeric_cells(
+    columns: &[(&str, &str, &'static str)],
+    values: &[Vec<Option<f64>>],
+    i: usize,
+) -> Vec<Td> {
+    (columns.iter().zip(values))
+        .map(|((name, _, data), column)| {
+            let digits = usize::from(name.ends_with("_s") || name.ends_with("_pct"));
+            Td::num(column[i], |v| format!("{v:.digits$}")).named(data)
+        })
+        .collect()
+}
+
 /// Synergy's table: each scheme's makespan, mean and p99 JCT deployed and replayed, the gap,
 /// and the gain over the proportional share in both.
 fn compare_table(
@@ -185,10 +211,7 @@ fn compare_table(
         ),
         ("gain_replay_pct", "replayed %", "gain-replay"),
     ];
-    let mut values = Vec::with_capacity(columns.len());
-    for (name, _, _) in &columns {
-        values.push(numbers(df, name, path)?);
-    }
+    let values = numeric_columns(df, path, &columns)?;
     let rows: Vec<(String, Vec<Td>)> = (0..policy.len())
         .map(|i| {
             let scheme = format!("{}+{}", policy[i], mechanism[i]);
@@ -198,14 +221,7 @@ fn compare_table(
                 esc(&stem),
                 esc(&scheme)
             ))];
-            for ((name, _, data), column) in columns.iter().zip(&values) {
-                let digits = if name.ends_with("_s") || name.ends_with("_pct") {
-                    1
-                } else {
-                    0
-                };
-                cells.push(Td::num(column[i], |v| format!("{v:.digits$}")).named(data));
-            }
+            cells.extend(numeric_cells(&columns, &values, i));
             (format!(" data-scheme=\"{}\"", esc(&scheme)), cells)
         })
         .collect();
@@ -247,20 +263,14 @@ fn gap_sources(
     if compare.column(columns[0].0).is_err() {
         return Ok(String::new());
     }
-    let mut values = Vec::with_capacity(columns.len());
-    for (name, ..) in &columns {
-        values.push(numbers(compare, name, path)?);
-    }
+    let values = numeric_columns(compare, path, &columns)?;
     if values[0].iter().all(Option::is_none) {
         return Ok(String::new());
     }
     let rows: Vec<(String, Vec<Td>)> = (0..policy.len())
         .map(|i| {
             let mut cells = vec![Td::text(format!("{}+{}", policy[i], mechanism[i]))];
-            for ((name, _, data), column) in columns.iter().zip(&values) {
-                let digits = usize::from(name.ends_with("_pct"));
-                cells.push(Td::num(column[i], |v| format!("{v:.digits$}")).named(data));
-            }
+            cells.extend(numeric_cells(&columns, &values, i));
             (String::new(), cells)
         })
         .collect();

@@ -571,23 +571,16 @@ mod tests {
         std::fs::write(&path, "8\n").unwrap();
         assert_eq!(control.changed(), Some(8));
         assert_eq!(control.changed(), None, "unchanged: not read again");
-        let later = std::time::SystemTime::now() + Duration::from_secs(5);
-        std::fs::write(&path, "batch=32\n").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
+        // Rewritten within the file system's time resolution: a later time stamp marks it.
+        let rewrite = |text: &str, seconds: u64| {
+            std::fs::write(&path, text).unwrap();
+            let at = std::time::SystemTime::now() + Duration::from_secs(seconds);
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(at).unwrap();
+        };
+        rewrite("batch=32\n", 5);
         assert_eq!(control.changed(), Some(32));
-        std::fs::write(&path, "many\n").unwrap();
-        let later = later + Duration::from_secs(5);
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
+        rewrite("many\n", 10);
         assert_eq!(control.changed(), None, "unreadable: the size is kept");
         let _ = std::fs::remove_dir_all(&dir);
     }
